@@ -1,0 +1,48 @@
+// The bundle: Lockstep's SavedModel. A version directory <base_path>/<version>/ holding
+//
+//   model.pb          BundleDef (proto/lockstep/bundle.proto): format version, graph,
+//                     signatures, metadata, and the index of weights.bin
+//   weights.bin       every weight, each at a 64-byte-aligned offset; memory-mapped read-only
+//   MANIFEST.sha256   "<sha256 hex>  <relative path>" per file, the format `sha256sum -c` reads
+//   assets/           optional files the model carries (vocabularies, ...)
+//
+// The writer builds the directory beside its destination and renames it into place, so a
+// reader never sees half a bundle. The reader checks everything before anything runs and
+// answers a Status that names the file and what is wrong; a truncated, corrupted or hostile
+// bundle is an error, never a crash or an unbounded allocation.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "runtime/graph.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+inline constexpr std::string_view kBundleGraphFile = "model.pb";
+inline constexpr std::string_view kBundleWeightsFile = "weights.bin";
+inline constexpr std::string_view kBundleManifestFile = "MANIFEST.sha256";
+inline constexpr std::string_view kBundleAssetsDir = "assets";
+inline constexpr uint32_t kBundleFormatVersion = 1;
+
+struct BundleWriteOptions {
+  // Files to place under assets/: relative path -> contents.
+  std::map<std::string, std::string> assets;
+  // Replace an existing directory at the destination (atomically where the OS allows).
+  bool overwrite = false;
+};
+
+// Validates `model` (AnalyzeGraph) and writes it as a bundle at `dir`, which must not exist
+// unless options.overwrite is set.
+Status WriteBundle(const Model& model, const std::filesystem::path& dir,
+                   const BundleWriteOptions& options = {});
+
+// Reads and fully validates the bundle at `dir`. Weights are read-only views into the
+// memory-mapped weights file, which stays mapped while any of them is alive.
+StatusOr<Model> ReadBundle(const std::filesystem::path& dir);
+
+}  // namespace lockstep

@@ -1,0 +1,180 @@
+// ReadBundle: trust nothing in the directory until it has been checked, and check in an order
+// where each step may rely on the previous ones: the manifest before the files it lists, the
+// checksums before the bytes are parsed, the structure of model.pb before its meaning.
+#include <set>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/bundle/bundle.h"
+#include "runtime/bundle/limits.h"
+#include "runtime/bundle/manifest.h"
+#include "runtime/bundle/mapped_file.h"
+#include "runtime/bundle/sha256.h"
+#include "runtime/bundle/weights_file.h"
+#include "runtime/graph_analysis.h"
+#include "runtime/graph_proto.h"
+
+namespace lockstep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kManifest(kBundleManifestFile);
+const std::string kGraph(kBundleGraphFile);
+const std::string kWeights(kBundleWeightsFile);
+
+StatusOr<std::vector<ManifestEntry>> ReadManifest(const fs::path& dir) {
+  const fs::path path = dir / kBundleManifestFile;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) return NotFound(path.string() + " is missing");
+  if (!fs::is_regular_file(st)) return DataLoss(path.string() + " is not a regular file");
+  auto file = MappedFile::Open(path, kMaxManifestBytes);
+  if (!file.ok()) return Status(StatusCode::kDataLoss, file.status().message());
+  std::string_view text(reinterpret_cast<const char*>((*file)->data()), (*file)->size());
+  auto entries = ParseManifest(text);
+  if (!entries.ok()) return entries.status().WithPrefix(path.string());
+  std::set<std::string_view> listed;
+  for (const ManifestEntry& e : *entries) listed.insert(e.path);
+  for (const std::string& required : {kGraph, kWeights}) {
+    if (listed.count(required) == 0) return DataLoss(path.string() + " does not list " + required);
+  }
+  if (listed.count(kManifest) > 0) return DataLoss(path.string() + " lists itself");
+  return entries;
+}
+
+Status CheckListedFilesExist(const fs::path& dir, const std::vector<ManifestEntry>& entries) {
+  for (const ManifestEntry& e : entries) {
+    const fs::path path = dir / e.path;
+    std::error_code ec;
+    // symlink_status: a listed name must be a file in the bundle, not a link to one elsewhere
+    // (a hostile bundle could otherwise make us map /dev/zero or a huge file).
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (!fs::exists(st)) return NotFound(path.string() + " is listed in " + kManifest + " but missing");
+    if (!fs::is_regular_file(st)) return DataLoss(path.string() + " is listed in " + kManifest + " but is not a regular file");
+  }
+  return Status::Ok();
+}
+
+// Finds any file in the bundle the manifest does not vouch for. Without this, a bundle could
+// carry files (say, in assets/) that nothing ever checked.
+Status CheckNoUnlistedFiles(const fs::path& dir, const std::vector<ManifestEntry>& entries) {
+  std::set<std::string, std::less<>> listed;
+  for (const ManifestEntry& e : entries) listed.insert(e.path);
+  size_t visited = 0;
+  // Explicit stack of (directory, its path relative to the bundle, depth).
+  struct Pending {
+    fs::path path;
+    std::string rel;
+    int depth;
+  };
+  std::vector<Pending> stack{{dir, "", 0}};
+  while (!stack.empty()) {
+    Pending cur = std::move(stack.back());
+    stack.pop_back();
+    std::error_code ec;
+    for (fs::directory_iterator it(cur.path, ec), end; !ec && it != end; it.increment(ec)) {
+      if (++visited > kMaxBundleEntries) {
+        return DataLoss(dir.string() + " holds more than " + std::to_string(kMaxBundleEntries) + " entries");
+      }
+      const std::string name = it->path().filename().string();
+      const std::string rel = cur.rel.empty() ? name : cur.rel + "/" + name;
+      const fs::file_status st = it->symlink_status(ec);
+      if (ec) break;
+      if (fs::is_directory(st)) {
+        if (cur.depth + 1 > kMaxBundleDepth) return DataLoss(it->path().string() + " is nested too deeply");
+        stack.push_back({it->path(), rel, cur.depth + 1});
+        continue;
+      }
+      if (rel == kManifest) continue;
+      if (fs::is_symlink(st)) return DataLoss(it->path().string() + " is a symlink; a bundle holds only files");
+      if (!fs::is_regular_file(st)) return DataLoss(it->path().string() + " is not a regular file");
+      if (listed.count(rel) == 0) return DataLoss(it->path().string() + " is not listed in " + kManifest);
+    }
+    if (ec) return DataLoss("cannot list " + cur.path.string() + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status ChecksumMismatch(const fs::path& path, const std::string& expected, const std::string& actual) {
+  return DataLoss(path.string() + ": checksum mismatch: " + kManifest + " says " + expected +
+                  ", the file's SHA-256 is " + actual);
+}
+
+// Checks every listed file's SHA-256. model.pb and weights.bin are mapped here and hashed from
+// the mapping, so what is parsed and served is exactly what was checked, even if the files
+// are replaced afterwards.
+Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
+                       std::shared_ptr<const MappedFile>* graph, std::shared_ptr<const MappedFile>* weights) {
+  for (const ManifestEntry& e : entries) {
+    const fs::path path = dir / e.path;
+    std::string actual;
+    if (e.path == kGraph || e.path == kWeights) {
+      LS_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::Open(path));
+      actual = Sha256Hex(file->bytes());
+      (e.path == kGraph ? *graph : *weights) = std::move(file);
+    } else {
+      LS_ASSIGN_OR_RETURN(actual, Sha256File(path));
+    }
+    if (actual != e.sha256) return ChecksumMismatch(path, e.sha256, actual);
+  }
+  return Status::Ok();
+}
+
+StatusOr<proto::BundleDef> ParseBundleDef(const MappedFile& file) {
+  if (file.size() > kMaxModelProtoBytes) {
+    return InvalidArgument(kGraph + " is " + std::to_string(file.size()) + " bytes, more than the limit of " +
+                           std::to_string(kMaxModelProtoBytes));
+  }
+  proto::BundleDef def;
+  // The size bound keeps the int cast exact. Parsing allocates in proportion to the input.
+  if (!def.ParseFromArray(file.data(), static_cast<int>(file.size()))) {
+    return DataLoss(kGraph + ": cannot parse BundleDef (truncated or corrupted)");
+  }
+  if (def.format_version() != kBundleFormatVersion) {
+    return InvalidArgument(kGraph + ": format_version " + std::to_string(def.format_version()) +
+                           " is not supported; this reader supports version " +
+                           std::to_string(kBundleFormatVersion));
+  }
+  return def;
+}
+
+}  // namespace
+
+StatusOr<Model> ReadBundle(const fs::path& dir) {
+  std::error_code ec;
+  // status, not symlink_status: the version directory itself may be a link (a model store
+  // that deduplicates versions); only what is inside must be plain files.
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return NotFound("bundle directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(st)) return NotFound("bundle path " + dir.string() + " is not a directory");
+
+  LS_ASSIGN_OR_RETURN(std::vector<ManifestEntry> manifest, ReadManifest(dir));
+  LS_RETURN_IF_ERROR(CheckListedFilesExist(dir, manifest));
+  LS_RETURN_IF_ERROR(CheckNoUnlistedFiles(dir, manifest));
+  std::shared_ptr<const MappedFile> graph_file, weights_file;
+  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, &graph_file, &weights_file));
+
+  LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(*graph_file));
+  Model model;
+  auto graph = GraphFromProto(def);
+  if (!graph.ok()) return graph.status().WithPrefix(kGraph);
+  model.graph = std::move(*graph);
+  LS_ASSIGN_OR_RETURN(model.weights, DecodeWeights(def, weights_file));
+  auto analysis = AnalyzeGraph(model);
+  if (!analysis.ok()) {
+    // AnalyzeGraph says NotFound for a missing weight or node; from a reader that would read
+    // as "no bundle here", when the bundle is there and wrong.
+    const Status& s = analysis.status();
+    const StatusCode code = s.code() == StatusCode::kInternal ? s.code() : StatusCode::kInvalidArgument;
+    return Status(code, s.message()).WithPrefix(kGraph);
+  }
+
+  spdlog::info("read bundle {} ({} nodes, {} weights, {} bytes of weights mapped)", dir.string(),
+               model.graph.nodes.size(), model.weights.size(), weights_file->size());
+  return model;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,34 @@
+#include "runtime/cli/examples.h"
+
+#include "runtime/graph_builder.h"
+
+namespace lockstep {
+
+std::vector<std::string> ExampleNames() { return {"half_plus_two"}; }
+
+namespace {
+
+Model HalfPlusTwo() {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  std::string a = g.Const("a", Tensor::Scalar<float>(0.5f));
+  std::string b = g.Const("b", Tensor::Scalar<float>(2.0f));
+  std::string y = g.Op("Add", {g.Op("Mul", {x, a}, {}, "mul"), b}, {}, "y");
+  g.AddSignature({std::string(kDefaultSignature), "tensorflow/serving/predict",
+                  {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"y", y, DType::kFloat32, Shape{-1}}}});
+  g.SetMetadata("name", "half_plus_two");
+  g.SetMetadata("description", "y = 0.5 * x + 2");
+  return std::move(g).Build();
+}
+
+}  // namespace
+
+StatusOr<Model> MakeExample(const std::string& name) {
+  if (name == "half_plus_two") return HalfPlusTwo();
+  std::string known;
+  for (const auto& n : ExampleNames()) known += (known.empty() ? "" : ", ") + n;
+  return NotFound("unknown example '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace lockstep

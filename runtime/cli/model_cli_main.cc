@@ -1,0 +1,256 @@
+// model-cli: inspect, verify and run Lockstep bundles; write example bundles.
+//
+//   model-cli show --dir D [--all]
+//   model-cli run --dir D [--signature NAME] --input 'x=[[1,2],[3,4]]' [--input ...]
+//   model-cli verify --dir D
+//   model-cli make-example half_plus_two --out D [--overwrite]
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/cfg/env.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/bundle/bundle.h"
+#include "runtime/cli/examples.h"
+#include "runtime/session.h"
+#include "runtime/tensor_json.h"
+
+namespace lockstep {
+namespace {
+
+constexpr const char* kUsage = R"(usage: model-cli <command> [flags]
+
+commands:
+  show --dir DIR [--all]
+      Print the bundle's signatures (input and output names, dtypes, shapes) and metadata.
+      --all also lists the graph's nodes and weights.
+  run --dir DIR [--signature NAME] --input KEY=VALUE [--input KEY=VALUE ...]
+      Run a signature (default serving_default) and print its outputs as a JSON object.
+      VALUE is JSON (nested lists, e.g. 'x=[[1,2],[3,4]]') or @FILE holding JSON.
+  verify --dir DIR
+      Validate the bundle (checksums, format, weights, graph, signatures) and compile it.
+      Exits 0 if it is servable, 1 with the reason otherwise.
+  make-example NAME --out DIR [--overwrite]
+      Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
+      replaced only with --overwrite.
+
+exit status: 0 success, 1 failure, 2 bad usage
+)";
+
+int Fail(const std::string& message) {
+  std::cerr << "model-cli: error: " << message << "\n";
+  return 1;
+}
+
+int Usage(const std::string& message) {
+  std::cerr << "model-cli: " << message << "\n\n" << kUsage;
+  return 2;
+}
+
+// Flags as given: "--name value" pairs and "--switch"; repeated flags keep every value.
+struct Flags {
+  std::multimap<std::string, std::string> values;
+  std::vector<std::string> positional;
+
+  bool Has(const std::string& name) const { return values.count(name) > 0; }
+  std::string Get(const std::string& name, const std::string& fallback = "") const {
+    auto it = values.find(name);
+    return it == values.end() ? fallback : it->second;
+  }
+  std::vector<std::string> GetAll(const std::string& name) const {
+    std::vector<std::string> out;
+    for (auto [it, end] = values.equal_range(name); it != end; ++it) out.push_back(it->second);
+    return out;
+  }
+};
+
+StatusOr<Flags> ParseFlags(int argc, char** argv, const std::vector<std::string>& with_value,
+                           const std::vector<std::string>& switches) {
+  Flags flags;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      flags.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    size_t eq = name.find('=');
+    bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (std::find(switches.begin(), switches.end(), name) != switches.end() && !inline_value) {
+      flags.values.emplace(name, "true");
+    } else if (std::find(with_value.begin(), with_value.end(), name) != with_value.end()) {
+      if (!inline_value) {
+        if (i + 1 >= argc) return InvalidArgument("flag --" + name + " needs a value");
+        value = argv[++i];
+      }
+      flags.values.emplace(name, value);
+    } else {
+      return InvalidArgument("unknown flag --" + name);
+    }
+  }
+  return flags;
+}
+
+std::string SpecString(DType dtype, const Shape& shape) {
+  return std::string(DTypeName(dtype)) + " " + shape.ToString();
+}
+
+int Show(const Flags& flags) {
+  if (!flags.Has("dir")) return Usage("show needs --dir");
+  auto model = ReadBundle(flags.Get("dir"));
+  if (!model.ok()) return Fail(model.status().message());
+  const Graph& g = model->graph;
+  std::ostringstream out;
+  out << "bundle: " << flags.Get("dir") << "\n";
+  out << "metadata:\n";
+  for (const auto& [k, v] : g.metadata) out << "  " << k << ": " << v << "\n";
+  for (const Signature& sig : g.signatures) {
+    out << "signature '" << sig.name << "'";
+    if (!sig.method_name.empty()) out << " (" << sig.method_name << ")";
+    out << ":\n  inputs:\n";
+    for (const auto& b : sig.inputs) out << "    " << b.key << ": " << SpecString(b.dtype, b.shape) << "  <- " << b.tensor << "\n";
+    out << "  outputs:\n";
+    for (const auto& b : sig.outputs) out << "    " << b.key << ": " << SpecString(b.dtype, b.shape) << "  <- " << b.tensor << "\n";
+  }
+  if (flags.Has("all")) {
+    out << "nodes (" << g.nodes.size() << "):\n";
+    for (const NodeDef& n : g.nodes) {
+      out << "  " << n.name << " = " << n.op << "(";
+      for (size_t i = 0; i < n.inputs.size(); ++i) out << (i ? ", " : "") << n.inputs[i];
+      out << ")\n";
+    }
+    size_t bytes = 0;
+    for (const auto& [name, t] : model->weights) bytes += t.byte_size();
+    out << "weights (" << model->weights.size() << ", " << bytes << " bytes):\n";
+    for (const auto& [name, t] : model->weights) out << "  " << name << ": " << SpecString(t.dtype(), t.shape()) << "\n";
+  }
+  std::cout << out.str();
+  return 0;
+}
+
+StatusOr<std::string> ReadInputText(const std::string& value) {
+  if (value.empty() || value[0] != '@') return value;
+  std::ifstream in(value.substr(1), std::ios::binary);
+  if (!in) return NotFound("cannot read input file '" + value.substr(1) + "'");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+int Run(const Flags& flags) {
+  if (!flags.Has("dir")) return Usage("run needs --dir");
+  const std::string signature_name = flags.Get("signature", std::string(kDefaultSignature));
+  auto model = ReadBundle(flags.Get("dir"));
+  if (!model.ok()) return Fail(model.status().message());
+  auto session = Session::Create(std::move(*model));
+  if (!session.ok()) return Fail(session.status().message());
+  const Signature* sig = (*session)->FindSignature(signature_name);
+  if (sig == nullptr) {
+    std::string known;
+    for (const auto& s : (*session)->signatures()) known += (known.empty() ? "" : ", ") + s.name;
+    return Fail("no signature named '" + signature_name + "' (the bundle has: " + known + ")");
+  }
+
+  std::vector<NamedTensor> inputs;
+  for (const std::string& spec : flags.GetAll("input")) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return Usage("--input takes KEY=VALUE, got '" + spec + "'");
+    std::string key = spec.substr(0, eq);
+    const TensorBinding* binding = nullptr;
+    for (const auto& b : sig->inputs) {
+      if (b.key == key) binding = &b;
+    }
+    if (binding == nullptr) return Fail("signature '" + sig->name + "' has no input '" + key + "'");
+    auto text = ReadInputText(spec.substr(eq + 1));
+    if (!text.ok()) return Fail(text.status().message());
+    nlohmann::json value = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) return Fail("input '" + key + "' is not valid JSON");
+    auto tensor = TensorFromJson(value, binding->dtype);
+    if (!tensor.ok()) return Fail("input '" + key + "': " + tensor.status().message());
+    inputs.push_back({key, std::move(*tensor)});
+  }
+
+  std::vector<NamedTensor> outputs;
+  Status status = (*session)->Run(signature_name, inputs, &outputs);
+  if (!status.ok()) return Fail(status.message());
+  std::string out = "{";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i) out += ", ";
+    out += nlohmann::json(outputs[i].name).dump() + ": ";
+    AppendTensorJson(outputs[i].tensor, &out);
+  }
+  out += "}\n";
+  std::cout << out;
+  return 0;
+}
+
+int Verify(const Flags& flags) {
+  if (!flags.Has("dir")) return Usage("verify needs --dir");
+  auto model = ReadBundle(flags.Get("dir"));
+  if (!model.ok()) return Fail(model.status().message());
+  const size_t nodes = model->graph.nodes.size(), weights = model->weights.size();
+  auto session = Session::Create(std::move(*model));
+  if (!session.ok()) return Fail(session.status().message());
+  std::string names;
+  for (const auto& s : (*session)->signatures()) names += (names.empty() ? "" : ", ") + s.name;
+  std::cout << "OK: " << flags.Get("dir") << " is a valid bundle (" << nodes << " nodes, " << weights
+            << " weights; signatures: " << names << ")\n";
+  return 0;
+}
+
+int MakeExampleCommand(const Flags& flags) {
+  if (flags.positional.size() != 1) return Usage("make-example needs one example name");
+  if (!flags.Has("out")) return Usage("make-example needs --out");
+  auto model = MakeExample(flags.positional[0]);
+  if (!model.ok()) return Fail(model.status().message());
+  BundleWriteOptions options;
+  options.overwrite = flags.Has("overwrite");
+  Status status = WriteBundle(*model, flags.Get("out"), options);
+  if (!status.ok()) return Fail(status.message());
+  std::cout << "wrote " << flags.positional[0] << " to " << flags.Get("out") << "\n";
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  // Standard output carries the command's answer (JSON for `run`); logs go to stderr, and
+  // only warnings unless SPDLOG_LEVEL (e.g. SPDLOG_LEVEL=info) says otherwise.
+  auto logger = spdlog::stderr_color_mt("model-cli");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+  spdlog::cfg::load_env_levels();
+  if (argc < 2) return Usage("missing command");
+  std::string command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out"}, {"all", "help", "overwrite"});
+  if (!flags.ok()) return Usage(flags.status().message());
+  if (flags->Has("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command != "make-example" && !flags->positional.empty()) {
+    return Usage("unexpected argument '" + flags->positional[0] + "'");
+  }
+  if (command == "show") return Show(*flags);
+  if (command == "run") return Run(*flags);
+  if (command == "verify") return Verify(*flags);
+  if (command == "make-example") return MakeExampleCommand(*flags);
+  return Usage("unknown command '" + command + "'");
+}
+
+}  // namespace
+}  // namespace lockstep
+
+int main(int argc, char** argv) { return lockstep::Main(argc, argv); }

@@ -1,0 +1,112 @@
+// The op registry: for each op, how many inputs and outputs it has, how its output dtypes and
+// shapes follow from its inputs (shape inference), its forward kernel, and a slot for its
+// gradient (filled by training). The graph validator, the passes and the executor all ask the
+// registry; nothing else knows what an op does.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/attr.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
+
+namespace lockstep {
+
+// What shape inference knows about a value: its dtype, and its shape with -1 for dimensions
+// known only at run time.
+struct TensorSpec {
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  friend bool operator==(const TensorSpec&, const TensorSpec&) = default;
+};
+
+struct ShapeInferenceContext {
+  std::span<const TensorSpec> inputs;
+  const AttrMap& attrs;
+};
+
+// Where a kernel's outputs get their memory. The executor hands out reusable arena buffers;
+// the default (heap) gives each output fresh owned storage.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  // Returns writable storage for output `index`, aligned to kTensorAlignment.
+  virtual Tensor Allocate(int index, DType dtype, const Shape& shape) = 0;
+};
+
+class KernelContext {
+ public:
+  KernelContext(std::span<const Tensor* const> inputs, const AttrMap& attrs, ThreadPool& pool,
+                std::span<Tensor> outputs, OutputAllocator* allocator)
+      : inputs_(inputs), attrs_(attrs), pool_(pool), outputs_(outputs), allocator_(allocator) {}
+
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Tensor& input(int i) const { return *inputs_[i]; }
+  const AttrMap& attrs() const { return attrs_; }
+  ThreadPool& pool() const { return pool_; }
+
+  // Storage for output i. Contents are unspecified: the kernel writes every element.
+  Tensor& AllocateOutput(int i, DType dtype, const Shape& shape);
+  // Sets output i to an existing tensor (an input reshaped, for ops that alias).
+  void SetOutput(int i, Tensor t) { outputs_[i] = std::move(t); }
+
+ private:
+  std::span<const Tensor* const> inputs_;
+  const AttrMap& attrs_;
+  ThreadPool& pool_;
+  std::span<Tensor> outputs_;
+  OutputAllocator* allocator_;
+};
+
+using ShapeFn = StatusOr<std::vector<TensorSpec>> (*)(const ShapeInferenceContext&);
+using KernelFn = Status (*)(KernelContext&);
+// Filled in by the training module: builds the gradient of an op's inputs from the gradient
+// of its outputs. Declared here so the registry has one entry per op.
+class GradientBuilder;
+using GradientFn = Status (*)(GradientBuilder&);
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: any number
+  int num_outputs = 1;
+  ShapeFn infer = nullptr;
+  KernelFn compute = nullptr;  // null only for the executor's own ops (Input, Const, Variable)
+  GradientFn gradient = nullptr;
+  // Output 0 may be input 0's storage under another shape (Identity, Reshape, Flatten).
+  bool aliases_input = false;
+  // Same inputs always give the same outputs; constant folding may evaluate it.
+  bool deterministic = true;
+};
+
+class OpRegistry {
+ public:
+  // The registry with every standard op, built on first use.
+  static const OpRegistry& Global();
+
+  Status Register(OpDef def);
+  const OpDef* Find(std::string_view name) const;
+  std::vector<std::string> OpNames() const;
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// Runs one op on owned, freshly allocated outputs: for constant folding and tests.
+StatusOr<std::vector<Tensor>> RunOp(const OpDef& op, std::span<const Tensor> inputs,
+                                    const AttrMap& attrs, ThreadPool& pool);
+StatusOr<std::vector<Tensor>> RunOp(std::string_view op_name, std::span<const Tensor> inputs,
+                                    const AttrMap& attrs = {});
+
+// The executor's own ops, which have no kernel.
+inline constexpr std::string_view kInputOp = "Input";        // attrs: dtype, shape
+inline constexpr std::string_view kConstOp = "Const";        // attr: weight (a weight's name)
+inline constexpr std::string_view kVariableOp = "Variable";  // attr: weight; trainable
+
+}  // namespace lockstep

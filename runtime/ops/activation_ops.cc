@@ -1,0 +1,161 @@
+// Relu, Gelu, Sigmoid, Tanh (element-wise, through the same ApplyActivation as the Gemm
+// epilogue so that fused and unfused graphs agree bit for bit), Softmax and LogSoftmax over
+// the last axis.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "runtime/activation.h"
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
+
+namespace lockstep {
+namespace {
+
+StatusOr<std::vector<TensorSpec>> InferFloatUnary(std::string_view name,
+                                                  const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckDType(name, "input", ctx.inputs[0].dtype, DType::kFloat32));
+  return Single(DType::kFloat32, ctx.inputs[0].shape);
+}
+
+// The activation is a template argument so that the switch inside ApplyActivation folds away
+// and the loop is a plain map (vectorised for Relu; libm calls for the others).
+template <Activation A>
+void MapActivation(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ApplyActivation(A, in[i]);
+}
+
+template <Activation A>
+constexpr std::string_view ActivationOpName() {
+  switch (A) {
+    case Activation::kRelu: return "Relu";
+    case Activation::kGelu: return "Gelu";
+    case Activation::kSigmoid: return "Sigmoid";
+    case Activation::kTanh: return "Tanh";
+    case Activation::kNone: break;
+  }
+  return "Identity";
+}
+
+template <Activation A>
+StatusOr<std::vector<TensorSpec>> InferActivation(const ShapeInferenceContext& ctx) {
+  return InferFloatUnary(ActivationOpName<A>(), ctx);
+}
+
+template <Activation A>
+Status ActivationKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  LS_RETURN_IF_ERROR(CheckDType(ActivationOpName<A>(), "input", x.dtype(), DType::kFloat32));
+  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+  const float* px = x.data<float>().data();
+  float* po = out.mutable_data<float>().data();
+  // Transcendental activations cost tens of cycles per element: smaller chunks pay.
+  const int64_t grain = A == Activation::kRelu ? kElementGrain : kElementGrain / 8;
+  ctx.pool().ParallelFor(x.num_elements(), grain, [&](int64_t begin, int64_t end) {
+    MapActivation<A>(px + begin, po + begin, end - begin);
+  });
+  return Status::Ok();
+}
+
+template <Activation A>
+OpDef ActivationDef() {
+  OpDef def;
+  def.name = std::string(ActivationOpName<A>());
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = InferActivation<A>;
+  def.compute = ActivationKernel<A>;
+  return def;
+}
+
+// ---- Softmax / LogSoftmax over the last axis ----
+
+Status CheckSoftmaxAxis(std::string_view name, const AttrMap& attrs, const Shape& shape) {
+  if (shape.rank() < 1) return InvalidArgument(Str(name) + ": input must have rank >= 1, got a scalar");
+  LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetIntOr("axis", -1));
+  LS_ASSIGN_OR_RETURN(int a, NormalizeAxis(name, axis, shape.rank()));
+  if (a != shape.rank() - 1) {
+    return Unimplemented(Str(name) + ": only the last axis is supported, got axis " +
+                         std::to_string(axis) + " for shape " + shape.ToString());
+  }
+  return Status::Ok();
+}
+
+template <bool Log>
+constexpr std::string_view SoftmaxName() {
+  return Log ? "LogSoftmax" : "Softmax";
+}
+
+template <bool Log>
+StatusOr<std::vector<TensorSpec>> InferSoftmax(const ShapeInferenceContext& ctx) {
+  LS_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, InferFloatUnary(SoftmaxName<Log>(), ctx));
+  LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs, ctx.inputs[0].shape));
+  return out;
+}
+
+// Stable form: exponents are taken of x - max, so nothing overflows; the sum is kept in double
+// so long rows lose nothing to it. A NaN anywhere in a row makes the whole row NaN (as the
+// maths says); a row of all -inf is NaN too (0/0), and +inf gives NaN (inf - inf), as in
+// TensorFlow.
+template <bool Log>
+void SoftmaxRow(const float* x, float* out, int64_t n) {
+  if (n == 0) return;
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > max || std::isnan(x[i])) max = std::isnan(max) ? max : x[i];
+  }
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = std::exp(x[i] - max);
+    if constexpr (!Log) out[i] = e;
+    sum += e;
+  }
+  if constexpr (Log) {
+    const float log_sum = static_cast<float>(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
+  } else {
+    const float s = static_cast<float>(sum);
+    for (int64_t i = 0; i < n; ++i) out[i] /= s;
+  }
+}
+
+template <bool Log>
+Status SoftmaxKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  LS_RETURN_IF_ERROR(CheckDType(SoftmaxName<Log>(), "input", x.dtype(), DType::kFloat32));
+  LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs(), x.shape()));
+  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+  const int64_t n = x.shape().dim(x.shape().rank() - 1);
+  if (out.num_elements() == 0) return Status::Ok();
+  const float* px = x.data<float>().data();
+  float* po = out.mutable_data<float>().data();
+  ctx.pool().ParallelFor(x.num_elements() / n, std::max<int64_t>(1, kElementGrain / 8 / n),
+                         [&](int64_t begin, int64_t end) {
+                           for (int64_t r = begin; r < end; ++r) SoftmaxRow<Log>(px + r * n, po + r * n, n);
+                         });
+  return Status::Ok();
+}
+
+template <bool Log>
+OpDef SoftmaxDef() {
+  OpDef def;
+  def.name = std::string(SoftmaxName<Log>());
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = InferSoftmax<Log>;
+  def.compute = SoftmaxKernel<Log>;
+  return def;
+}
+
+}  // namespace
+
+void RegisterActivationOps(OpRegistry& registry) {
+  (void)registry.Register(ActivationDef<Activation::kRelu>());
+  (void)registry.Register(ActivationDef<Activation::kGelu>());
+  (void)registry.Register(ActivationDef<Activation::kSigmoid>());
+  (void)registry.Register(ActivationDef<Activation::kTanh>());
+  (void)registry.Register(SoftmaxDef<false>());
+  (void)registry.Register(SoftmaxDef<true>());
+}
+
+}  // namespace lockstep

@@ -1,0 +1,224 @@
+// Identity, Reshape, Flatten, Concat (layout ops), and registration of the array family; Cast,
+// ArgMax and Gather live in array_value_ops.cc.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
+
+namespace lockstep {
+namespace {
+
+// ---- Identity ----
+
+StatusOr<std::vector<TensorSpec>> InferIdentity(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Identity", ctx.inputs.size(), 1, 1));
+  return std::vector<TensorSpec>{ctx.inputs[0]};
+}
+
+Status IdentityKernel(KernelContext& ctx) {
+  ctx.SetOutput(0, ctx.input(0));
+  return Status::Ok();
+}
+
+// ---- Reshape (attr "shape": list of ints, at most one -1 = whatever makes the count fit) ----
+
+StatusOr<std::vector<int64_t>> ReadTargetShape(const AttrMap& attrs) {
+  // A graph may carry the target as a Shape attr rather than a list; both mean the same.
+  auto it = attrs.values().find("shape");
+  if (it != attrs.values().end()) {
+    if (const Shape* s = std::get_if<Shape>(&it->second)) {
+      return std::vector<int64_t>(s->dims().begin(), s->dims().end());
+    }
+  }
+  StatusOr<std::vector<int64_t>> dims = attrs.GetInts("shape");
+  if (!dims.ok()) return dims.status().WithPrefix("Reshape");
+  return dims;
+}
+
+StatusOr<Shape> ReshapeShape(const Shape& in, const std::vector<int64_t>& target) {
+  auto target_string = [&] { return IntsString(target); };
+  if (target.size() > static_cast<size_t>(Shape::kMaxRank)) {
+    return InvalidArgument("Reshape: target " + target_string() + " exceeds the maximum rank " +
+                           std::to_string(Shape::kMaxRank));
+  }
+  int inferred = -1;
+  int64_t known = 1;
+  Shape out;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const int64_t d = target[i];
+    out.AddDim(d);
+    if (d == -1) {
+      if (inferred >= 0) return InvalidArgument("Reshape: target " + target_string() + " has more than one -1");
+      inferred = static_cast<int>(i);
+    } else if (d < 0) {
+      return InvalidArgument("Reshape: target " + target_string() + " has a negative dimension");
+    } else if (__builtin_mul_overflow(known, d, &known)) {
+      return InvalidArgument("Reshape: target " + target_string() + " is too large");
+    }
+  }
+  const int64_t n = in.num_elements();
+  if (n < 0) return out;  // unknown input: a -1 stays unknown, known dims are checked at run time
+  if (inferred >= 0) {
+    if (known == 0 || n % known != 0) {
+      return InvalidArgument("Reshape: cannot reshape " + in.ToString() + " (" + std::to_string(n) +
+                             " elements) into " + target_string());
+    }
+    out.set_dim(inferred, n / known);
+  } else if (known != n) {
+    return InvalidArgument("Reshape: cannot reshape " + in.ToString() + " (" + std::to_string(n) +
+                           " elements) into " + target_string() + " (" + std::to_string(known) +
+                           " elements)");
+  }
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferReshape(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Reshape", ctx.inputs.size(), 1, 1));
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> target, ReadTargetShape(ctx.attrs));
+  LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.inputs[0].shape, target));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+Status ReshapeKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> target, ReadTargetShape(ctx.attrs()));
+  LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.input(0).shape(), target));
+  ctx.SetOutput(0, ctx.input(0).Reshaped(out));
+  return Status::Ok();
+}
+
+// ---- Flatten: [N, ...] -> [N, product of the rest] ----
+
+StatusOr<Shape> FlattenShape(const Shape& in) {
+  if (in.rank() < 1) return InvalidArgument("Flatten: input must have rank >= 1, got a scalar");
+  int64_t rest = 1;
+  for (int d = 1; d < in.rank(); ++d) {
+    if (in.dim(d) < 0) {
+      rest = -1;
+      break;
+    }
+    rest *= in.dim(d);
+  }
+  return Shape{in.dim(0), rest};
+}
+
+StatusOr<std::vector<TensorSpec>> InferFlatten(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Flatten", ctx.inputs.size(), 1, 1));
+  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.inputs[0].shape));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+Status FlattenKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.input(0).shape()));
+  ctx.SetOutput(0, ctx.input(0).Reshaped(out));
+  return Status::Ok();
+}
+
+// ---- Concat (attr "axis", required; negative counts from the end) ----
+
+// `spec(i)` gives input i's TensorSpec; shared by inference (specs) and the kernel (tensors).
+template <typename SpecFn>
+StatusOr<Shape> ConcatShape(const AttrMap& attrs, int count, const SpecFn& spec, int* axis_out) {
+  if (count < 1) return InvalidArgument("Concat: needs at least one input");
+  LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetInt("axis"));
+  const TensorSpec first = spec(0);
+  if (first.shape.rank() == 0) return InvalidArgument("Concat: cannot concatenate scalars");
+  LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Concat", axis, first.shape.rank()));
+  Shape out = first.shape;
+  for (int i = 1; i < count; ++i) {
+    const TensorSpec s = spec(i);
+    if (s.dtype != first.dtype) {
+      return InvalidArgument("Concat: input " + std::to_string(i) + " is " + Str(DTypeName(s.dtype)) +
+                             " but input 0 is " + Str(DTypeName(first.dtype)));
+    }
+    bool fits = s.shape.rank() == first.shape.rank();
+    for (int d = 0; fits && d < out.rank(); ++d) {
+      int64_t merged;
+      if (d == a) {
+        merged = out.dim(d) < 0 || s.shape.dim(d) < 0 ? -1 : out.dim(d) + s.shape.dim(d);
+      } else {
+        fits = MergeDim(out.dim(d), s.shape.dim(d), &merged);
+      }
+      out.set_dim(d, merged);
+    }
+    if (!fits) {
+      return InvalidArgument("Concat: input " + std::to_string(i) + " shape " + s.shape.ToString() +
+                             " does not match input 0 shape " + first.shape.ToString() +
+                             " outside axis " + std::to_string(a));
+    }
+  }
+  *axis_out = a;
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferConcat(const ShapeInferenceContext& ctx) {
+  int axis = 0;
+  LS_ASSIGN_OR_RETURN(Shape out, ConcatShape(ctx.attrs, static_cast<int>(ctx.inputs.size()),
+                                             [&](int i) { return ctx.inputs[i]; }, &axis));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+Status ConcatKernel(KernelContext& ctx) {
+  int axis = 0;
+  LS_ASSIGN_OR_RETURN(
+      Shape shape,
+      ConcatShape(ctx.attrs(), ctx.num_inputs(),
+                  [&](int i) { return TensorSpec{ctx.input(i).dtype(), ctx.input(i).shape()}; },
+                  &axis));
+  const DType dtype = ctx.input(0).dtype();
+  Tensor& out = ctx.AllocateOutput(0, dtype, shape);
+  if (out.num_elements() == 0) return Status::Ok();
+  // Seen as [outer, row]: each output row is the inputs' rows of `chunk` elements side by side.
+  int64_t outer = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape.dim(d);
+  const int64_t row = out.num_elements() / outer;
+  const size_t elem = DTypeSize(dtype);
+  ctx.pool().ParallelFor(outer, std::max<int64_t>(1, kElementGrain / row), [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      int64_t offset = o * row;
+      for (int i = 0; i < ctx.num_inputs(); ++i) {
+        const Tensor& in = ctx.input(i);
+        const int64_t chunk = in.num_elements() / outer;
+        if (chunk == 0) continue;
+        if (dtype == DType::kString) {
+          const std::string* src = in.data<std::string>().data() + o * chunk;
+          std::copy(src, src + chunk, out.mutable_data<std::string>().data() + offset);
+        } else {
+          std::memcpy(static_cast<char*>(out.mutable_raw_data()) + offset * elem,
+                      static_cast<const char*>(in.raw_data()) + o * chunk * elem, chunk * elem);
+        }
+        offset += chunk;
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+OpDef MakeDef(std::string name, int min_inputs, int max_inputs, ShapeFn infer, KernelFn compute,
+              bool aliases_input) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = min_inputs;
+  def.max_inputs = max_inputs;
+  def.infer = infer;
+  def.compute = compute;
+  def.aliases_input = aliases_input;
+  return def;
+}
+
+}  // namespace
+
+void RegisterArrayValueOps(OpRegistry& registry);  // array_value_ops.cc
+
+void RegisterArrayOps(OpRegistry& registry) {
+  (void)registry.Register(MakeDef("Identity", 1, 1, InferIdentity, IdentityKernel, true));
+  (void)registry.Register(MakeDef("Reshape", 1, 1, InferReshape, ReshapeKernel, true));
+  (void)registry.Register(MakeDef("Flatten", 1, 1, InferFlatten, FlattenKernel, true));
+  (void)registry.Register(MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false));
+  RegisterArrayValueOps(registry);
+}
+
+}  // namespace lockstep

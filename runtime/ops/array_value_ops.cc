@@ -1,0 +1,318 @@
+// Cast, ArgMax and Gather: the array ops that look at values (registered with the rest of
+// the array family by RegisterArrayOps in array_ops.cc).
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/bfloat16.h"
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+
+namespace lockstep {
+namespace {
+
+// ---- Cast (attr "dtype") ----
+//
+// Conversions, chosen to be total (no undefined behaviour on any input):
+//   float/bfloat16 -> int: truncation toward zero, as TensorFlow; NaN gives 0; values past the
+//     integer's range (infinities included) saturate to its minimum or maximum;
+//   int -> float/bfloat16: round to nearest even (int -> bfloat16 rounds through float32);
+//   int64 -> int32: keeps the low 32 bits (two's complement wrap), as TensorFlow;
+//   anything -> bool: true when not zero (NaN is true); bool -> number: 0 or 1;
+//   float32 <-> bfloat16: bfloat16.h's rounding (nearest even, NaN kept).
+// Casting to the same dtype copies, for every dtype including string; strings convert to
+// nothing else.
+
+bool IsCastable(DType d) {
+  return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kInt32 ||
+         d == DType::kInt64 || d == DType::kBool;
+}
+
+StatusOr<DType> CastTarget(const AttrMap& attrs, DType from) {
+  StatusOr<DType> to = attrs.GetDType("dtype");
+  if (!to.ok()) return to.status().WithPrefix("Cast");
+  if (*to != from && (!IsCastable(from) || !IsCastable(*to))) {
+    return InvalidArgument("Cast: cannot cast " + Str(DTypeName(from)) + " to " + Str(DTypeName(*to)));
+  }
+  return *to;
+}
+
+StatusOr<std::vector<TensorSpec>> InferCast(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Cast", ctx.inputs.size(), 1, 1));
+  LS_ASSIGN_OR_RETURN(DType to, CastTarget(ctx.attrs, ctx.inputs[0].dtype));
+  return Single(to, ctx.inputs[0].shape);
+}
+
+template <typename To>
+To FloatToInt(float x) {
+  // The integer maximum rounds up to 2^(bits-1) in float, exactly the first value that does
+  // not fit; -2^(bits-1) is the minimum itself.
+  constexpr float kLimit = static_cast<float>(std::numeric_limits<To>::max());
+  if (x != x) return 0;
+  if (x >= kLimit) return std::numeric_limits<To>::max();
+  if (x < -kLimit) return std::numeric_limits<To>::min();
+  return static_cast<To>(x);
+}
+
+template <typename To, typename From>
+To CastValue(From x) {
+  if constexpr (std::is_same_v<From, bfloat16>) {
+    return CastValue<To>(Bfloat16ToFloat(x));
+  } else if constexpr (std::is_same_v<To, bfloat16>) {
+    return FloatToBfloat16(CastValue<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From{0};
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    return FloatToInt<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+template <typename From, typename To>
+void CastRange(const From* in, To* out, int64_t n) {
+  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, bfloat16>) {
+    const size_t count = static_cast<size_t>(n);
+    FloatToBfloat16(std::span<const float>(in, count), std::span<bfloat16>(out, count));
+  } else if constexpr (std::is_same_v<From, bfloat16> && std::is_same_v<To, float>) {
+    const size_t count = static_cast<size_t>(n);
+    Bfloat16ToFloat(std::span<const bfloat16>(in, count), std::span<float>(out, count));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = CastValue<To>(in[i]);
+  }
+}
+
+template <typename From, typename To>
+void CastTyped(KernelContext& ctx, const Tensor& in, Tensor& out) {
+  const From* src = in.data<From>().data();
+  To* dst = out.mutable_data<To>().data();
+  ctx.pool().ParallelFor(in.num_elements(), kElementGrain, [&](int64_t begin, int64_t end) {
+    CastRange(src + begin, dst + begin, end - begin);
+  });
+}
+
+template <typename From>
+Status CastFrom(KernelContext& ctx, const Tensor& in, Tensor& out) {
+  switch (out.dtype()) {
+    case DType::kFloat32: CastTyped<From, float>(ctx, in, out); break;
+    case DType::kBFloat16: CastTyped<From, bfloat16>(ctx, in, out); break;
+    case DType::kInt32: CastTyped<From, int32_t>(ctx, in, out); break;
+    case DType::kInt64: CastTyped<From, int64_t>(ctx, in, out); break;
+    case DType::kBool: CastTyped<From, bool>(ctx, in, out); break;
+    default: return Internal("Cast: unexpected target dtype");
+  }
+  return Status::Ok();
+}
+
+Status CastKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  LS_ASSIGN_OR_RETURN(DType to, CastTarget(ctx.attrs(), in.dtype()));
+  Tensor& out = ctx.AllocateOutput(0, to, in.shape());
+  if (in.num_elements() == 0) return Status::Ok();
+  if (to == in.dtype()) {
+    if (to == DType::kString) {
+      auto src = in.data<std::string>();
+      std::copy(src.begin(), src.end(), out.mutable_data<std::string>().begin());
+    } else {
+      std::memcpy(out.mutable_raw_data(), in.raw_data(), in.byte_size());
+    }
+    return Status::Ok();
+  }
+  switch (in.dtype()) {
+    case DType::kFloat32: return CastFrom<float>(ctx, in, out);
+    case DType::kBFloat16: return CastFrom<bfloat16>(ctx, in, out);
+    case DType::kInt32: return CastFrom<int32_t>(ctx, in, out);
+    case DType::kInt64: return CastFrom<int64_t>(ctx, in, out);
+    case DType::kBool: return CastFrom<bool>(ctx, in, out);
+    default: return Internal("Cast: unexpected source dtype");
+  }
+}
+
+// ---- ArgMax (attr "axis", default -1; int64 output) ----
+//
+// The first maximum wins; a NaN counts as larger than everything (the first NaN wins), as
+// numpy.argmax does.
+
+struct ArgMaxGeometry {
+  Shape out;
+  int axis = 0;
+};
+
+StatusOr<ArgMaxGeometry> ArgMaxShape(const AttrMap& attrs, const TensorSpec& in) {
+  if (in.dtype != DType::kFloat32 && in.dtype != DType::kBFloat16 && in.dtype != DType::kInt32 &&
+      in.dtype != DType::kInt64) {
+    return InvalidArgument("ArgMax: dtype " + Str(DTypeName(in.dtype)) +
+                           " is not supported (float32, bfloat16, int32, int64)");
+  }
+  if (in.shape.rank() < 1) return InvalidArgument("ArgMax: input must have rank >= 1, got a scalar");
+  LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetIntOr("axis", -1));
+  ArgMaxGeometry g;
+  LS_ASSIGN_OR_RETURN(g.axis, NormalizeAxis("ArgMax", axis, in.shape.rank()));
+  if (in.shape.dim(g.axis) == 0) {
+    return InvalidArgument("ArgMax: axis " + std::to_string(axis) + " of shape " +
+                           in.shape.ToString() + " is empty");
+  }
+  for (int d = 0; d < in.shape.rank(); ++d) {
+    if (d != g.axis) g.out.AddDim(in.shape.dim(d));
+  }
+  return g;
+}
+
+StatusOr<std::vector<TensorSpec>> InferArgMax(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("ArgMax", ctx.inputs.size(), 1, 1));
+  LS_ASSIGN_OR_RETURN(ArgMaxGeometry g, ArgMaxShape(ctx.attrs, ctx.inputs[0]));
+  return Single(DType::kInt64, g.out);
+}
+
+template <typename T>
+int64_t ArgMaxStrided(const T* p, int64_t len, int64_t stride) {
+  auto load = [&](int64_t a) {
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      return Bfloat16ToFloat(p[a * stride]);
+    } else {
+      return p[a * stride];
+    }
+  };
+  auto best = load(0);
+  if (best != best) return 0;
+  int64_t best_index = 0;
+  for (int64_t a = 1; a < len; ++a) {
+    const auto v = load(a);
+    if (v != v) return a;
+    if (v > best) {
+      best = v;
+      best_index = a;
+    }
+  }
+  return best_index;
+}
+
+template <typename T>
+void ArgMaxTyped(KernelContext& ctx, const Tensor& in, int axis, Tensor& out) {
+  const Shape& s = in.shape();
+  const int64_t len = s.dim(axis);
+  int64_t inner = 1;
+  for (int d = axis + 1; d < s.rank(); ++d) inner *= s.dim(d);
+  const T* src = in.data<T>().data();
+  int64_t* dst = out.mutable_data<int64_t>().data();
+  ctx.pool().ParallelFor(out.num_elements(), std::max<int64_t>(1, kElementGrain / len),
+                         [&](int64_t begin, int64_t end) {
+                           for (int64_t i = begin; i < end; ++i) {
+                             const int64_t o = i / inner, r = i % inner;
+                             dst[i] = ArgMaxStrided(src + o * len * inner + r, len, inner);
+                           }
+                         });
+}
+
+Status ArgMaxKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  LS_ASSIGN_OR_RETURN(ArgMaxGeometry g, ArgMaxShape(ctx.attrs(), {in.dtype(), in.shape()}));
+  Tensor& out = ctx.AllocateOutput(0, DType::kInt64, g.out);
+  if (out.num_elements() == 0) return Status::Ok();
+  switch (in.dtype()) {
+    case DType::kFloat32: ArgMaxTyped<float>(ctx, in, g.axis, out); break;
+    case DType::kBFloat16: ArgMaxTyped<bfloat16>(ctx, in, g.axis, out); break;
+    case DType::kInt32: ArgMaxTyped<int32_t>(ctx, in, g.axis, out); break;
+    case DType::kInt64: ArgMaxTyped<int64_t>(ctx, in, g.axis, out); break;
+    default: return Internal("ArgMax: unexpected dtype");
+  }
+  return Status::Ok();
+}
+
+// ---- Gather(params [V, ...], indices int32/int64) -> [indices..., params[1:]...] ----
+
+StatusOr<Shape> GatherShape(const TensorSpec& params, const TensorSpec& indices) {
+  if (indices.dtype != DType::kInt32 && indices.dtype != DType::kInt64) {
+    return InvalidArgument("Gather: indices must be int32 or int64, got " + Str(DTypeName(indices.dtype)));
+  }
+  if (params.shape.rank() < 1) return InvalidArgument("Gather: params must have rank >= 1, got a scalar");
+  if (indices.shape.rank() + params.shape.rank() - 1 > Shape::kMaxRank) {
+    return InvalidArgument("Gather: result of indices " + indices.shape.ToString() + " and params " +
+                           params.shape.ToString() + " would exceed the maximum rank " +
+                           std::to_string(Shape::kMaxRank));
+  }
+  Shape out = indices.shape;
+  for (int d = 1; d < params.shape.rank(); ++d) out.AddDim(params.shape.dim(d));
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferGather(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Gather", ctx.inputs.size(), 2, 2));
+  LS_ASSIGN_OR_RETURN(Shape out, GatherShape(ctx.inputs[0], ctx.inputs[1]));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+// "[i,j]": where in `shape` flat element `flat` sits, for error messages.
+std::string IndexString(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> index(static_cast<size_t>(shape.rank()));
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    index[d] = flat % shape.dim(d);
+    flat /= shape.dim(d);
+  }
+  return IntsString(index);
+}
+
+template <typename I>
+Status GatherTyped(KernelContext& ctx, const Tensor& params, const Tensor& indices, Tensor& out) {
+  const int64_t vocab = params.shape().dim(0);
+  const std::span<const I> idx = indices.data<I>();
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 0 || idx[i] >= vocab) {
+      return InvalidArgument("Gather: indices" + IndexString(indices.shape(), static_cast<int64_t>(i)) +
+                             " = " + std::to_string(idx[i]) + " is out of range [0, " +
+                             std::to_string(vocab) + ") for params " + params.shape().ToString());
+    }
+  }
+  const int64_t row = vocab == 0 ? 0 : params.num_elements() / vocab;
+  if (row == 0 || idx.empty()) return Status::Ok();
+  const bool strings = params.dtype() == DType::kString;
+  const size_t row_bytes = static_cast<size_t>(row) * DTypeSize(params.dtype());
+  ctx.pool().ParallelFor(static_cast<int64_t>(idx.size()), std::max<int64_t>(1, kElementGrain / row),
+                         [&](int64_t begin, int64_t end) {
+                           for (int64_t i = begin; i < end; ++i) {
+                             const int64_t v = static_cast<int64_t>(idx[i]);
+                             if (strings) {
+                               const std::string* src = params.data<std::string>().data() + v * row;
+                               std::copy(src, src + row, out.mutable_data<std::string>().data() + i * row);
+                             } else {
+                               std::memcpy(static_cast<char*>(out.mutable_raw_data()) + i * row_bytes,
+                                           static_cast<const char*>(params.raw_data()) + v * row_bytes,
+                                           row_bytes);
+                             }
+                           }
+                         });
+  return Status::Ok();
+}
+
+Status GatherKernel(KernelContext& ctx) {
+  const Tensor& params = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(Shape shape, GatherShape({params.dtype(), params.shape()},
+                                               {indices.dtype(), indices.shape()}));
+  Tensor& out = ctx.AllocateOutput(0, params.dtype(), shape);
+  if (indices.dtype() == DType::kInt32) return GatherTyped<int32_t>(ctx, params, indices, out);
+  return GatherTyped<int64_t>(ctx, params, indices, out);
+}
+
+OpDef MakeDef(std::string name, int num_inputs, ShapeFn infer, KernelFn compute) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = def.max_inputs = num_inputs;
+  def.infer = infer;
+  def.compute = compute;
+  return def;
+}
+
+}  // namespace
+
+void RegisterArrayValueOps(OpRegistry& registry) {
+  (void)registry.Register(MakeDef("Cast", 1, InferCast, CastKernel));
+  (void)registry.Register(MakeDef("ArgMax", 1, InferArgMax, ArgMaxKernel));
+  (void)registry.Register(MakeDef("Gather", 2, InferGather, GatherKernel));
+}
+
+}  // namespace lockstep

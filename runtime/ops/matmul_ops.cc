@@ -1,0 +1,151 @@
+// MatMul and FusedMatMul: rank-2 float32 products through the one Gemm. MatMul is a Gemm with
+// no epilogue; FusedMatMul is the same Gemm with its bias and activation in the epilogue. The
+// epilogue rounds exactly as BiasAdd and the activation ops do, so the fusion pass never
+// changes a result.
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "runtime/activation.h"
+#include "runtime/matmul/gemm.h"
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
+
+namespace lockstep {
+namespace {
+
+struct MatMulAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Activation activation = Activation::kNone;
+};
+
+StatusOr<MatMulAttrs> ReadAttrs(const AttrMap& attrs, bool fused) {
+  MatMulAttrs out;
+  LS_ASSIGN_OR_RETURN(out.transpose_a, attrs.GetBoolOr("transpose_a", false));
+  LS_ASSIGN_OR_RETURN(out.transpose_b, attrs.GetBoolOr("transpose_b", false));
+  if (fused) {
+    LS_ASSIGN_OR_RETURN(std::string name, attrs.GetStringOr("activation", "none"));
+    StatusOr<Activation> act = ParseActivation(name);
+    if (!act.ok()) return act.status().WithPrefix("FusedMatMul");
+    out.activation = *act;
+  }
+  return out;
+}
+
+// [M, K] x [K, N] -> [M, N] after the transpose flags; -1 dimensions match anything.
+StatusOr<Shape> MatMulShape(std::string_view name, const TensorSpec& a, const TensorSpec& b,
+                            const MatMulAttrs& attrs) {
+  LS_RETURN_IF_ERROR(CheckDType(name, "a", a.dtype, DType::kFloat32));
+  LS_RETURN_IF_ERROR(CheckDType(name, "b", b.dtype, DType::kFloat32));
+  if (a.shape.rank() != 2 || b.shape.rank() != 2) {
+    return InvalidArgument(Str(name) + ": expects rank-2 inputs, got " + a.shape.ToString() +
+                           " x " + b.shape.ToString());
+  }
+  const int64_t m = a.shape.dim(attrs.transpose_a ? 1 : 0);
+  const int64_t ka = a.shape.dim(attrs.transpose_a ? 0 : 1);
+  const int64_t kb = b.shape.dim(attrs.transpose_b ? 1 : 0);
+  const int64_t n = b.shape.dim(attrs.transpose_b ? 0 : 1);
+  int64_t k;
+  if (!MergeDim(ka, kb, &k)) {
+    std::string flags;
+    if (attrs.transpose_a) flags += " transpose_a";
+    if (attrs.transpose_b) flags += " transpose_b";
+    return InvalidArgument(Str(name) + ": inner dimensions differ: " + a.shape.ToString() + " x " +
+                           b.shape.ToString() + (flags.empty() ? "" : " (with" + flags + ")"));
+  }
+  return Shape{m, n};
+}
+
+StatusOr<Shape> FusedMatMulShape(std::span<const TensorSpec> in, const MatMulAttrs& attrs) {
+  LS_ASSIGN_OR_RETURN(Shape out, MatMulShape("FusedMatMul", in[0], in[1], attrs));
+  if (in.size() == 3) {
+    LS_RETURN_IF_ERROR(CheckDType("FusedMatMul", "bias", in[2].dtype, DType::kFloat32));
+    LS_RETURN_IF_ERROR(CheckRank("FusedMatMul", "bias", in[2].shape, 1));
+    int64_t n;
+    if (!MergeDim(out.dim(1), in[2].shape.dim(0), &n)) {
+      return InvalidArgument("FusedMatMul: bias length " + std::to_string(in[2].shape.dim(0)) +
+                             " differs from the output width " + std::to_string(out.dim(1)));
+    }
+    out.set_dim(1, n);
+  }
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferMatMul(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("MatMul", ctx.inputs.size(), 2, 2));
+  LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs, false));
+  LS_ASSIGN_OR_RETURN(Shape out, MatMulShape("MatMul", ctx.inputs[0], ctx.inputs[1], attrs));
+  return Single(DType::kFloat32, out);
+}
+
+StatusOr<std::vector<TensorSpec>> InferFusedMatMul(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("FusedMatMul", ctx.inputs.size(), 2, 3));
+  LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs, true));
+  LS_ASSIGN_OR_RETURN(Shape out, FusedMatMulShape(ctx.inputs, attrs));
+  return Single(DType::kFloat32, out);
+}
+
+// Output [M, N] = op(a) x op(b) (+ bias, activation from the epilogue).
+Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_shape,
+               const float* bias) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, out_shape);
+  GemmArgs g;
+  g.transpose_a = attrs.transpose_a;
+  g.transpose_b = attrs.transpose_b;
+  g.m = out_shape.dim(0);
+  g.n = out_shape.dim(1);
+  g.k = a.shape().dim(attrs.transpose_a ? 0 : 1);
+  g.a = a.data<float>().data();
+  g.lda = a.shape().dim(1);
+  g.b = b.data<float>().data();
+  g.ldb = b.shape().dim(1);
+  g.c = out.mutable_data<float>().data();
+  g.ldc = g.n;
+  g.epilogue.bias = bias;
+  g.epilogue.activation = attrs.activation;
+  Gemm(g, &ctx.pool());
+  return Status::Ok();
+}
+
+Status MatMulKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs(), false));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(Shape out, MatMulShape("MatMul", {a.dtype(), a.shape()},
+                                             {b.dtype(), b.shape()}, attrs));
+  return RunGemm(ctx, attrs, out, nullptr);
+}
+
+Status FusedMatMulKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs(), true));
+  std::array<TensorSpec, 3> specs;
+  const int n = ctx.num_inputs();
+  for (int i = 0; i < n; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
+  LS_ASSIGN_OR_RETURN(Shape out, FusedMatMulShape(std::span(specs.data(), static_cast<size_t>(n)), attrs));
+  return RunGemm(ctx, attrs, out, n == 3 ? ctx.input(2).data<float>().data() : nullptr);
+}
+
+}  // namespace
+
+void RegisterMatMulOps(OpRegistry& registry) {
+  OpDef matmul;
+  matmul.name = "MatMul";
+  matmul.min_inputs = matmul.max_inputs = 2;
+  matmul.infer = InferMatMul;
+  matmul.compute = MatMulKernel;
+  (void)registry.Register(std::move(matmul));
+
+  OpDef fused;
+  fused.name = "FusedMatMul";
+  fused.min_inputs = 2;
+  fused.max_inputs = 3;
+  fused.infer = InferFusedMatMul;
+  fused.compute = FusedMatMulKernel;
+  (void)registry.Register(std::move(fused));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,135 @@
+// Small helpers shared by the standard ops' shape functions and kernels. Internal to
+// runtime/ops/: nothing outside the op files should need them.
+//
+// Kernels re-derive their output shapes from the actual input shapes with the same functions
+// the shape inference uses: inference may have passed with unknown (-1) dimensions that turn
+// out not to fit at run time, and a kernel must answer that with a Status, not a crash.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/op_registry.h"
+#include "runtime/shape.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+// Elements per ParallelFor chunk for cheap element-wise loops: below this, waking another
+// thread costs more than the work.
+inline constexpr int64_t kElementGrain = 16 * 1024;
+
+inline std::string Str(std::string_view s) { return std::string(s); }
+
+// "[1,-1,3]" for messages about int lists (Shape::ToString for shapes).
+inline std::string IntsString(std::span<const int64_t> values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(values[i]);
+  }
+  s += ']';
+  return s;
+}
+
+// Specs -> one-element vector, the shape of a single-output shape function's answer.
+inline StatusOr<std::vector<TensorSpec>> Single(DType dtype, const Shape& shape) {
+  return std::vector<TensorSpec>{TensorSpec{dtype, shape}};
+}
+
+inline Status CheckInputCount(std::string_view op, size_t given, size_t min, size_t max) {
+  if (given < min || given > max) {
+    return InvalidArgument(Str(op) + ": expects " +
+                           (min == max ? std::to_string(min)
+                                       : std::to_string(min) + " to " + std::to_string(max)) +
+                           " inputs, got " + std::to_string(given));
+  }
+  return Status::Ok();
+}
+
+inline Status CheckDType(std::string_view op, std::string_view what, DType actual, DType wanted) {
+  if (actual != wanted) {
+    return InvalidArgument(Str(op) + ": " + Str(what) + " must be " + Str(DTypeName(wanted)) +
+                           ", got " + Str(DTypeName(actual)));
+  }
+  return Status::Ok();
+}
+
+inline Status CheckRank(std::string_view op, std::string_view what, const Shape& s, int rank) {
+  if (s.rank() != rank) {
+    return InvalidArgument(Str(op) + ": " + Str(what) + " must have rank " +
+                           std::to_string(rank) + ", got shape " + s.ToString());
+  }
+  return Status::Ok();
+}
+
+// Maps axis in [-rank, rank) to [0, rank).
+inline StatusOr<int> NormalizeAxis(std::string_view op, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgument(Str(op) + ": axis " + std::to_string(axis) +
+                           " is out of range for rank " + std::to_string(rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// Two descriptions of one dimension, either possibly unknown (-1): the known one wins; two
+// known ones must agree.
+inline bool MergeDim(int64_t a, int64_t b, int64_t* out) {
+  if (a < 0) {
+    *out = b;
+    return true;
+  }
+  if (b >= 0 && a != b) return false;
+  *out = a;
+  return true;
+}
+
+// numpy broadcasting of two shapes; -1 dimensions broadcast against anything (the result is
+// the known size when one side knows it and it is not 1).
+inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  Shape out;
+  for (int d = 0; d < rank; ++d) {
+    const int ia = d - (rank - a.rank());
+    const int ib = d - (rank - b.rank());
+    const int64_t da = ia < 0 ? 1 : a.dim(ia);
+    const int64_t db = ib < 0 ? 1 : b.dim(ib);
+    int64_t r;
+    if (da == 1) {
+      r = db;
+    } else if (db == 1) {
+      r = da;
+    } else if (!MergeDim(da, db, &r)) {
+      return InvalidArgument(Str(op) + ": shapes " + a.ToString() + " and " + b.ToString() +
+                             " cannot be broadcast (dimension " + std::to_string(da) + " vs " +
+                             std::to_string(db) + ")");
+    }
+    out.AddDim(r);
+  }
+  return out;
+}
+
+// Reads a 2-element spatial attr ([h, w]); a TensorFlow-style 4-element NHWC list [1, h, w, 1]
+// is accepted too, so that imported graphs need no rewriting.
+inline StatusOr<std::pair<int64_t, int64_t>> SpatialPair(std::string_view op, const AttrMap& attrs,
+                                                        const std::string& name,
+                                                        const std::vector<int64_t>* fallback) {
+  std::vector<int64_t> v;
+  if (fallback != nullptr && !attrs.Has(name)) {
+    v = *fallback;
+  } else {
+    LS_ASSIGN_OR_RETURN(v, attrs.GetInts(name));
+  }
+  if (v.size() == 4 && v[0] == 1 && v[3] == 1) v = {v[1], v[2]};
+  if (v.size() != 2 || v[0] <= 0 || v[1] <= 0) {
+    return InvalidArgument(Str(op) + ": attr '" + name +
+                           "' must be two positive ints [h, w], got " + IntsString(v));
+  }
+  return std::pair<int64_t, int64_t>{v[0], v[1]};
+}
+
+}  // namespace lockstep

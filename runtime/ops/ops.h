@@ -1,0 +1,28 @@
+// Registration of the standard ops, one function per family. Each family lives in its own
+// file in runtime/ops/ and registers shape inference and the forward kernel together.
+#pragma once
+
+namespace lockstep {
+
+class OpRegistry;
+
+// Add, Sub, Mul, Div (numpy broadcasting), BiasAdd, Normalize.
+void RegisterMathOps(OpRegistry& registry);
+// Relu, Gelu, Sigmoid, Tanh, Softmax, LogSoftmax.
+void RegisterActivationOps(OpRegistry& registry);
+// MatMul (transpose flags) and FusedMatMul (MatMul + bias + activation, made by the fusion pass).
+void RegisterMatMulOps(OpRegistry& registry);
+// Conv2D (NHWC, through the matmul core), MaxPool2D, AvgPool2D.
+void RegisterConvOps(OpRegistry& registry);
+// Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather.
+void RegisterArrayOps(OpRegistry& registry);
+
+inline void RegisterStandardOps(OpRegistry& registry) {
+  RegisterMathOps(registry);
+  RegisterActivationOps(registry);
+  RegisterMatMulOps(registry);
+  RegisterConvOps(registry);
+  RegisterArrayOps(registry);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,83 @@
+#include <set>
+
+#include "runtime/activation.h"
+#include "runtime/graph_analysis.h"
+#include "runtime/passes/passes.h"
+
+namespace lockstep {
+namespace {
+
+const std::set<std::string, std::less<>> kActivationOps = {"Relu", "Gelu", "Sigmoid", "Tanh"};
+
+std::string ActivationOf(std::string_view op) {
+  if (op == "Relu") return "relu";
+  if (op == "Gelu") return "gelu";
+  if (op == "Sigmoid") return "sigmoid";
+  return "tanh";
+}
+
+}  // namespace
+
+Status FuseMatMul(Model& model, const OpRegistry& registry) {
+  if (registry.Find("FusedMatMul") == nullptr) return Status::Ok();
+  LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeGraph(model, registry));
+  auto& nodes = model.graph.nodes;
+  const int n = static_cast<int>(nodes.size());
+
+  // A value may be folded into its consumer only if nothing else sees it.
+  std::vector<std::vector<int>> consumers(n);
+  for (int i = 0; i < n; ++i) {
+    for (ValueId v : a.inputs[i]) consumers[v.node].push_back(i);
+  }
+  std::vector<bool> exported(n, false);
+  for (const Signature& sig : model.graph.signatures) {
+    for (const TensorBinding& b : sig.outputs) {
+      LS_ASSIGN_OR_RETURN(ValueId v, a.Resolve(b.tensor));
+      exported[v.node] = true;
+    }
+  }
+  auto sole_consumer = [&](int i) -> int {
+    if (exported[i] || consumers[i].size() != 1) return -1;
+    return consumers[i][0];
+  };
+
+  std::vector<bool> removed(n, false);
+  for (int i : a.topological_order) {
+    if (nodes[i].op != "MatMul" || removed[i]) continue;
+    // BiasAdd's bias must be its second input, with the MatMul as the first.
+    int bias_node = -1, act_node = -1, last = i;
+    int c = sole_consumer(i);
+    if (c >= 0 && nodes[c].op == "BiasAdd" && a.inputs[c][0].node == i && a.inputs[c][1].node != i &&
+        a.outputs[i][0].dtype == DType::kFloat32) {
+      bias_node = c;
+      last = c;
+      c = sole_consumer(c);
+    }
+    if (c >= 0 && kActivationOps.count(nodes[c].op) > 0) {
+      act_node = c;
+      last = c;
+    }
+    if (last == i) continue;
+
+    NodeDef fused;
+    fused.name = nodes[last].name;  // consumers keep referring to the same name
+    fused.op = "FusedMatMul";
+    fused.inputs = nodes[i].inputs;
+    if (bias_node >= 0) fused.inputs.push_back(nodes[bias_node].inputs[1]);
+    fused.attrs = nodes[i].attrs;
+    fused.attrs.Set("activation", act_node >= 0 ? ActivationOf(nodes[act_node].op) : std::string("none"));
+    for (int k : {i, bias_node, act_node}) {
+      if (k >= 0 && k != last) removed[k] = true;
+    }
+    nodes[last] = std::move(fused);
+  }
+
+  std::vector<NodeDef> kept;
+  for (int i = 0; i < n; ++i) {
+    if (!removed[i]) kept.push_back(std::move(nodes[i]));
+  }
+  nodes = std::move(kept);
+  return AnalyzeGraph(model, registry).status();
+}
+
+}  // namespace lockstep

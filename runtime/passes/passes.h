@@ -1,0 +1,25 @@
+// Graph passes. Each takes a valid Model and leaves a valid Model computing the same values
+// for every signature output, bit for bit: they only ever run the same kernels in another
+// arrangement.
+#pragma once
+
+#include "runtime/graph.h"
+#include "runtime/op_registry.h"
+
+namespace lockstep {
+
+// Evaluates every deterministic node whose inputs are all constants (Const, or Variable:
+// a compiled session treats variables as frozen) and replaces it by a Const of the result.
+Status FoldConstants(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
+
+// Rewrites MatMul -> BiasAdd -> activation (each link optional but the MatMul, and at least
+// one of the others) into one FusedMatMul, when the intermediate values feed nothing else.
+Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
+
+// Removes nodes that no signature needs and weights no node refers to.
+Status EliminateDeadNodes(Model& model, const OpRegistry& registry = OpRegistry::Global());
+
+// All of the above, in the order that lets each help the next.
+Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
+
+}  // namespace lockstep

@@ -1,0 +1,313 @@
+#include "runtime/session.h"
+
+#include <mutex>
+
+#include "runtime/graph_analysis.h"
+#include "runtime/op_registry.h"
+#include "runtime/passes/memory_plan.h"
+#include "runtime/passes/passes.h"
+
+namespace lockstep {
+namespace {
+
+// One kernel call in a compiled plan.
+struct Step {
+  const OpDef* op = nullptr;
+  const NodeDef* node = nullptr;
+  int input_offset = 0;  // into Plan::step_inputs
+  int num_inputs = 0;
+  int first_output = 0;  // value id; a node's outputs are consecutive values
+  int num_outputs = 0;
+  // Some input shape was unknown at compile time: check shapes at run time before the kernel.
+  bool infer_at_run_time = false;
+};
+
+// Storage that grows to the largest size ever asked of it and is then reused.
+struct ArenaBuffer {
+  std::shared_ptr<void> storage;
+  size_t capacity = 0;
+
+  void* Ensure(size_t bytes) {
+    if (bytes > capacity) {
+      size_t grown = std::max(bytes, capacity + capacity / 2);
+      storage = AllocateAligned(grown);
+      capacity = grown;
+    }
+    return storage.get();
+  }
+};
+
+// Everything one Run needs that it may write; owned by one call at a time.
+struct RunScratch {
+  std::vector<Tensor> values;
+  std::vector<const Tensor*> step_inputs;  // pointers into `values`, laid out as Plan::step_inputs
+  std::vector<ArenaBuffer> buffers;
+  std::vector<TensorSpec> specs;  // for run-time shape checks
+};
+
+struct Plan {
+  Signature signature;
+  std::vector<Step> steps;
+  std::vector<int> step_inputs;  // value ids
+  int num_values = 0;
+  std::vector<std::pair<int, Tensor>> constants;
+  std::vector<int> input_values;   // per signature input
+  std::vector<int> output_values;  // per signature output
+  MemoryPlan memory;
+
+  mutable std::mutex scratch_mu;
+  mutable std::vector<std::unique_ptr<RunScratch>> free_scratch;
+
+  std::unique_ptr<RunScratch> TakeScratch() const;
+  void ReturnScratch(std::unique_ptr<RunScratch> scratch) const;
+};
+
+std::unique_ptr<RunScratch> Plan::TakeScratch() const {
+  {
+    std::lock_guard<std::mutex> lock(scratch_mu);
+    if (!free_scratch.empty()) {
+      auto s = std::move(free_scratch.back());
+      free_scratch.pop_back();
+      return s;
+    }
+  }
+  auto s = std::make_unique<RunScratch>();
+  s->values.resize(num_values);
+  for (const auto& [v, t] : constants) s->values[v] = t;
+  s->step_inputs.reserve(step_inputs.size());
+  for (int v : step_inputs) s->step_inputs.push_back(&s->values[v]);
+  s->buffers.resize(memory.num_buffers);
+  return s;
+}
+
+void Plan::ReturnScratch(std::unique_ptr<RunScratch> scratch) const {
+  std::lock_guard<std::mutex> lock(scratch_mu);
+  free_scratch.push_back(std::move(scratch));
+}
+
+// Hands kernels their output storage: an arena buffer where the memory plan has one.
+class ArenaAllocator final : public OutputAllocator {
+ public:
+  ArenaAllocator(const Plan& plan, RunScratch& scratch) : plan_(plan), scratch_(scratch) {}
+  void set_step(const Step* step) { step_ = step; }
+
+  Tensor Allocate(int index, DType dtype, const Shape& shape) override {
+    int buffer = plan_.memory.buffer_of_value[step_->first_output + index];
+    if (buffer < 0 || dtype == DType::kString) return Tensor(dtype, shape);
+    size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+    return Tensor::MutableView(dtype, shape, scratch_.buffers[buffer].Ensure(bytes), nullptr);
+  }
+
+ private:
+  const Plan& plan_;
+  RunScratch& scratch_;
+  const Step* step_ = nullptr;
+};
+
+std::string StepLabel(const Step& s) { return "node '" + s.node->name + "' (" + s.op->name + ")"; }
+
+// Builds the plan for one signature: only the nodes its outputs need, in topological order.
+StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysis& a,
+                                          const Signature& sig, bool reuse_buffers) {
+  auto plan = std::make_unique<Plan>();
+  plan->signature = sig;
+  const auto& nodes = model.graph.nodes;
+  const int n = static_cast<int>(nodes.size());
+
+  std::vector<bool> needed(n, false);
+  std::vector<int> stack;
+  auto need = [&](ValueId v) {
+    if (!needed[v.node]) {
+      needed[v.node] = true;
+      stack.push_back(v.node);
+    }
+  };
+  std::vector<ValueId> outputs, inputs;
+  for (const TensorBinding& b : sig.outputs) {
+    LS_ASSIGN_OR_RETURN(ValueId v, a.Resolve(b.tensor));
+    outputs.push_back(v);
+    need(v);
+  }
+  for (const TensorBinding& b : sig.inputs) {
+    LS_ASSIGN_OR_RETURN(ValueId v, a.Resolve(b.tensor));
+    inputs.push_back(v);
+    need(v);
+  }
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    for (ValueId v : a.inputs[i]) need(v);
+  }
+
+  std::vector<int> first_value(n, -1);
+  for (int i : a.topological_order) {
+    if (!needed[i]) continue;
+    first_value[i] = plan->num_values;
+    plan->num_values += static_cast<int>(a.outputs[i].size());
+  }
+  auto value_of = [&](ValueId v) { return first_value[v.node] + v.output; };
+
+  MemoryPlanProblem problem;
+  problem.num_values = plan->num_values;
+  problem.external.assign(plan->num_values, false);
+  for (int i : a.topological_order) {
+    if (!needed[i]) continue;
+    const OpDef* op = a.ops[i];
+    const NodeDef& node = nodes[i];
+    if (op->name == kConstOp || op->name == kVariableOp) {
+      auto weight = model.weights.find(std::get<std::string>(node.attrs.values().at("weight")));
+      plan->constants.emplace_back(first_value[i], weight->second);
+      problem.external[first_value[i]] = true;
+      continue;
+    }
+    if (op->name == kInputOp) {
+      problem.external[first_value[i]] = true;
+      continue;
+    }
+    Step step;
+    step.op = op;
+    step.node = &node;
+    step.input_offset = static_cast<int>(plan->step_inputs.size());
+    step.num_inputs = static_cast<int>(a.inputs[i].size());
+    step.first_output = first_value[i];
+    step.num_outputs = static_cast<int>(a.outputs[i].size());
+    MemoryPlanStep mp;
+    mp.aliases_input = op->aliases_input;
+    for (ValueId v : a.inputs[i]) {
+      plan->step_inputs.push_back(value_of(v));
+      mp.inputs.push_back(value_of(v));
+      if (!a.Spec(v).shape.IsFullyDefined()) step.infer_at_run_time = true;
+    }
+    for (int k = 0; k < step.num_outputs; ++k) mp.outputs.push_back(step.first_output + k);
+    plan->steps.push_back(step);
+    problem.steps.push_back(std::move(mp));
+  }
+  for (ValueId v : inputs) plan->input_values.push_back(value_of(v));
+  for (ValueId v : outputs) {
+    plan->output_values.push_back(value_of(v));
+    problem.live_to_end.push_back(value_of(v));
+  }
+  plan->memory = PlanMemory(problem, reuse_buffers);
+  return plan;
+}
+
+Status CheckInput(const TensorBinding& binding, const Tensor& t) {
+  if (t.dtype() != binding.dtype) {
+    return InvalidArgument("input '" + binding.key + "' must be " + std::string(DTypeName(binding.dtype)) +
+                           ", got " + std::string(DTypeName(t.dtype())));
+  }
+  if (!t.shape().MatchesPattern(binding.shape)) {
+    return InvalidArgument("input '" + binding.key + "' must have shape " + binding.shape.ToString() +
+                           ", got " + t.shape().ToString());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct Session::Compiled {
+  Model model;
+  ThreadPool* pool = nullptr;
+  std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
+
+  const Plan* Find(std::string_view name) const {
+    for (const auto& p : plans) {
+      if (p->signature.name == name) return p.get();
+    }
+    return nullptr;
+  }
+};
+
+Session::Session(std::unique_ptr<Compiled> compiled) : compiled_(std::move(compiled)) {}
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOptions& options) {
+  auto compiled = std::make_unique<Compiled>();
+  compiled->pool = options.pool != nullptr ? options.pool : &ThreadPool::Default();
+  LS_RETURN_IF_ERROR(AnalyzeGraph(model).status());
+  if (options.optimize) LS_RETURN_IF_ERROR(OptimizeGraph(model, *compiled->pool));
+  compiled->model = std::move(model);
+  LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
+  for (const Signature& sig : compiled->model.graph.signatures) {
+    LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers));
+    compiled->plans.push_back(std::move(plan));
+  }
+  return std::unique_ptr<Session>(new Session(std::move(compiled)));
+}
+
+Status Session::Run(std::string_view signature, std::span<const NamedTensor> inputs,
+                    std::vector<NamedTensor>* outputs) const {
+  const Plan* plan = compiled_->Find(signature);
+  if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
+  const Signature& sig = plan->signature;
+
+  for (const NamedTensor& given : inputs) {
+    bool known = false;
+    for (const TensorBinding& b : sig.inputs) known = known || b.key == given.name;
+    if (!known) return InvalidArgument("signature '" + sig.name + "' has no input '" + given.name + "'");
+  }
+
+  std::unique_ptr<RunScratch> scratch = plan->TakeScratch();
+  std::vector<Tensor>& values = scratch->values;
+  Status status;
+  for (size_t k = 0; k < sig.inputs.size() && status.ok(); ++k) {
+    const TensorBinding& binding = sig.inputs[k];
+    const NamedTensor* found = nullptr;
+    for (const NamedTensor& given : inputs) {
+      if (given.name != binding.key) continue;
+      if (found != nullptr) status = InvalidArgument("input '" + binding.key + "' given twice");
+      found = &given;
+    }
+    if (!status.ok()) break;
+    if (found == nullptr) {
+      status = InvalidArgument("missing input '" + binding.key + "' of signature '" + sig.name + "'");
+      break;
+    }
+    status = CheckInput(binding, found->tensor);
+    if (status.ok()) values[plan->input_values[k]] = found->tensor;
+  }
+
+  ArenaAllocator allocator(*plan, *scratch);
+  ThreadPool& pool = *compiled_->pool;
+  for (const Step& step : plan->steps) {
+    if (!status.ok()) break;
+    std::span<const Tensor* const> step_inputs(scratch->step_inputs.data() + step.input_offset,
+                                               step.num_inputs);
+    if (step.infer_at_run_time) {
+      scratch->specs.clear();
+      for (const Tensor* t : step_inputs) scratch->specs.push_back({t->dtype(), t->shape()});
+      auto inferred = step.op->infer({scratch->specs, step.node->attrs});
+      if (!inferred.ok()) {
+        status = inferred.status().WithPrefix(StepLabel(step));
+        break;
+      }
+    }
+    allocator.set_step(&step);
+    KernelContext ctx(step_inputs, step.node->attrs, pool,
+                      std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator);
+    status = step.op->compute(ctx);
+    if (!status.ok()) status = status.WithPrefix(StepLabel(step));
+  }
+
+  if (status.ok()) {
+    outputs->clear();
+    outputs->reserve(sig.outputs.size());
+    for (size_t k = 0; k < sig.outputs.size(); ++k) {
+      outputs->push_back({sig.outputs[k].key, values[plan->output_values[k]].Clone()});
+    }
+  }
+  // Drop the caller's tensors so the scratch does not keep them alive between calls.
+  for (int v : plan->input_values) values[v] = Tensor();
+  plan->ReturnScratch(std::move(scratch));
+  return status;
+}
+
+const std::vector<Signature>& Session::signatures() const { return compiled_->model.graph.signatures; }
+
+const Signature* Session::FindSignature(std::string_view name) const {
+  return compiled_->model.graph.FindSignature(name);
+}
+
+const Model& Session::model() const { return compiled_->model; }
+
+}  // namespace lockstep

@@ -1,0 +1,61 @@
+// Session: a Model compiled once into an immutable plan per signature, run many times.
+//
+// Create() validates the model, runs the graph passes (constant folding, MatMul + BiasAdd +
+// activation fusion, dead-node elimination), orders the steps and plans the reuse of
+// intermediate buffers. Run() may be called from any number of threads at once: each call
+// takes a scratch (values and arena buffers) of its own from a pool and gives it back, so a
+// warmed-up session allocates nothing per step beyond what a kernel needs for strings.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
+
+namespace lockstep {
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+struct SessionOptions {
+  // Intra-op parallelism; null means ThreadPool::Default().
+  ThreadPool* pool = nullptr;
+  // Run the graph passes. Off gives the reference the pass tests compare against.
+  bool optimize = true;
+  // Let intermediate values share buffers (the memory plan). Off: one buffer per value.
+  bool reuse_buffers = true;
+};
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Create(Model model, const SessionOptions& options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs `signature` on `inputs`, which must give every input key of the signature exactly
+  // once, with its dtype and a shape matching its declared one. On success `outputs` holds
+  // one owned tensor per output key, in the signature's order.
+  Status Run(std::string_view signature, std::span<const NamedTensor> inputs,
+             std::vector<NamedTensor>* outputs) const;
+
+  const std::vector<Signature>& signatures() const;
+  const Signature* FindSignature(std::string_view name) const;
+  // The model as compiled (after the passes).
+  const Model& model() const;
+
+ private:
+  struct Compiled;
+  explicit Session(std::unique_ptr<Compiled> compiled);
+  std::unique_ptr<Compiled> compiled_;
+};
+
+}  // namespace lockstep

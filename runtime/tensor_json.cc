@@ -1,0 +1,134 @@
+#include "runtime/tensor_json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace lockstep {
+
+std::string FormatFloat(float value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(value));
+  if (std::strtof(buf, nullptr) != value) std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(value));
+  std::string s(buf);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+namespace {
+
+void AppendElement(const Tensor& t, int64_t i, std::string* out) {
+  switch (t.dtype()) {
+    case DType::kFloat32: *out += FormatFloat(t.data<float>()[i]); break;
+    case DType::kBFloat16: *out += FormatFloat(Bfloat16ToFloat(t.data<bfloat16>()[i])); break;
+    case DType::kInt32: *out += std::to_string(t.data<int32_t>()[i]); break;
+    case DType::kInt64: *out += std::to_string(t.data<int64_t>()[i]); break;
+    case DType::kBool: *out += t.data<bool>()[i] ? "true" : "false"; break;
+    case DType::kString: *out += nlohmann::json(t.data<std::string>()[i]).dump(-1, ' ', false,
+                                     nlohmann::json::error_handler_t::replace); break;
+    case DType::kInvalid: *out += "null"; break;
+  }
+}
+
+void AppendLevel(const Tensor& t, int dim, int64_t& next, std::string* out) {
+  if (dim == t.shape().rank()) {
+    AppendElement(t, next++, out);
+    return;
+  }
+  *out += "[";
+  for (int64_t i = 0; i < t.shape()[dim]; ++i) {
+    if (i) *out += ", ";
+    AppendLevel(t, dim + 1, next, out);
+  }
+  *out += "]";
+}
+
+Status InferShape(const nlohmann::json& v, Shape* shape) {
+  const nlohmann::json* level = &v;
+  while (level->is_array()) {
+    if (!shape->AddDim(static_cast<int64_t>(level->size()))) {
+      return InvalidArgument("JSON value nests deeper than " + std::to_string(Shape::kMaxRank) + " levels");
+    }
+    if (level->empty()) break;
+    level = &(*level)[0];
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status ToNumber(const nlohmann::json& v, T* out) {
+  if (!v.is_number()) return InvalidArgument("expected a number, got " + v.dump());
+  if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_float()) return InvalidArgument("expected an integer, got " + v.dump());
+    if (v.is_number_unsigned()) {
+      auto u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return InvalidArgument(v.dump() + " is out of range");
+      *out = static_cast<T>(u);
+    } else {
+      auto s = v.get<int64_t>();
+      if (s < std::numeric_limits<T>::min() || s > std::numeric_limits<T>::max()) {
+        return InvalidArgument(v.dump() + " is out of range");
+      }
+      *out = static_cast<T>(s);
+    }
+  } else {
+    *out = static_cast<T>(v.get<double>());
+  }
+  return Status::Ok();
+}
+
+Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int64_t& next) {
+  if (dim < shape.rank()) {
+    if (!v.is_array() || static_cast<int64_t>(v.size()) != shape[dim]) {
+      return InvalidArgument("JSON lists are not rectangular: expected " + std::to_string(shape[dim]) +
+                             " elements at depth " + std::to_string(dim));
+    }
+    for (const auto& child : v) LS_RETURN_IF_ERROR(Fill(child, shape, dim + 1, t, next));
+    return Status::Ok();
+  }
+  if (v.is_array()) return InvalidArgument("JSON lists are not rectangular: unexpected nested list");
+  const int64_t i = next++;
+  switch (t.dtype()) {
+    case DType::kFloat32: return ToNumber(v, &t.mutable_data<float>()[i]);
+    case DType::kBFloat16: {
+      float f;
+      LS_RETURN_IF_ERROR(ToNumber(v, &f));
+      t.mutable_data<bfloat16>()[i] = FloatToBfloat16(f);
+      return Status::Ok();
+    }
+    case DType::kInt32: return ToNumber(v, &t.mutable_data<int32_t>()[i]);
+    case DType::kInt64: return ToNumber(v, &t.mutable_data<int64_t>()[i]);
+    case DType::kBool:
+      if (!v.is_boolean()) return InvalidArgument("expected true or false, got " + v.dump());
+      t.mutable_data<bool>()[i] = v.get<bool>();
+      return Status::Ok();
+    case DType::kString:
+      if (!v.is_string()) return InvalidArgument("expected a string, got " + v.dump());
+      t.mutable_data<std::string>()[i] = v.get<std::string>();
+      return Status::Ok();
+    case DType::kInvalid: break;
+  }
+  return InvalidArgument("invalid dtype");
+}
+
+}  // namespace
+
+void AppendTensorJson(const Tensor& tensor, std::string* out) {
+  int64_t next = 0;
+  AppendLevel(tensor, 0, next, out);
+}
+
+StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype) {
+  Shape shape;
+  LS_RETURN_IF_ERROR(InferShape(value, &shape));
+  LS_RETURN_IF_ERROR(shape.CheckedNumElements().status());
+  Tensor t(dtype, shape);
+  int64_t next = 0;
+  LS_RETURN_IF_ERROR(Fill(value, shape, 0, t, next));
+  return t;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,24 @@
+// Tensors as JSON values: nested lists, row-major, one level per dimension. Used by
+// model-cli and by the REST API. Floats are written as TensorFlow Serving writes them: the
+// shortest "%g" form when it reads back exactly, otherwise 9 significant digits; whole
+// numbers keep a ".0"; NaN and infinities as NaN, Infinity, -Infinity.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "runtime/tensor.h"
+
+namespace lockstep {
+
+std::string FormatFloat(float value);
+
+// Appends the tensor as JSON to `out`.
+void AppendTensorJson(const Tensor& tensor, std::string* out);
+
+// Builds a tensor of `dtype` from a JSON value. The shape is the nesting of the lists, which
+// must be rectangular; integer dtypes take only integers within their range, float dtypes
+// any number (rounded to nearest); strings for kString, true/false for kBool.
+StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype);
+
+}  // namespace lockstep

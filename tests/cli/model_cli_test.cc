@@ -1,0 +1,118 @@
+// model-cli end to end: the built binary, run as a user would.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result RunCli(const std::string& args) {
+  std::string command = std::string(MODEL_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class ModelCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("model_cli_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(ModelCli, HalfPlusTwoEndToEnd) {
+  std::string bundle = (dir_ / "h" / "1").string();
+  Result made = RunCli("make-example half_plus_two --out " + bundle);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  Result run = RunCli("run --dir " + bundle + " --input 'x=[1.0,2.0,5.0]'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "{\"y\": [2.5, 3.0, 4.5]}\n");
+}
+
+TEST_F(ModelCli, ShowListsSignaturesAndMetadata) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  Result show = RunCli("show --dir " + bundle);
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("signature 'serving_default'"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("x: float32 [-1]"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("y: float32 [-1]"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("name: half_plus_two"), std::string::npos) << show.output;
+  Result all = RunCli("show --all --dir " + bundle);
+  EXPECT_NE(all.output.find("y = Add(mul, b)"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("weights (2,"), std::string::npos) << all.output;
+}
+
+TEST_F(ModelCli, VerifyAcceptsGoodAndRejectsCorruptBundles) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  Result ok = RunCli("verify --dir " + bundle);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("OK"), std::string::npos);
+  {
+    std::fstream f(dir_ / "1" / "weights.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.put('\x7f');
+  }
+  Result bad = RunCli("verify --dir " + bundle);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("weights.bin"), std::string::npos) << bad.output;
+  Result missing = RunCli("verify --dir " + (dir_ / "nothing").string());
+  EXPECT_EQ(missing.exit_code, 1);
+}
+
+TEST_F(ModelCli, BadUsageAndBadInputsExplainThemselves) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  EXPECT_EQ(RunCli("").exit_code, 2);
+  EXPECT_EQ(RunCli("frobnicate").exit_code, 2);
+  EXPECT_EQ(RunCli("show --bogus x").exit_code, 2);
+  Result unknown_example = RunCli("make-example nope --out " + (dir_ / "2").string());
+  EXPECT_EQ(unknown_example.exit_code, 1);
+  EXPECT_NE(unknown_example.output.find("half_plus_two"), std::string::npos);
+  Result bad_json = RunCli("run --dir " + bundle + " --input 'x=[1,'");
+  EXPECT_EQ(bad_json.exit_code, 1);
+  EXPECT_NE(bad_json.output.find("not valid JSON"), std::string::npos) << bad_json.output;
+  Result bad_key = RunCli("run --dir " + bundle + " --input 'z=[1]'");
+  EXPECT_NE(bad_key.output.find("no input 'z'"), std::string::npos) << bad_key.output;
+  Result bad_shape = RunCli("run --dir " + bundle + " --input 'x=[[1],[2]]'");
+  EXPECT_EQ(bad_shape.exit_code, 1);
+  EXPECT_NE(bad_shape.output.find("shape [-1]"), std::string::npos) << bad_shape.output;
+  Result ragged = RunCli("run --dir " + bundle + " --input 'x=[[1],[2,3]]'");
+  EXPECT_NE(ragged.output.find("not rectangular"), std::string::npos) << ragged.output;
+  Result no_sig = RunCli("run --dir " + bundle + " --signature other --input 'x=[1]'");
+  EXPECT_NE(no_sig.output.find("serving_default"), std::string::npos) << no_sig.output;
+  // Writing over an existing bundle is refused rather than destroying it.
+  EXPECT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 1);
+}
+
+TEST_F(ModelCli, InputFromFile) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  std::ofstream(dir_ / "x.json") << "[4, -2]";
+  Result run = RunCli("run --dir " + bundle + " --input x=@" + (dir_ / "x.json").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "{\"y\": [4.0, 1.0]}\n");
+}
+
+}  // namespace

@@ -1,0 +1,330 @@
+// Writing and reading bundles that are intact; the damaged ones are in
+// bundle_corruption_test.cc.
+#include "runtime/bundle/bundle.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/bundle/manifest.h"
+#include "runtime/bundle/mapped_file.h"
+#include "runtime/graph_proto.h"
+#include "tests/runtime/bundle_test_util.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace testing_util;
+
+void ExpectSameModel(const Model& expected, const Model& actual) {
+  proto::BundleDef a, b;
+  GraphToProto(expected.graph, &a);
+  GraphToProto(actual.graph, &b);
+  // The proto form covers nodes, attrs, signatures (in order) and metadata in one comparison;
+  // deterministic serialisation makes map order irrelevant.
+  std::string sa, sb;
+  {
+    google::protobuf::io::StringOutputStream out_a(&sa), out_b(&sb);
+    google::protobuf::io::CodedOutputStream ca(&out_a), cb(&out_b);
+    ca.SetSerializationDeterministic(true);
+    cb.SetSerializationDeterministic(true);
+    a.SerializeToCodedStream(&ca);
+    b.SerializeToCodedStream(&cb);
+  }
+  EXPECT_EQ(sa, sb) << "graphs differ:\n" << a.DebugString() << "\nvs\n" << b.DebugString();
+  EXPECT_EQ(actual.graph.metadata, expected.graph.metadata);
+  ASSERT_EQ(actual.weights.size(), expected.weights.size());
+  for (const auto& [name, t] : expected.weights) {
+    auto it = actual.weights.find(name);
+    ASSERT_NE(it, actual.weights.end()) << name;
+    EXPECT_TRUE(it->second.BitwiseEqual(t)) << name << ": " << it->second.DebugString() << " vs " << t.DebugString();
+  }
+}
+
+std::vector<std::string> DirEntries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(BundleTest, RoundTripKeepsGraphSignaturesMetadataAndWeights) {
+  ScratchDir tmp;
+  const Model model = ConstModel();
+  ASSERT_TRUE(WriteBundle(model, tmp / "1").ok());
+  auto read = ReadBundle(tmp / "1");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameModel(model, *read);
+  EXPECT_EQ(read->graph.signatures[0].name, "serving_default");
+  EXPECT_EQ(read->graph.signatures[1].name, "counts");
+  EXPECT_EQ(read->weights.at("w_empty").num_elements(), 0);
+  EXPECT_EQ(read->weights.at("w_empty").shape(), (Shape{0, 4}));
+  EXPECT_EQ(read->weights.at("w_scalar").shape(), Shape{});
+  EXPECT_EQ(read->weights.at("w_str").data<std::string>()[2], std::string("nul\0byte\n", 9));
+  EXPECT_EQ(read->weights.at("w_bf16").data<bfloat16>()[2].bits, 0x7fc1);
+}
+
+TEST(BundleTest, MlpRoundTrip) {
+  ScratchDir tmp;
+  const Model model = MlpModel();
+  ASSERT_TRUE(WriteBundle(model, tmp / "7").ok());
+  auto read = ReadBundle(tmp / "7");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameModel(model, *read);
+}
+
+TEST(BundleTest, LayoutIsAsDocumented) {
+  ScratchDir tmp;
+  BundleWriteOptions options;
+  options.assets["vocab.txt"] = "a\nb\n";
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1", options).ok());
+  EXPECT_EQ(DirEntries(tmp / "1"), (std::vector<std::string>{"MANIFEST.sha256", "assets", "model.pb", "weights.bin"}));
+
+  // The manifest is sha256sum's format, sorted, covering every other file.
+  auto entries = ParseManifest(ReadFile(tmp / "1" / "MANIFEST.sha256"));
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  std::vector<std::string> listed;
+  for (const ManifestEntry& e : *entries) {
+    listed.push_back(e.path);
+    EXPECT_EQ(e.sha256, Sha256Hex(ReadFile(tmp / "1" / e.path))) << e.path;
+  }
+  EXPECT_EQ(listed, (std::vector<std::string>{"assets/vocab.txt", "model.pb", "weights.bin"}));
+
+  proto::BundleDef def;
+  ASSERT_TRUE(def.ParseFromString(ReadFile(tmp / "1" / "model.pb")));
+  EXPECT_EQ(def.format_version(), kBundleFormatVersion);
+  const std::string weights = ReadFile(tmp / "1" / "weights.bin");
+  uint64_t end = 0;
+  for (const proto::WeightEntry& w : def.weights()) {
+    EXPECT_EQ(w.offset() % 64, 0u) << w.name();
+    EXPECT_GE(w.offset(), end) << w.name();
+    // Padding between weights is zero bytes.
+    for (uint64_t i = end; i < w.offset(); ++i) EXPECT_EQ(weights[i], '\0') << w.name() << " pad byte " << i;
+    end = w.offset() + w.size();
+  }
+  EXPECT_EQ(end, weights.size());
+  // Fixed-size weights are raw little-endian; strings are (uint64 LE length, bytes) per element.
+  const proto::WeightEntry* i64 = FindProtoWeight(def, "w_i64");
+  ASSERT_NE(i64, nullptr);
+  EXPECT_EQ(weights.substr(i64->offset(), 8), std::string("\0\0\0\0\0\0\0\x40", 8));
+  const proto::WeightEntry* str = FindProtoWeight(def, "w_str");
+  ASSERT_NE(str, nullptr);
+  EXPECT_EQ(weights.substr(str->offset(), 13), std::string("\5\0\0\0\0\0\0\0hello", 13));
+  EXPECT_EQ(str->size(), 4 * 8 + 5 + 0 + 9 + 300u);
+}
+
+TEST(BundleTest, WeightsAreReadOnlyViewsIntoTheMapping) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  auto read = ReadBundle(tmp / "1");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  const std::string file = ReadFile(tmp / "1" / "weights.bin");
+  proto::BundleDef def;
+  ASSERT_TRUE(def.ParseFromString(ReadFile(tmp / "1" / "model.pb")));
+  // Every fixed-size weight is a read-only view, and all of them are views of one mapping of
+  // the whole file: each address minus its file offset gives the same base, and the bytes
+  // there are the file's.
+  const std::byte* base = nullptr;
+  for (const auto& [name, t] : read->weights) {
+    if (t.dtype() == DType::kString) {
+      EXPECT_FALSE(t.read_only()) << name;  // strings are decoded into owned storage
+      continue;
+    }
+    EXPECT_TRUE(t.read_only()) << name;
+    if (t.byte_size() == 0) continue;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment, 0u) << name;
+    const std::byte* b = static_cast<const std::byte*>(t.raw_data()) - FindProtoWeight(def, name)->offset();
+    if (base == nullptr) base = b;
+    EXPECT_EQ(b, base) << name;
+  }
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(std::memcmp(base, file.data(), file.size()), 0);
+}
+
+TEST(BundleTest, WeightsOutliveTheModelAndTheFiles) {
+  ScratchDir tmp;
+  Tensor kept;
+  {
+    ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+    auto read = ReadBundle(tmp / "1");
+    ASSERT_TRUE(read.ok());
+    kept = read->weights.at("w_f32");
+  }
+  fs::remove_all(tmp / "1");  // the mapping keeps the (unlinked) data readable
+  EXPECT_TRUE(kept.BitwiseEqual(ConstModel().weights.at("w_f32")));
+}
+
+TEST(BundleTest, AssetsRoundTrip) {
+  ScratchDir tmp;
+  BundleWriteOptions options;
+  options.assets["vocab.txt"] = "alpha\nbeta\n";
+  options.assets["nested/deeper/table.bin"] = std::string("\0\1\2\3", 4);
+  options.assets["empty"] = "";
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "3", options).ok());
+  for (const auto& [rel, contents] : options.assets) EXPECT_EQ(ReadFile(tmp / "3" / "assets" / rel), contents) << rel;
+  auto read = ReadBundle(tmp / "3");
+  EXPECT_TRUE(read.ok()) << read.status().ToString();
+}
+
+TEST(BundleTest, EmptyWeightsFile) {
+  ScratchDir tmp;
+  Model m;
+  m.graph.nodes.push_back(InputNode("x", DType::kInt32, Shape{3}));
+  m.graph.signatures.push_back({"serving_default", "", {Binding("x", "x", DType::kInt32, Shape{3})},
+                                {Binding("y", "x", DType::kInt32, Shape{3})}});
+  ASSERT_TRUE(WriteBundle(m, tmp / "1").ok());
+  EXPECT_EQ(fs::file_size(tmp / "1" / "weights.bin"), 0u);
+  auto read = ReadBundle(tmp / "1");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->weights.empty());
+}
+
+TEST(BundleTest, NoTemporaryDirectoryRemains) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1", {.assets = {}, .overwrite = true}).ok());
+  EXPECT_EQ(DirEntries(tmp.path()), std::vector<std::string>{"1"});
+}
+
+TEST(BundleTest, RefusesToReplaceWithoutOverwrite) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  const std::string before = ReadFile(tmp / "1" / "model.pb");
+  Status s = WriteBundle(ConstModel(), tmp / "1");
+  EXPECT_TRUE(IsError(s, StatusCode::kAlreadyExists, {(tmp / "1").string(), "already exists"}));
+  EXPECT_EQ(ReadFile(tmp / "1" / "model.pb"), before);
+  EXPECT_EQ(DirEntries(tmp.path()), std::vector<std::string>{"1"});
+}
+
+TEST(BundleTest, OverwriteReplacesTheBundle) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1", {.assets = {{"old.txt", "old"}}}).ok());
+  Model changed = ConstModel();
+  changed.graph.metadata["version"] = "2";
+  changed.weights["w_i64"] = Tensor::FromVector<int64_t>({3}, {7, 8, 9});
+  ASSERT_TRUE(WriteBundle(changed, tmp / "1", {.assets = {{"new.txt", "new"}}, .overwrite = true}).ok());
+  auto read = ReadBundle(tmp / "1");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameModel(changed, *read);
+  EXPECT_FALSE(fs::exists(tmp / "1" / "assets" / "old.txt"));
+  EXPECT_EQ(ReadFile(tmp / "1" / "assets" / "new.txt"), "new");
+  EXPECT_EQ(DirEntries(tmp.path()), std::vector<std::string>{"1"});
+}
+
+TEST(BundleTest, OverwriteOfAMissingDestinationJustWrites) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "base" / "12", {.assets = {}, .overwrite = true}).ok());
+  EXPECT_TRUE(ReadBundle(tmp / "base" / "12").ok());
+}
+
+TEST(BundleTest, TrailingSlashNamesTheSameDirectory) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), (tmp / "5").string() + "/").ok());
+  EXPECT_TRUE(ReadBundle((tmp / "5").string() + "/").ok());
+  EXPECT_EQ(DirEntries(tmp.path()), std::vector<std::string>{"5"});
+}
+
+TEST(BundleTest, InvalidModelIsNotWritten) {
+  ScratchDir tmp;
+  Model m = ConstModel();
+  m.graph.nodes.push_back({"bad", "NoSuchOp", {}, {}});
+  Status s = WriteBundle(m, tmp / "1");
+  EXPECT_TRUE(IsError(s, StatusCode::kInvalidArgument, {(tmp / "1").string(), "NoSuchOp"}));
+  EXPECT_TRUE(DirEntries(tmp.path()).empty());
+}
+
+TEST(BundleTest, FailedWriteLeavesNothingBehind) {
+  ScratchDir tmp;
+  // "a" is written as a file, then "a/b" needs it to be a directory: fails mid-write, after
+  // the temporary directory holds weights.bin and model.pb.
+  Status s = WriteBundle(ConstModel(), tmp / "1", {.assets = {{"a", "x"}, {"a/b", "y"}}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find((tmp / "1").string()), std::string::npos) << s.ToString();
+  EXPECT_TRUE(DirEntries(tmp.path()).empty());
+}
+
+TEST(BundleTest, FailedOverwriteKeepsTheOldBundle) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  Model m = ConstModel();
+  // protobuf cannot store a string field that is not UTF-8; found while writing model.pb.
+  m.graph.metadata["bad"] = std::string("\xff\xfe", 2);
+  Status s = WriteBundle(m, tmp / "1", {.assets = {}, .overwrite = true});
+  EXPECT_TRUE(IsError(s, StatusCode::kInvalidArgument, {(tmp / "1").string(), "UTF-8"}));
+  EXPECT_EQ(DirEntries(tmp.path()), std::vector<std::string>{"1"});
+  EXPECT_TRUE(ReadBundle(tmp / "1").ok());
+}
+
+TEST(BundleTest, RejectsAssetPathsThatLeaveTheBundle) {
+  ScratchDir tmp;
+  for (const char* bad : {"../escape", "/abs", "a/../../b", "", "a//b", "back\\slash", "new\nline"}) {
+    Status s = WriteBundle(ConstModel(), tmp / "1", {.assets = {{bad, "x"}}});
+    EXPECT_TRUE(IsError(s, StatusCode::kInvalidArgument, {"asset"})) << bad;
+  }
+  EXPECT_TRUE(DirEntries(tmp.path()).empty());
+}
+
+TEST(BundleManifestTest, FormatAndParse) {
+  std::vector<ManifestEntry> entries{{std::string(64, 'b'), "weights.bin"}, {std::string(64, 'a'), "model.pb"}};
+  const std::string text = FormatManifest(entries);
+  EXPECT_EQ(text, std::string(64, 'a') + "  model.pb\n" + std::string(64, 'b') + "  weights.bin\n");
+  auto parsed = ParseManifest(text);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].path, "model.pb");
+}
+
+TEST(BundleManifestTest, RejectsMalformedInput) {
+  const std::string h(64, 'a');
+  const std::pair<std::string, std::string> cases[] = {
+      {h + "  model.pb", "newline"},
+      {h + " model.pb\n", "two spaces"},
+      {h + " *model.pb\n", "two spaces"},
+      {std::string(64, 'A') + "  model.pb\n", "lowercase hex"},
+      {std::string(63, 'a') + "  model.pb\n", "lowercase hex"},
+      {h + "  /etc/passwd\n", "absolute"},
+      {h + "  ../x\n", "'..'"},
+      {h + "  a/./b\n", "'.'"},
+      {h + "  \n", "malformed"},
+      {h + "  x\n" + h + "  x\n", "second time"},
+      {"\n", "malformed"},
+  };
+  for (const auto& [text, fragment] : cases) {
+    EXPECT_TRUE(IsError(ParseManifest(text).status(), StatusCode::kDataLoss, {"line", fragment})) << text;
+  }
+  EXPECT_TRUE(ParseManifest("").ok());
+}
+
+TEST(BundleSha256Test, KnownVectors) {
+  EXPECT_EQ(Sha256Hex(std::string_view("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex(std::string_view("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  ScratchDir tmp;
+  WriteFile(tmp / "f", "abc");
+  auto h = Sha256File(tmp / "f");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(*h, Sha256Hex(std::string_view("abc")));
+  EXPECT_EQ(Sha256File(tmp / "missing").status().code(), StatusCode::kNotFound);
+}
+
+TEST(BundleMappedFileTest, EmptyAndMissingFiles) {
+  ScratchDir tmp;
+  WriteFile(tmp / "empty", "");
+  auto empty = MappedFile::Open(tmp / "empty");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ((*empty)->size(), 0u);
+  EXPECT_TRUE((*empty)->bytes().empty());
+  EXPECT_EQ(MappedFile::Open(tmp / "missing").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(MappedFile::Open(tmp.path()).ok());  // a directory
+  WriteFile(tmp / "big", std::string(100, 'x'));
+  EXPECT_TRUE(IsError(MappedFile::Open(tmp / "big", 99).status(), StatusCode::kInvalidArgument, {"big", "limit"}));
+  auto big = MappedFile::Open(tmp / "big");
+  ASSERT_TRUE(big.ok());
+  EXPECT_TRUE((*big)->Contains((*big)->data() + 10, 90));
+  EXPECT_FALSE((*big)->Contains((*big)->data() + 10, 91));
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,160 @@
+// Relu, Gelu, Sigmoid, Tanh, Softmax and LogSoftmax against float64 references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/activation.h"
+#include "runtime/op_registry.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace lockstep {
+namespace {
+
+using op_test::ExpectError;
+using op_test::ExpectNear;
+using op_test::kU;
+using op_test::RandomTensor;
+using op_test::RunOk;
+using op_test::ToDouble;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct ActivationCase {
+  const char* op;
+  Activation act;
+  double (*ref)(double);
+};
+
+const ActivationCase kActivations[] = {
+    {"Relu", Activation::kRelu, [](double x) { return x < 0 ? 0.0 : x; }},
+    {"Gelu", Activation::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
+    {"Sigmoid", Activation::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+    {"Tanh", Activation::kTanh, [](double x) { return std::tanh(x); }},
+};
+
+const Shape kShapes[] = {{0, 5}, {1}, {7}, {7, 17}, {3, 33}, {2, 1, 15}, {300, 333}};
+
+TEST(OpsActivationTest, ElementwiseMatchesReference) {
+  uint64_t seed = 1;
+  for (const ActivationCase& c : kActivations) {
+    for (const Shape& shape : kShapes) {
+      Tensor x = RandomTensor(shape, seed++, -8, 8);
+      Tensor out = RunOk(c.op, {x}).at(0);
+      std::vector<double> want, tol;
+      for (double v : ToDouble(x)) {
+        want.push_back(c.ref(v));
+        // libm's float functions are within a few ulps; gelu's 1 + erf(x) cancels for negative
+        // x, so its error is absolute, a few u times |x|.
+        tol.push_back(4 * kU * std::max({1.0, std::fabs(v), std::fabs(c.ref(v))}));
+      }
+      ExpectNear(out, shape, want, tol, std::string(c.op) + " " + shape.ToString());
+    }
+  }
+}
+
+TEST(OpsActivationTest, ExtremeValuesAndNaN) {
+  const std::vector<float> values = {-100.0f, -20.0f, -1e-30f, -0.0f, 0.0f, 1e-30f, 20.0f, 100.0f, kNaN};
+  Tensor x = Tensor::FromVector<float>({int64_t(values.size())}, values);
+  for (const ActivationCase& c : kActivations) {
+    Tensor out = RunOk(c.op, {x}).at(0);
+    std::vector<double> want, tol;
+    for (float v : values) {
+      want.push_back(c.ref(v));
+      tol.push_back(4 * kU * std::max(1e-30, std::fabs(c.ref(v))) + 1e-37);
+    }
+    ExpectNear(out, x.shape(), want, tol, c.op);
+  }
+  // Relu keeps the sign of zero and passes NaN through.
+  Tensor relu = RunOk("Relu", {x}).at(0);
+  EXPECT_TRUE(std::signbit(relu.data<float>()[3]));
+  EXPECT_TRUE(std::isnan(relu.data<float>()[8]));
+}
+
+// The ops must compute exactly ApplyActivation, which the Gemm epilogue uses.
+TEST(OpsActivationTest, BitIdenticalToApplyActivation) {
+  Tensor x = RandomTensor({3, 1000}, 7, -6, 6);
+  for (const ActivationCase& c : kActivations) {
+    Tensor out = RunOk(c.op, {x}).at(0);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const float want = ApplyActivation(c.act, x.data<float>()[i]);
+      ASSERT_EQ(std::memcmp(&want, &out.data<float>()[i], sizeof(float)), 0) << c.op << " at " << i;
+    }
+  }
+}
+
+TEST(OpsActivationTest, ElementwiseErrors) {
+  ExpectError(RunOp("Relu", std::vector<Tensor>{Tensor::FromVector<int32_t>({1}, {1})}).status(),
+              StatusCode::kInvalidArgument, "Relu: input must be float32");
+}
+
+// ---- Softmax / LogSoftmax ----
+
+std::vector<double> SoftmaxRef(const std::vector<double>& x, int64_t n, bool log) {
+  std::vector<double> out(x.size());
+  for (size_t r = 0; n > 0 && r < x.size() / n; ++r) {
+    const double* row = x.data() + r * n;
+    double max = row[0];
+    for (int64_t i = 1; i < n; ++i) max = std::max(max, row[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - max);
+    for (int64_t i = 0; i < n; ++i) {
+      out[r * n + i] = log ? (row[i] - max) - std::log(sum) : std::exp(row[i] - max) / sum;
+    }
+  }
+  return out;
+}
+
+TEST(OpsActivationTest, SoftmaxMatchesReference) {
+  uint64_t seed = 50;
+  for (bool log : {false, true}) {
+    const char* op = log ? "LogSoftmax" : "Softmax";
+    for (Shape shape : {Shape{1, 1}, Shape{0, 5}, Shape{5}, Shape{7, 17}, Shape{3, 33}, Shape{2, 3, 16},
+                        Shape{40, 1000}}) {
+      for (float offset : {0.0f, 1000.0f, -1000.0f}) {  // large offsets: stability
+        Tensor x = RandomTensor(shape, seed++, offset - 10, offset + 10);
+        Tensor out = RunOk(op, {x}, log ? AttrMap{} : AttrMap{{"axis", int64_t{-1}}}).at(0);
+        const int64_t n = shape[shape.rank() - 1];
+        const auto xv = ToDouble(x);
+        std::vector<double> want = SoftmaxRef(xv, n, log), tol(want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          // exp and the final division or subtraction each add a few u; the row maximum is
+          // subtracted exactly enough that |x - max| <= 20 carries at most u * 20 absolute.
+          tol[i] = log ? kU * (4 * std::fabs(want[i]) + 2 * 20 + 8)
+                       : kU * (8 + 2 * 20) * want[i] + 1e-40;
+        }
+        ExpectNear(out, shape, want, tol, std::string(op) + " " + shape.ToString());
+        if (!log && n > 0) {
+          for (int64_t r = 0; r < x.num_elements() / n; ++r) {
+            double sum = 0;
+            for (int64_t i = 0; i < n; ++i) sum += out.data<float>()[r * n + i];
+            EXPECT_NEAR(sum, 1.0, (n + 50) * kU);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OpsActivationTest, SoftmaxNaNRowAndAxes) {
+  Tensor x = Tensor::FromVector<float>({2, 3}, {1.0f, kNaN, 2.0f, 1.0f, 2.0f, 3.0f});
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    Tensor out = RunOk(op, {x}).at(0);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(out.data<float>()[i])) << op;
+    for (int i = 3; i < 6; ++i) EXPECT_FALSE(std::isnan(out.data<float>()[i])) << op;
+    // The last axis named positively is fine; any other axis is refused with a reason.
+    EXPECT_TRUE(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{1}}}).ok());
+    ExpectError(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{0}}}).status(), StatusCode::kUnimplemented,
+                "only the last axis");
+    ExpectError(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{2}}}).status(),
+                StatusCode::kInvalidArgument, "axis 2 is out of range");
+    ExpectError(RunOp(op, std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(), StatusCode::kInvalidArgument,
+                "rank >= 1");
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,266 @@
+// Conv2D, MaxPool2D and AvgPool2D against direct float64 loops written here from the
+// TensorFlow definitions, plus hand-computed cases for the asymmetric SAME padding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/op_registry.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace lockstep {
+namespace {
+
+using op_test::ExpectError;
+using op_test::ExpectNear;
+using op_test::Infer;
+using op_test::kU;
+using op_test::RandomTensor;
+using op_test::RunOk;
+using op_test::ToDouble;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// TensorFlow's output size and leading padding for one spatial dimension.
+void TfWindow(int64_t in, int64_t k, int64_t s, bool same, int64_t* out, int64_t* pad) {
+  if (same) {
+    *out = (in + s - 1) / s;
+    *pad = std::max<int64_t>((*out - 1) * s + k - in, 0) / 2;
+  } else {
+    *out = (in - k + s) / s;  // ceil((in - k + 1) / s)
+    *pad = 0;
+  }
+}
+
+struct ConvCase {
+  int64_t n, h, w, cin, kh, kw, cout, sh, sw;
+  bool same;
+};
+
+std::string Describe(const ConvCase& c) {
+  return "n" + std::to_string(c.n) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
+         std::to_string(c.cin) + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) + " cout" +
+         std::to_string(c.cout) + " s" + std::to_string(c.sh) + "," + std::to_string(c.sw) +
+         (c.same ? " SAME" : " VALID");
+}
+
+AttrMap ConvAttrs(const ConvCase& c) {
+  return {{"strides", std::vector<int64_t>{c.sh, c.sw}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
+}
+
+// The textbook seven loops, in double, with a dot-product tolerance per output.
+void ConvRef(const ConvCase& c, const Tensor& input, const Tensor& filter, Shape* shape,
+             std::vector<double>* want, std::vector<double>* tol) {
+  int64_t oh, ow, pt, pl;
+  TfWindow(c.h, c.kh, c.sh, c.same, &oh, &pt);
+  TfWindow(c.w, c.kw, c.sw, c.same, &ow, &pl);
+  *shape = Shape{c.n, oh, ow, c.cout};
+  const auto x = ToDouble(input), f = ToDouble(filter);
+  want->assign(c.n * oh * ow * c.cout, 0);
+  tol->assign(want->size(), 0);
+  const int64_t kdim = c.kh * c.kw * c.cin;
+  for (int64_t b = 0; b < c.n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t z = 0; z < ow; ++z)
+        for (int64_t o = 0; o < c.cout; ++o) {
+          double s = 0, mag = 0;
+          for (int64_t i = 0; i < c.kh; ++i)
+            for (int64_t j = 0; j < c.kw; ++j)
+              for (int64_t q = 0; q < c.cin; ++q) {
+                const int64_t ih = y * c.sh - pt + i, iw = z * c.sw - pl + j;
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                const double v = x[((b * c.h + ih) * c.w + iw) * c.cin + q] *
+                                 f[((i * c.kw + j) * c.cin + q) * c.cout + o];
+                s += v;
+                mag += std::fabs(v);
+              }
+          const int64_t idx = ((b * oh + y) * ow + z) * c.cout + o;
+          (*want)[idx] = s;
+          (*tol)[idx] = (kdim + 1) * kU * mag;
+        }
+}
+
+TEST(OpsConvTest, Conv2DMatchesReference) {
+  const ConvCase cases[] = {
+      {1, 5, 5, 1, 3, 3, 1, 1, 1, false},   {1, 5, 5, 1, 3, 3, 1, 1, 1, true},
+      {2, 7, 8, 3, 3, 3, 7, 2, 2, true},    {2, 7, 8, 3, 3, 3, 7, 2, 2, false},
+      {1, 8, 8, 17, 1, 1, 16, 1, 1, true},  {3, 4, 6, 5, 1, 1, 9, 1, 1, false},  // 1x1 path
+      {1, 9, 9, 4, 1, 1, 5, 2, 2, false},   {1, 7, 7, 2, 5, 5, 3, 1, 1, true},   // 5x5 > half
+      {1, 6, 11, 3, 2, 3, 4, 2, 1, true},   {1, 6, 11, 3, 2, 3, 4, 1, 3, true},  // asymmetric
+      {1, 1, 1, 7, 3, 3, 2, 1, 1, true},    {0, 5, 5, 3, 3, 3, 4, 1, 1, true},   // batch 0
+      {1, 4, 4, 3, 4, 4, 2, 1, 1, false},   {2, 3, 3, 33, 2, 2, 17, 1, 1, false},
+      {1, 5, 5, 0, 3, 3, 4, 1, 1, true},  // no input channels: zeros
+      {2, 30, 30, 8, 3, 3, 16, 1, 1, true},  // several im2col blocks
+  };
+  uint64_t seed = 1;
+  for (const ConvCase& c : cases) {
+    Tensor input = RandomTensor({c.n, c.h, c.w, c.cin}, seed++);
+    Tensor filter = RandomTensor({c.kh, c.kw, c.cin, c.cout}, seed++);
+    Shape shape;
+    std::vector<double> want, tol;
+    ConvRef(c, input, filter, &shape, &want, &tol);
+    Tensor out = RunOk("Conv2D", {input, filter}, ConvAttrs(c)).at(0);
+    ExpectNear(out, shape, want, tol, Describe(c));
+  }
+}
+
+// Whatever the pool size (parallel im2col blocks, or one block after another with a threaded
+// Gemm), the result is the same bit for bit.
+TEST(OpsConvTest, Conv2DIsIndependentOfThreadCount) {
+  ThreadPool one(1), four(4);
+  const ConvCase cases[] = {{2, 30, 30, 8, 3, 3, 16, 1, 1, true}, {1, 7, 7, 64, 3, 3, 40, 1, 1, true}};
+  for (const ConvCase& c : cases) {
+    Tensor input = RandomTensor({c.n, c.h, c.w, c.cin}, 5);
+    Tensor filter = RandomTensor({c.kh, c.kw, c.cin, c.cout}, 6);
+    Tensor a = op_test::RunOn(one, "Conv2D", {input, filter}, ConvAttrs(c));
+    Tensor b = op_test::RunOn(four, "Conv2D", {input, filter}, ConvAttrs(c));
+    EXPECT_TRUE(a.BitwiseEqual(b)) << Describe(c);
+  }
+}
+
+// 4x4 ones, 3x3 ones, stride 2, SAME: out 2x2, pad_total 1, all of it at the bottom/right.
+TEST(OpsConvTest, SamePaddingIsAsymmetricLikeTensorFlow) {
+  Tensor input = Tensor::FromVector<float>({1, 4, 4, 1}, std::vector<float>(16, 1.0f));
+  Tensor filter = Tensor::FromVector<float>({3, 3, 1, 1}, std::vector<float>(9, 1.0f));
+  Tensor out = RunOk("Conv2D", {input, filter}, {{"strides", std::vector<int64_t>{2, 2}},
+                                                 {"padding", std::string("SAME")}})
+                   .at(0);
+  ExpectNear(out, Shape{1, 2, 2, 1}, {9, 6, 6, 4}, 0.0);
+  // 5x5 input, 4x4 window, stride 1, SAME: pad_total 3, one on top/left and two after.
+  input = Tensor::FromVector<float>({1, 5, 5, 1}, std::vector<float>(25, 1.0f));
+  filter = Tensor::FromVector<float>({4, 4, 1, 1}, std::vector<float>(16, 1.0f));
+  out = RunOk("Conv2D", {input, filter}, {{"padding", std::string("SAME")}}).at(0);
+  EXPECT_EQ(out.data<float>()[0], 9.0f);    // rows/cols 0..2 valid
+  EXPECT_EQ(out.data<float>()[12], 16.0f);  // centre
+  EXPECT_EQ(out.data<float>()[24], 4.0f);   // rows/cols 3..4 valid
+}
+
+TEST(OpsConvTest, Conv2DErrorsAndInference) {
+  Tensor input = RandomTensor({1, 5, 5, 3}, 1);
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 4, 2}, 2)}).status(),
+              StatusCode::kInvalidArgument, "input channels 3");
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{input, RandomTensor({6, 3, 3, 2}, 2)}).status(),
+              StatusCode::kInvalidArgument, "larger than the input height");
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 3, 2}, 2)},
+                    {{"padding", std::string("FULL")}})
+                  .status(),
+              StatusCode::kInvalidArgument, "SAME or VALID");
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 3, 2}, 2)},
+                    {{"strides", std::vector<int64_t>{1, 0}}})
+                  .status(),
+              StatusCode::kInvalidArgument, "strides");
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{RandomTensor({5, 5, 3}, 1), RandomTensor({3, 3, 3, 2}, 2)})
+                  .status(),
+              StatusCode::kInvalidArgument, "rank 4");
+
+  auto out = Infer("Conv2D", {{DType::kFloat32, {-1, 28, 28, 3}}, {DType::kFloat32, {3, 3, 3, 8}}},
+                   {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 14, 14, 8}));
+  out = Infer("Conv2D", {{DType::kFloat32, {-1, -1, 9, -1}}, {DType::kFloat32, {3, 3, 3, 8}}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, -1, 7, 8}));
+}
+
+// ---- Pooling ----
+
+struct PoolCase {
+  int64_t n, h, w, c, kh, kw, sh, sw;
+  bool same;
+};
+
+void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape, std::vector<double>* want,
+             std::vector<double>* tol) {
+  int64_t oh, ow, pt, pl;
+  TfWindow(p.h, p.kh, p.sh, p.same, &oh, &pt);
+  TfWindow(p.w, p.kw, p.sw, p.same, &ow, &pl);
+  *shape = Shape{p.n, oh, ow, p.c};
+  const auto x = ToDouble(input);
+  want->clear();
+  tol->clear();
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t z = 0; z < ow; ++z)
+        for (int64_t q = 0; q < p.c; ++q) {
+          double best = -INFINITY, sum = 0, mag = 0;
+          int count = 0;
+          for (int64_t i = 0; i < p.kh; ++i)
+            for (int64_t j = 0; j < p.kw; ++j) {
+              const int64_t ih = y * p.sh - pt + i, iw = z * p.sw - pl + j;
+              if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+              const double v = x[((b * p.h + ih) * p.w + iw) * p.c + q];
+              best = std::max(best, v);
+              sum += v;
+              mag += std::fabs(v);
+              ++count;
+            }
+          want->push_back(max ? best : sum / count);
+          tol->push_back(max ? 0.0 : (count + 1) * kU * mag / count);
+        }
+}
+
+TEST(OpsConvTest, PoolingMatchesReference) {
+  const PoolCase cases[] = {
+      {1, 5, 5, 1, 2, 2, 2, 2, false}, {1, 5, 5, 1, 2, 2, 2, 2, true},  {2, 7, 8, 3, 3, 3, 2, 2, true},
+      {2, 7, 8, 3, 3, 3, 1, 1, true},  {1, 6, 11, 17, 3, 2, 2, 3, true}, {1, 6, 11, 17, 3, 2, 2, 3, false},
+      {0, 4, 4, 3, 2, 2, 2, 2, true},  {1, 1, 1, 33, 3, 3, 1, 1, true},  {3, 9, 9, 16, 5, 5, 2, 2, true},
+      {8, 32, 32, 16, 2, 2, 2, 2, false},
+  };
+  uint64_t seed = 100;
+  for (bool max : {true, false}) {
+    for (const PoolCase& p : cases) {
+      Tensor input = RandomTensor({p.n, p.h, p.w, p.c}, seed++, -5, 5);
+      Shape shape;
+      std::vector<double> want, tol;
+      PoolRef(max, p, input, &shape, &want, &tol);
+      AttrMap attrs{{"ksize", std::vector<int64_t>{p.kh, p.kw}},
+                    {"strides", std::vector<int64_t>{p.sh, p.sw}},
+                    {"padding", std::string(p.same ? "SAME" : "VALID")}};
+      Tensor out = RunOk(max ? "MaxPool2D" : "AvgPool2D", {input}, attrs).at(0);
+      ExpectNear(out, shape, want, tol, std::string(max ? "max " : "avg ") + shape.ToString());
+    }
+  }
+}
+
+TEST(OpsConvTest, PoolingPaddingSemantics) {
+  // 3x3 values 1..9, 3x3 window, stride 1, SAME: the corner averages its 4 real values (TF),
+  // it does not count padding as zeros.
+  std::vector<float> v{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  Tensor x = Tensor::FromVector<float>({1, 3, 3, 1}, v);
+  AttrMap same{{"ksize", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{1, 1}},
+               {"padding", std::string("SAME")}};
+  Tensor avg = RunOk("AvgPool2D", {x}, same).at(0);
+  EXPECT_EQ(avg.data<float>()[0], 3.0f);  // (1 + 2 + 4 + 5) / 4
+  EXPECT_EQ(avg.data<float>()[4], 5.0f);
+  // MaxPool ignores padding: all-negative input stays negative at the borders.
+  Tensor neg = Tensor::FromVector<float>({1, 3, 3, 1}, std::vector<float>(9, -5.0f));
+  Tensor mx = RunOk("MaxPool2D", {neg}, same).at(0);
+  for (float o : mx.data<float>()) EXPECT_EQ(o, -5.0f);
+  // A NaN under the window wins.
+  v[0] = kNaN;
+  mx = RunOk("MaxPool2D", {Tensor::FromVector<float>({1, 3, 3, 1}, v)}, same).at(0);
+  EXPECT_TRUE(std::isnan(mx.data<float>()[0]));
+  EXPECT_FALSE(std::isnan(mx.data<float>()[8]));
+  // strides default to ksize (Keras): 4x4 with 2x2 windows gives 2x2.
+  Tensor y = RandomTensor({1, 4, 4, 2}, 3);
+  EXPECT_EQ(RunOk("MaxPool2D", {y}, {{"ksize", std::vector<int64_t>{2, 2}}}).at(0).shape(), (Shape{1, 2, 2, 2}));
+}
+
+TEST(OpsConvTest, PoolingErrors) {
+  Tensor x = RandomTensor({1, 3, 3, 2}, 1);
+  ExpectError(RunOp("MaxPool2D", std::vector<Tensor>{x}).status(), StatusCode::kInvalidArgument, "ksize");
+  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{x}, {{"ksize", std::vector<int64_t>{4, 4}}}).status(),
+              StatusCode::kInvalidArgument, "larger than the input");
+  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{RandomTensor({3, 3}, 1)}, {{"ksize", std::vector<int64_t>{2, 2}}})
+                  .status(),
+              StatusCode::kInvalidArgument, "rank 4");
+  auto out = Infer("MaxPool2D", {{DType::kFloat32, {-1, 7, -1, 3}}},
+                   {{"ksize", std::vector<int64_t>{2, 2}}, {"padding", std::string("SAME")}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 4, -1, 3}));
+}
+
+}  // namespace
+}  // namespace lockstep

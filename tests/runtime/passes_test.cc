@@ -1,0 +1,202 @@
+#include "runtime/passes/passes.h"
+
+#include <gtest/gtest.h>
+
+#include "graph_test_util.h"
+#include "runtime/graph_analysis.h"
+#include "runtime/session.h"
+
+namespace lockstep {
+namespace {
+
+using testing::OneInOneOut;
+using testing::RandomTensor;
+
+int CountOps(const Model& m, const std::string& op) {
+  int n = 0;
+  for (const NodeDef& node : m.graph.nodes) n += node.op == op;
+  return n;
+}
+
+// A random graph over values of shape [-1, w]: element-wise ops, activations, MatMul chains
+// that fusion can take, constant-only subgraphs that folding can take, reshapes that alias,
+// and dead branches. Some intermediate values are exported, which must stop fusion there.
+Model RandomGraph(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  GraphBuilder g;
+  struct Value { std::string name; int64_t width; };
+  std::vector<Value> values = {{g.Input("x", DType::kFloat32, Shape{-1, 6}), 6}};
+  int consts = 0;
+  auto constant = [&](Shape shape) {
+    // Half of the constants are themselves computed from constants: folding material.
+    std::string a = g.Const("c" + std::to_string(consts++), RandomTensor(shape, rng));
+    if (pick(2) == 0) return a;
+    std::string b = g.Const("c" + std::to_string(consts++), RandomTensor(shape, rng));
+    const char* ops[] = {"Add", "Mul", "Sub"};
+    return g.Op(ops[pick(3)], {a, b});
+  };
+  const char* unary[] = {"Relu", "Tanh", "Sigmoid", "Gelu", "Identity"};
+  const char* binary[] = {"Add", "Sub", "Mul"};
+  const int steps = 6 + pick(10);
+  for (int s = 0; s < steps; ++s) {
+    const Value v = values[pick(static_cast<int>(values.size()))];
+    switch (pick(5)) {
+      case 0:
+        values.push_back({g.Op(unary[pick(5)], {v.name}), v.width});
+        break;
+      case 1: {
+        std::vector<Value> same;
+        for (const Value& u : values) {
+          if (u.width == v.width) same.push_back(u);
+        }
+        std::string other = pick(2) == 0 ? same[pick(static_cast<int>(same.size()))].name : constant(Shape{v.width});
+        values.push_back({g.Op(binary[pick(3)], {v.name, other}), v.width});
+        break;
+      }
+      case 2:
+      case 3: {
+        int64_t out = 1 + pick(9);
+        std::string h = g.Op("MatMul", {v.name, constant(Shape{v.width, out})});
+        if (pick(3) != 0) h = g.Op("BiasAdd", {h, constant(Shape{out})});
+        if (pick(3) != 0) h = g.Op(unary[pick(4)], {h});
+        values.push_back({h, out});
+        break;
+      }
+      case 4:
+        values.push_back({g.Op("Reshape", {v.name}, AttrMap{{"shape", std::vector<int64_t>{-1, v.width}}}), v.width});
+        break;
+    }
+  }
+  Signature sig{"serving_default", "", {{"x", "x", DType::kFloat32, Shape{-1, 6}}}, {}};
+  sig.outputs.push_back({"y", values.back().name, DType::kFloat32, Shape{-1, values.back().width}});
+  if (values.size() > 2 && pick(2) == 0) {
+    const Value& mid = values[1 + pick(static_cast<int>(values.size()) - 2)];
+    sig.outputs.push_back({"mid", mid.name, DType::kFloat32, Shape{-1, mid.width}});
+  }
+  g.AddSignature(sig);
+  return std::move(g).Build();
+}
+
+std::vector<NamedTensor> RunAll(const Model& model, SessionOptions options, const Tensor& x) {
+  auto session = Session::Create(model, options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<NamedTensor> in = {{"x", x}}, out;
+  Status s = (*session)->Run("serving_default", in, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
+void ExpectSameOutputs(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i].tensor.BitwiseEqual(b[i].tensor))
+        << what << " output " << a[i].name << ": " << a[i].tensor.DebugString() << " vs " << b[i].tensor.DebugString();
+  }
+}
+
+// Each pass alone, and all of them with the memory plan, give bit-identical outputs to the
+// unoptimised graph with one buffer per value.
+TEST(Passes, PreserveResultsOnRandomGraphs) {
+  ThreadPool& pool = ThreadPool::Default();
+  int fused = 0, folded = 0, removed = 0;
+  for (uint32_t seed = 0; seed < 150; ++seed) {
+    Model model = RandomGraph(seed);
+    std::mt19937 rng(seed + 1000);
+    Tensor x = RandomTensor(Shape{1 + static_cast<int64_t>(seed % 5), 6}, rng, -2.0f, 2.0f);
+    SessionOptions reference_options;
+    reference_options.optimize = false;
+    reference_options.reuse_buffers = false;
+    auto reference = RunAll(model, reference_options, x);
+
+    Model f = model;
+    ASSERT_TRUE(FoldConstants(f, pool).ok());
+    folded += CountOps(f, "Const") - CountOps(model, "Const");
+    ExpectSameOutputs(reference, RunAll(f, reference_options, x), "fold seed " + std::to_string(seed));
+
+    Model u = model;
+    ASSERT_TRUE(FuseMatMul(u).ok());
+    fused += CountOps(u, "FusedMatMul");
+    ExpectSameOutputs(reference, RunAll(u, reference_options, x), "fuse seed " + std::to_string(seed));
+
+    Model d = model;
+    ASSERT_TRUE(EliminateDeadNodes(d).ok());
+    removed += static_cast<int>(model.graph.nodes.size() - d.graph.nodes.size());
+    ExpectSameOutputs(reference, RunAll(d, reference_options, x), "dead seed " + std::to_string(seed));
+
+    SessionOptions plan_only = reference_options;
+    plan_only.reuse_buffers = true;
+    ExpectSameOutputs(reference, RunAll(model, plan_only, x), "memory plan seed " + std::to_string(seed));
+    ExpectSameOutputs(reference, RunAll(model, SessionOptions{}, x), "all seed " + std::to_string(seed));
+  }
+  // The random graphs must actually give every pass something to do.
+  EXPECT_GT(fused, 20);
+  EXPECT_GT(folded, 20);
+  EXPECT_GT(removed, 20);
+}
+
+TEST(Passes, FoldConstantsReplacesConstantSubgraphs) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  std::string c = g.Op("Mul", {g.Const("a", Tensor::Scalar(3.0f)), g.Const("b", Tensor::Scalar(4.0f))}, {}, "c");
+  g.Op("Add", {x, c}, {}, "y");
+  g.AddSignature(OneInOneOut("x", Shape{-1}, "y", Shape{-1}));
+  Model m = std::move(g).Build();
+  ASSERT_TRUE(FoldConstants(m, ThreadPool::Default()).ok());
+  const NodeDef* folded = m.graph.FindNode("c");
+  ASSERT_NE(folded, nullptr);
+  EXPECT_EQ(folded->op, "Const");
+  const std::string weight = std::get<std::string>(folded->attrs.values().at("weight"));
+  EXPECT_EQ(m.weights.at(weight).data<float>()[0], 12.0f);
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  EXPECT_EQ(m.graph.FindNode("a"), nullptr);
+  EXPECT_EQ(m.weights.count("a"), 0u);
+}
+
+TEST(Passes, FusionMakesOneNodeAndRespectsOtherConsumers) {
+  auto build = [](bool export_bias) {
+    GraphBuilder g;
+    std::mt19937 rng(1);
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 3});
+    std::string mm = g.Op("MatMul", {x, g.Const("w", RandomTensor(Shape{3, 2}, rng))}, {}, "mm");
+    std::string biased = g.Op("BiasAdd", {mm, g.Const("b", RandomTensor(Shape{2}, rng))}, {}, "biased");
+    std::string y = g.Op("Relu", {biased}, {}, "y");
+    Signature sig = OneInOneOut("x", Shape{-1, 3}, y, Shape{-1, 2});
+    if (export_bias) sig.outputs.push_back({"pre", biased, DType::kFloat32, Shape{-1, 2}});
+    g.AddSignature(sig);
+    return std::move(g).Build();
+  };
+  Model m = build(false);
+  ASSERT_TRUE(FuseMatMul(m).ok());
+  ASSERT_EQ(m.graph.nodes.size(), 4u);  // x, w, b, y
+  const NodeDef* y = m.graph.FindNode("y");
+  EXPECT_EQ(y->op, "FusedMatMul");
+  EXPECT_EQ(std::get<std::string>(y->attrs.values().at("activation")), "relu");
+  EXPECT_EQ(y->inputs.size(), 3u);
+
+  Model exported = build(true);
+  ASSERT_TRUE(FuseMatMul(exported).ok());
+  // "biased" is a signature output, so only MatMul + BiasAdd fuse; Relu stays.
+  EXPECT_EQ(exported.graph.FindNode("y")->op, "Relu");
+  EXPECT_EQ(exported.graph.FindNode("biased")->op, "FusedMatMul");
+  EXPECT_EQ(std::get<std::string>(exported.graph.FindNode("biased")->attrs.values().at("activation")), "none");
+}
+
+TEST(Passes, DeadNodeEliminationKeepsSignatureInputs) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  g.Input("unused", DType::kFloat32, Shape{-1});
+  g.Op("Relu", {x}, {}, "dead");
+  g.Op("Tanh", {x}, {}, "y");
+  Signature sig = OneInOneOut("x", Shape{-1}, "y", Shape{-1});
+  sig.inputs.push_back({"unused", "unused", DType::kFloat32, Shape{-1}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  EXPECT_EQ(m.graph.FindNode("dead"), nullptr);
+  EXPECT_NE(m.graph.FindNode("unused"), nullptr);
+  EXPECT_NE(m.graph.FindNode("y"), nullptr);
+}
+
+}  // namespace
+}  // namespace lockstep

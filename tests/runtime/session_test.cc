@@ -1,0 +1,161 @@
+#include "runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "graph_test_util.h"
+#include "runtime/graph_builder.h"
+
+namespace lockstep {
+namespace {
+
+using testing::Mlp;
+using testing::OneInOneOut;
+using testing::RandomTensor;
+
+Model HalfPlusTwo() {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  std::string y = g.Op("Add", {g.Op("Mul", {x, g.Const("a", Tensor::Scalar(0.5f))}), g.Const("b", Tensor::Scalar(2.0f))}, {}, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1}, y, Shape{-1}));
+  return std::move(g).Build();
+}
+
+std::unique_ptr<Session> MustCreate(Model m, SessionOptions options = {}) {
+  auto s = Session::Create(std::move(m), options);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(Session, RunsHalfPlusTwo) {
+  auto session = MustCreate(HalfPlusTwo());
+  std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{3}, {1, 2, 5})}}, out;
+  ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, "y");
+  EXPECT_TRUE(out[0].tensor.BitwiseEqual(Tensor::FromVector<float>(Shape{3}, {2.5f, 3.0f, 4.5f})));
+}
+
+TEST(Session, BatchOfZeroAndOne) {
+  auto session = MustCreate(Mlp({5, 7, 3}, 1));
+  for (int64_t batch : {0, 1}) {
+    std::vector<NamedTensor> in = {{"x", Tensor(DType::kFloat32, Shape{batch, 5})}}, out;
+    Status s = session->Run("serving_default", in, &out);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(out[0].tensor.shape() == (Shape{batch, 3}));
+  }
+}
+
+TEST(Session, RejectsBadInputsWithClearErrors) {
+  auto session = MustCreate(Mlp({4, 3}, 2));
+  std::vector<NamedTensor> out;
+  auto run = [&](std::vector<NamedTensor> in, std::string sig = "serving_default") {
+    return session->Run(sig, in, &out);
+  };
+  Status s = run({});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("missing input 'x'"), std::string::npos) << s.message();
+  s = run({{"x", Tensor(DType::kInt32, Shape{1, 4})}});
+  EXPECT_NE(s.message().find("must be float32"), std::string::npos) << s.message();
+  s = run({{"x", Tensor(DType::kFloat32, Shape{1, 5})}});
+  EXPECT_NE(s.message().find("shape [-1,4]"), std::string::npos) << s.message();
+  s = run({{"x", Tensor(DType::kFloat32, Shape{1, 4})}, {"z", Tensor(DType::kFloat32, Shape{1})}});
+  EXPECT_NE(s.message().find("no input 'z'"), std::string::npos) << s.message();
+  s = run({{"x", Tensor(DType::kFloat32, Shape{1, 4})}, {"x", Tensor(DType::kFloat32, Shape{1, 4})}});
+  EXPECT_NE(s.message().find("given twice"), std::string::npos) << s.message();
+  s = run({{"x", Tensor(DType::kFloat32, Shape{1, 4})}}, "nope");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  // The session still works after every rejection.
+  EXPECT_TRUE(run({{"x", Tensor(DType::kFloat32, Shape{2, 4})}}).ok());
+}
+
+TEST(Session, RunTimeShapeErrorsAreReportedNotCrashes) {
+  // Two inputs whose batch sizes must agree only at run time.
+  GraphBuilder g;
+  g.Input("a", DType::kFloat32, Shape{-1, 3});
+  g.Input("b", DType::kFloat32, Shape{-1, 3});
+  g.Op("Add", {"a", "b"}, {}, "sum");
+  g.AddSignature({"serving_default", "", {{"a", "a", DType::kFloat32, Shape{-1, 3}}, {"b", "b", DType::kFloat32, Shape{-1, 3}}},
+                  {{"sum", "sum", DType::kFloat32, Shape{-1, 3}}}});
+  auto session = MustCreate(std::move(g).Build());
+  std::vector<NamedTensor> out;
+  std::vector<NamedTensor> in = {{"a", Tensor(DType::kFloat32, Shape{2, 3})}, {"b", Tensor(DType::kFloat32, Shape{5, 3})}};
+  Status s = session->Run("serving_default", in, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("node 'sum'"), std::string::npos) << s.message();
+}
+
+TEST(Session, SignaturesRunOnlyWhatTheyNeed) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  std::string doubled = g.Op("Add", {x, x}, {}, "doubled");
+  std::string squared = g.Op("Mul", {x, x}, {}, "squared");
+  g.AddSignature({"double", "", {{"x", x, DType::kFloat32, Shape{-1}}}, {{"y", doubled, DType::kFloat32, Shape{-1}}}});
+  g.AddSignature({"both", "", {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"d", doubled, DType::kFloat32, Shape{-1}}, {"s", squared, DType::kFloat32, Shape{-1}}}});
+  auto session = MustCreate(std::move(g).Build());
+  std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{2}, {3, 4})}}, out;
+  ASSERT_TRUE(session->Run("both", in, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].name, "d");
+  EXPECT_EQ(out[1].tensor.data<float>()[1], 16.0f);
+  ASSERT_TRUE(session->Run("double", in, &out).ok());
+  EXPECT_EQ(out[0].tensor.data<float>()[0], 6.0f);
+}
+
+TEST(Session, OutputsAreOwnedCopies) {
+  auto session = MustCreate(Mlp({3, 4, 2}, 5));
+  std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{1, 3}, {1, 2, 3})}}, first, second;
+  ASSERT_TRUE(session->Run("serving_default", in, &first).ok());
+  Tensor kept = first[0].tensor.Clone();
+  in[0].tensor = Tensor::FromVector<float>(Shape{1, 3}, {-3, 0, 9});
+  ASSERT_TRUE(session->Run("serving_default", in, &second).ok());
+  EXPECT_TRUE(first[0].tensor.BitwiseEqual(kept));  // not overwritten by the second run
+}
+
+// Eight threads calling Run at once on one Session get exactly the single-threaded answers.
+TEST(Session, ConcurrentRunsMatchSingleThreaded) {
+  ThreadPool pool(2);  // intra-op parallelism on top of the callers' threads
+  SessionOptions options;
+  options.pool = &pool;
+  auto session = MustCreate(Mlp({64, 128, 10}, 9), options);
+  constexpr int kThreads = 8, kRounds = 40;
+  std::mt19937 rng(11);
+  std::vector<Tensor> inputs, expected;
+  for (int i = 0; i < kThreads; ++i) {
+    inputs.push_back(RandomTensor(Shape{1 + 13 * i, 64}, rng));  // different batch per thread
+    std::vector<NamedTensor> in = {{"x", inputs.back()}}, out;
+    ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+    expected.push_back(out[0].tensor);
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < kRounds; ++r) {
+        // Each thread alternates between its own input and a neighbour's.
+        int which = (r % 2 == 0) ? i : (i + 1) % kThreads;
+        std::vector<NamedTensor> in = {{"x", inputs[which]}}, out;
+        if (!session->Run("serving_default", in, &out).ok() || !out[0].tensor.BitwiseEqual(expected[which])) {
+          mismatches.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(Session, RejectsInvalidModels) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  g.Op("NoSuchOp", {x}, {}, "y");
+  g.AddSignature(OneInOneOut("x", Shape{-1}, "y", Shape{-1}));
+  auto s = Session::Create(std::move(g).Build());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("unknown op 'NoSuchOp'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep
