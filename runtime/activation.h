@@ -21,7 +21,9 @@ inline float ApplyActivation(Activation a, float x) {
     case Activation::kNone: return x;
     case Activation::kRelu: return x < 0.0f ? 0.0f : x;  // NaN passes through
     // The exact form, 0.5 x (1 + erf(x / sqrt 2)), as Keras and PyTorch default to.
-    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case Activation::kGelu:
+      if (std::isinf(x)) return x > 0.0f ? x : -0.0f;  // the formula would give inf * 0 = NaN
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
   }

@@ -144,7 +144,9 @@ void RowBlock(const GemmArgs& g, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
       const float* __restrict b1 = b0 + g.ldb;
       const float* __restrict b2 = b1 + g.ldb;
       const float* __restrict b3 = b2 + g.ldb;
-      for (int64_t j = 0; j < nc; ++j) tr[j] = (((tr[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+      for (int64_t j = 0; j < nc; ++j) {
+        tr[j] = (((tr[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+      }
     }
     for (; p < g.k; ++p) {
       const float av = a[p * a_step];

@@ -5,6 +5,14 @@
 // This is the portable float32 implementation (cache-blocked, vectorisable inner loop,
 // threaded over rows of C). The bf16 packed kernels with CPUID dispatch replace its insides
 // without changing this interface.
+//
+// Rounding order, which the fusion pass relies on: each element's dot product is summed in
+// float32 in k order starting from zero, whatever the blocking, the thread count or M (so a
+// row of C does not depend on the other rows in the batch); then, one float operation per
+// step, v = alpha * dot; v += beta * C (only when beta != 0); v += bias[j]; v = act(v);
+// C = v + residual. With alpha = 1 and beta = 0 this is exactly MatMul, then BiasAdd, then the
+// activation op. Leading dimensions are not checked; C must not overlap A, B or the epilogue
+// inputs.
 #pragma once
 
 #include <cstdint>

@@ -72,7 +72,9 @@ OpDef ActivationDef() {
 // ---- Softmax / LogSoftmax over the last axis ----
 
 Status CheckSoftmaxAxis(std::string_view name, const AttrMap& attrs, const Shape& shape) {
-  if (shape.rank() < 1) return InvalidArgument(Str(name) + ": input must have rank >= 1, got a scalar");
+  if (shape.rank() < 1) {
+    return InvalidArgument(Str(name) + ": input must have rank >= 1, got a scalar");
+  }
   LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetIntOr("axis", -1));
   LS_ASSIGN_OR_RETURN(int a, NormalizeAxis(name, axis, shape.rank()));
   if (a != shape.rank() - 1) {
@@ -130,10 +132,10 @@ Status SoftmaxKernel(KernelContext& ctx) {
   if (out.num_elements() == 0) return Status::Ok();
   const float* px = x.data<float>().data();
   float* po = out.mutable_data<float>().data();
-  ctx.pool().ParallelFor(x.num_elements() / n, std::max<int64_t>(1, kElementGrain / 8 / n),
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t r = begin; r < end; ++r) SoftmaxRow<Log>(px + r * n, po + r * n, n);
-                         });
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) SoftmaxRow<Log>(px + r * n, po + r * n, n);
+  };
+  ctx.pool().ParallelFor(x.num_elements() / n, std::max<int64_t>(1, kElementGrain / 8 / n), rows);
   return Status::Ok();
 }
 

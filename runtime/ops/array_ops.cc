@@ -52,7 +52,9 @@ StatusOr<Shape> ReshapeShape(const Shape& in, const std::vector<int64_t>& target
     const int64_t d = target[i];
     out.AddDim(d);
     if (d == -1) {
-      if (inferred >= 0) return InvalidArgument("Reshape: target " + target_string() + " has more than one -1");
+      if (inferred >= 0) {
+        return InvalidArgument("Reshape: target " + target_string() + " has more than one -1");
+      }
       inferred = static_cast<int>(i);
     } else if (d < 0) {
       return InvalidArgument("Reshape: target " + target_string() + " has a negative dimension");
@@ -131,8 +133,9 @@ StatusOr<Shape> ConcatShape(const AttrMap& attrs, int count, const SpecFn& spec,
   for (int i = 1; i < count; ++i) {
     const TensorSpec s = spec(i);
     if (s.dtype != first.dtype) {
-      return InvalidArgument("Concat: input " + std::to_string(i) + " is " + Str(DTypeName(s.dtype)) +
-                             " but input 0 is " + Str(DTypeName(first.dtype)));
+      return InvalidArgument("Concat: input " + std::to_string(i) + " is " +
+                             Str(DTypeName(s.dtype)) + " but input 0 is " +
+                             Str(DTypeName(first.dtype)));
     }
     bool fits = s.shape.rank() == first.shape.rank();
     for (int d = 0; fits && d < out.rank(); ++d) {
@@ -156,18 +159,21 @@ StatusOr<Shape> ConcatShape(const AttrMap& attrs, int count, const SpecFn& spec,
 
 StatusOr<std::vector<TensorSpec>> InferConcat(const ShapeInferenceContext& ctx) {
   int axis = 0;
-  LS_ASSIGN_OR_RETURN(Shape out, ConcatShape(ctx.attrs, static_cast<int>(ctx.inputs.size()),
-                                             [&](int i) { return ctx.inputs[i]; }, &axis));
+  LS_ASSIGN_OR_RETURN(Shape out, ConcatShape(
+                                     ctx.attrs, static_cast<int>(ctx.inputs.size()),
+                                     [&](int i) { return ctx.inputs[i]; }, &axis));
   return Single(ctx.inputs[0].dtype, out);
 }
 
 Status ConcatKernel(KernelContext& ctx) {
   int axis = 0;
-  LS_ASSIGN_OR_RETURN(
-      Shape shape,
-      ConcatShape(ctx.attrs(), ctx.num_inputs(),
-                  [&](int i) { return TensorSpec{ctx.input(i).dtype(), ctx.input(i).shape()}; },
-                  &axis));
+  LS_ASSIGN_OR_RETURN(Shape shape,
+                      ConcatShape(
+                          ctx.attrs(), ctx.num_inputs(),
+                          [&](int i) {
+                            return TensorSpec{ctx.input(i).dtype(), ctx.input(i).shape()};
+                          },
+                          &axis));
   const DType dtype = ctx.input(0).dtype();
   Tensor& out = ctx.AllocateOutput(0, dtype, shape);
   if (out.num_elements() == 0) return Status::Ok();
@@ -176,7 +182,7 @@ Status ConcatKernel(KernelContext& ctx) {
   for (int d = 0; d < axis; ++d) outer *= shape.dim(d);
   const int64_t row = out.num_elements() / outer;
   const size_t elem = DTypeSize(dtype);
-  ctx.pool().ParallelFor(outer, std::max<int64_t>(1, kElementGrain / row), [&](int64_t begin, int64_t end) {
+  auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       int64_t offset = o * row;
       for (int i = 0; i < ctx.num_inputs(); ++i) {
@@ -193,7 +199,8 @@ Status ConcatKernel(KernelContext& ctx) {
         offset += chunk;
       }
     }
-  });
+  };
+  ctx.pool().ParallelFor(outer, std::max<int64_t>(1, kElementGrain / row), rows);
   return Status::Ok();
 }
 

@@ -36,7 +36,8 @@ StatusOr<DType> CastTarget(const AttrMap& attrs, DType from) {
   StatusOr<DType> to = attrs.GetDType("dtype");
   if (!to.ok()) return to.status().WithPrefix("Cast");
   if (*to != from && (!IsCastable(from) || !IsCastable(*to))) {
-    return InvalidArgument("Cast: cannot cast " + Str(DTypeName(from)) + " to " + Str(DTypeName(*to)));
+    return InvalidArgument("Cast: cannot cast " + Str(DTypeName(from)) + " to " +
+                           Str(DTypeName(*to)));
   }
   return *to;
 }
@@ -148,7 +149,9 @@ StatusOr<ArgMaxGeometry> ArgMaxShape(const AttrMap& attrs, const TensorSpec& in)
     return InvalidArgument("ArgMax: dtype " + Str(DTypeName(in.dtype)) +
                            " is not supported (float32, bfloat16, int32, int64)");
   }
-  if (in.shape.rank() < 1) return InvalidArgument("ArgMax: input must have rank >= 1, got a scalar");
+  if (in.shape.rank() < 1) {
+    return InvalidArgument("ArgMax: input must have rank >= 1, got a scalar");
+  }
   LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetIntOr("axis", -1));
   ArgMaxGeometry g;
   LS_ASSIGN_OR_RETURN(g.axis, NormalizeAxis("ArgMax", axis, in.shape.rank()));
@@ -199,13 +202,13 @@ void ArgMaxTyped(KernelContext& ctx, const Tensor& in, int axis, Tensor& out) {
   for (int d = axis + 1; d < s.rank(); ++d) inner *= s.dim(d);
   const T* src = in.data<T>().data();
   int64_t* dst = out.mutable_data<int64_t>().data();
-  ctx.pool().ParallelFor(out.num_elements(), std::max<int64_t>(1, kElementGrain / len),
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t i = begin; i < end; ++i) {
-                             const int64_t o = i / inner, r = i % inner;
-                             dst[i] = ArgMaxStrided(src + o * len * inner + r, len, inner);
-                           }
-                         });
+  auto outputs = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t o = i / inner, r = i % inner;
+      dst[i] = ArgMaxStrided(src + o * len * inner + r, len, inner);
+    }
+  };
+  ctx.pool().ParallelFor(out.num_elements(), std::max<int64_t>(1, kElementGrain / len), outputs);
 }
 
 Status ArgMaxKernel(KernelContext& ctx) {
@@ -227,13 +230,16 @@ Status ArgMaxKernel(KernelContext& ctx) {
 
 StatusOr<Shape> GatherShape(const TensorSpec& params, const TensorSpec& indices) {
   if (indices.dtype != DType::kInt32 && indices.dtype != DType::kInt64) {
-    return InvalidArgument("Gather: indices must be int32 or int64, got " + Str(DTypeName(indices.dtype)));
+    return InvalidArgument("Gather: indices must be int32 or int64, got " +
+                           Str(DTypeName(indices.dtype)));
   }
-  if (params.shape.rank() < 1) return InvalidArgument("Gather: params must have rank >= 1, got a scalar");
+  if (params.shape.rank() < 1) {
+    return InvalidArgument("Gather: params must have rank >= 1, got a scalar");
+  }
   if (indices.shape.rank() + params.shape.rank() - 1 > Shape::kMaxRank) {
-    return InvalidArgument("Gather: result of indices " + indices.shape.ToString() + " and params " +
-                           params.shape.ToString() + " would exceed the maximum rank " +
-                           std::to_string(Shape::kMaxRank));
+    return InvalidArgument("Gather: result of indices " + indices.shape.ToString() +
+                           " and params " + params.shape.ToString() +
+                           " would exceed the maximum rank " + std::to_string(Shape::kMaxRank));
   }
   Shape out = indices.shape;
   for (int d = 1; d < params.shape.rank(); ++d) out.AddDim(params.shape.dim(d));
@@ -262,8 +268,9 @@ Status GatherTyped(KernelContext& ctx, const Tensor& params, const Tensor& indic
   const std::span<const I> idx = indices.data<I>();
   for (size_t i = 0; i < idx.size(); ++i) {
     if (idx[i] < 0 || idx[i] >= vocab) {
-      return InvalidArgument("Gather: indices" + IndexString(indices.shape(), static_cast<int64_t>(i)) +
-                             " = " + std::to_string(idx[i]) + " is out of range [0, " +
+      return InvalidArgument("Gather: indices" +
+                             IndexString(indices.shape(), static_cast<int64_t>(i)) + " = " +
+                             std::to_string(idx[i]) + " is out of range [0, " +
                              std::to_string(vocab) + ") for params " + params.shape().ToString());
     }
   }
@@ -271,20 +278,20 @@ Status GatherTyped(KernelContext& ctx, const Tensor& params, const Tensor& indic
   if (row == 0 || idx.empty()) return Status::Ok();
   const bool strings = params.dtype() == DType::kString;
   const size_t row_bytes = static_cast<size_t>(row) * DTypeSize(params.dtype());
-  ctx.pool().ParallelFor(static_cast<int64_t>(idx.size()), std::max<int64_t>(1, kElementGrain / row),
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t i = begin; i < end; ++i) {
-                             const int64_t v = static_cast<int64_t>(idx[i]);
-                             if (strings) {
-                               const std::string* src = params.data<std::string>().data() + v * row;
-                               std::copy(src, src + row, out.mutable_data<std::string>().data() + i * row);
-                             } else {
-                               std::memcpy(static_cast<char*>(out.mutable_raw_data()) + i * row_bytes,
-                                           static_cast<const char*>(params.raw_data()) + v * row_bytes,
-                                           row_bytes);
-                             }
-                           }
-                         });
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t v = static_cast<int64_t>(idx[i]);
+      if (strings) {
+        const std::string* src = params.data<std::string>().data() + v * row;
+        std::copy(src, src + row, out.mutable_data<std::string>().data() + i * row);
+      } else {
+        std::memcpy(static_cast<char*>(out.mutable_raw_data()) + i * row_bytes,
+                    static_cast<const char*>(params.raw_data()) + v * row_bytes, row_bytes);
+      }
+    }
+  };
+  const int64_t count = static_cast<int64_t>(idx.size());
+  ctx.pool().ParallelFor(count, std::max<int64_t>(1, kElementGrain / row), rows);
   return Status::Ok();
 }
 

@@ -42,16 +42,17 @@ StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_name, i
     return Window{out, pad_total / 2};
   }
   if (in < k) {
-    return InvalidArgument(Str(op) + ": window " + std::to_string(k) + " is larger than the input " +
-                           Str(dim_name) + " " + std::to_string(in) + " with VALID padding");
+    return InvalidArgument(Str(op) + ": window " + std::to_string(k) +
+                           " is larger than the input " + Str(dim_name) + " " + std::to_string(in) +
+                           " with VALID padding");
   }
   return Window{(in - k) / stride + 1, 0};
 }
 
 // Everything a kernel needs about one NHWC sliding-window op.
 struct Geometry {
-  int64_t n, h, w, c;  // input
-  int64_t kh, kw, sh, sw;
+  int64_t n = 0, h = 0, w = 0, c = 0;  // input
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1;
   Window wh, ww;
   Shape out;
 };
@@ -64,8 +65,15 @@ StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, int64_t
     return InvalidArgument(Str(op) + ": window " + std::to_string(kh) + "x" + std::to_string(kw) +
                            " is empty");
   }
-  Geometry g{input.dim(0), input.dim(1), input.dim(2), input.dim(3), kh, kw,
-             strides.first, strides.second, {}, {}, {}};
+  Geometry g;
+  g.n = input.dim(0);
+  g.h = input.dim(1);
+  g.w = input.dim(2);
+  g.c = input.dim(3);
+  g.kh = kh;
+  g.kw = kw;
+  g.sh = strides.first;
+  g.sw = strides.second;
   LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, kh, g.sh, same));
   LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, kw, g.sw, same));
   g.out = Shape{g.n, g.wh.out, g.ww.out, cout};
@@ -160,8 +168,9 @@ Status Conv2DKernel(KernelContext& ctx) {
 
   // A 1x1, stride-1 convolution without padding is a plain matmul over the pixels (and with
   // no input channels, A is never read).
-  if ((g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 &&
-       g.ww.pad_before == 0) || kdim == 0) {
+  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 &&
+                         g.ww.pad_before == 0;
+  if (pointwise || kdim == 0) {
     gemm.m = rows;
     gemm.a = in;
     gemm.c = po;
@@ -175,14 +184,19 @@ Status Conv2DKernel(KernelContext& ctx) {
   // after the other, each Gemm using the whole pool.
   const int64_t threads = ctx.pool().num_threads();
   int64_t block_rows = std::max(kMinBlockRows, kIm2colFloats / std::max<int64_t>(kdim, 1));
-  block_rows = std::min(block_rows, std::max(kMinBlockRows, (rows + threads * 4 - 1) / (threads * 4)));
+  if (threads > 1) {  // enough blocks to share out
+    block_rows =
+        std::min(block_rows, std::max(kMinBlockRows, (rows + threads * 4 - 1) / (threads * 4)));
+  }
   block_rows = std::min(block_rows, rows);
   const int64_t blocks = (rows + block_rows - 1) / block_rows;
   auto run_block = [&](int64_t block, ThreadPool* pool) {
     thread_local std::vector<float> scratch;
     const int64_t row0 = block * block_rows;
     const int64_t m = std::min(block_rows, rows - row0);
-    if (static_cast<int64_t>(scratch.size()) < m * kdim) scratch.resize(static_cast<size_t>(m * kdim));
+    if (static_cast<int64_t>(scratch.size()) < m * kdim) {
+      scratch.resize(static_cast<size_t>(m * kdim));
+    }
     Im2Col(g, in, row0, m, scratch.data());
     GemmArgs args = gemm;
     args.m = m;
@@ -273,8 +287,8 @@ Status PoolKernel(KernelContext& ctx) {
   const float* in = input.data<float>().data();
   float* po = out.mutable_data<float>().data();
   const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * g.kh * g.kw);
-  ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
-                         [&](int64_t begin, int64_t end) { PoolRows<Max>(g, in, po, begin, end); });
+  auto rows = [&](int64_t begin, int64_t end) { PoolRows<Max>(g, in, po, begin, end); };
+  ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost), rows);
   return Status::Ok();
 }
 

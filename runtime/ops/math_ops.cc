@@ -70,7 +70,7 @@ void RunPlan(const BroadcastPlan<N>& plan, ThreadPool& pool, const RowFn& row) {
   const int64_t inner = plan.dims[outer_rank];
   int64_t outer = 1;
   for (int d = 0; d < outer_rank; ++d) outer *= plan.dims[d];
-  pool.ParallelFor(outer, std::max<int64_t>(1, kElementGrain / inner), [&](int64_t begin, int64_t end) {
+  auto rows = [&](int64_t begin, int64_t end) {
     std::array<int64_t, Shape::kMaxRank> index{};
     std::array<int64_t, N> offsets{};
     int64_t rest = begin;
@@ -88,7 +88,8 @@ void RunPlan(const BroadcastPlan<N>& plan, ThreadPool& pool, const RowFn& row) {
         index[d] = 0;
       }
     }
-  });
+  };
+  pool.ParallelFor(outer, std::max<int64_t>(1, kElementGrain / inner), rows);
 }
 
 // One row of out[i] = f(a[i], b[i]), with each side either contiguous or repeated; separate
@@ -132,11 +133,12 @@ T Apply(T x, T y) {
     if constexpr (Op == BinaryOp::kDiv) return x / y;
   } else {
     using U = std::make_unsigned_t<T>;
-    if constexpr (Op == BinaryOp::kAdd) return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
-    if constexpr (Op == BinaryOp::kSub) return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
-    if constexpr (Op == BinaryOp::kMul) return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+    const U ux = static_cast<U>(x), uy = static_cast<U>(y);
+    if constexpr (Op == BinaryOp::kAdd) return static_cast<T>(ux + uy);
+    if constexpr (Op == BinaryOp::kSub) return static_cast<T>(ux - uy);
+    if constexpr (Op == BinaryOp::kMul) return static_cast<T>(ux * uy);
     // Zero divisors were rejected before; min / -1 overflows, and wraps to min.
-    if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - static_cast<U>(x)) : x / y;
+    if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - ux) : x / y;
   }
 }
 
@@ -237,14 +239,14 @@ Status BiasAddKernel(KernelContext& ctx) {
   const float* px = x.data<float>().data();
   const float* pb = bias.data<float>().data();
   float* po = out.mutable_data<float>().data();
-  ctx.pool().ParallelFor(out.num_elements() / c, std::max<int64_t>(1, kElementGrain / c),
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t r = begin; r < end; ++r) {
-                             const float* xr = px + r * c;
-                             float* orow = po + r * c;
-                             for (int64_t j = 0; j < c; ++j) orow[j] = xr[j] + pb[j];
-                           }
-                         });
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = px + r * c;
+      float* orow = po + r * c;
+      for (int64_t j = 0; j < c; ++j) orow[j] = xr[j] + pb[j];
+    }
+  };
+  ctx.pool().ParallelFor(out.num_elements() / c, std::max<int64_t>(1, kElementGrain / c), rows);
   return Status::Ok();
 }
 
@@ -260,8 +262,8 @@ StatusOr<std::vector<TensorSpec>> InferNormalize(const ShapeInferenceContext& ct
   LS_RETURN_IF_ERROR(CheckDType("Normalize", "x", ctx.inputs[0].dtype, DType::kFloat32));
   LS_RETURN_IF_ERROR(CheckDType("Normalize", "mean", ctx.inputs[1].dtype, DType::kFloat32));
   LS_RETURN_IF_ERROR(CheckDType("Normalize", "std", ctx.inputs[2].dtype, DType::kFloat32));
-  LS_ASSIGN_OR_RETURN(Shape out,
-                      NormalizeShape(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.inputs[2].shape));
+  LS_ASSIGN_OR_RETURN(
+      Shape out, NormalizeShape(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.inputs[2].shape));
   return Single(DType::kFloat32, out);
 }
 

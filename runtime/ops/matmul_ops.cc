@@ -115,8 +115,8 @@ Status MatMulKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs(), false));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Shape out, MatMulShape("MatMul", {a.dtype(), a.shape()},
-                                             {b.dtype(), b.shape()}, attrs));
+  LS_ASSIGN_OR_RETURN(Shape out,
+                      MatMulShape("MatMul", {a.dtype(), a.shape()}, {b.dtype(), b.shape()}, attrs));
   return RunGemm(ctx, attrs, out, nullptr);
 }
 
@@ -125,7 +125,8 @@ Status FusedMatMulKernel(KernelContext& ctx) {
   std::array<TensorSpec, 3> specs;
   const int n = ctx.num_inputs();
   for (int i = 0; i < n; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
-  LS_ASSIGN_OR_RETURN(Shape out, FusedMatMulShape(std::span(specs.data(), static_cast<size_t>(n)), attrs));
+  LS_ASSIGN_OR_RETURN(Shape out,
+                      FusedMatMulShape(std::span(specs.data(), static_cast<size_t>(n)), attrs));
   return RunGemm(ctx, attrs, out, n == 3 ? ctx.input(2).data<float>().data() : nullptr);
 }
 

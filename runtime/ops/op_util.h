@@ -43,10 +43,10 @@ inline StatusOr<std::vector<TensorSpec>> Single(DType dtype, const Shape& shape)
 
 inline Status CheckInputCount(std::string_view op, size_t given, size_t min, size_t max) {
   if (given < min || given > max) {
-    return InvalidArgument(Str(op) + ": expects " +
-                           (min == max ? std::to_string(min)
-                                       : std::to_string(min) + " to " + std::to_string(max)) +
-                           " inputs, got " + std::to_string(given));
+    return InvalidArgument(
+        Str(op) + ": expects " +
+        (min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)) +
+        " inputs, got " + std::to_string(given));
   }
   return Status::Ok();
 }
@@ -61,8 +61,8 @@ inline Status CheckDType(std::string_view op, std::string_view what, DType actua
 
 inline Status CheckRank(std::string_view op, std::string_view what, const Shape& s, int rank) {
   if (s.rank() != rank) {
-    return InvalidArgument(Str(op) + ": " + Str(what) + " must have rank " +
-                           std::to_string(rank) + ", got shape " + s.ToString());
+    return InvalidArgument(Str(op) + ": " + Str(what) + " must have rank " + std::to_string(rank) +
+                           ", got shape " + s.ToString());
   }
   return Status::Ok();
 }
@@ -116,8 +116,8 @@ inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, cons
 // Reads a 2-element spatial attr ([h, w]); a TensorFlow-style 4-element NHWC list [1, h, w, 1]
 // is accepted too, so that imported graphs need no rewriting.
 inline StatusOr<std::pair<int64_t, int64_t>> SpatialPair(std::string_view op, const AttrMap& attrs,
-                                                        const std::string& name,
-                                                        const std::vector<int64_t>* fallback) {
+                                                         const std::string& name,
+                                                         const std::vector<int64_t>* fallback) {
   std::vector<int64_t> v;
   if (fallback != nullptr && !attrs.Has(name)) {
     v = *fallback;

@@ -24,7 +24,8 @@ namespace lockstep::op_test {
 
 inline constexpr double kU = 0x1p-24;  // float32 unit roundoff
 
-inline std::vector<float> RandomFloats(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> RandomFloats(int64_t n, uint64_t seed, float lo = -1.0f,
+                                       float hi = 1.0f) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));
@@ -50,11 +51,21 @@ inline std::vector<double> ToDouble(const Tensor& t) {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(t.num_elements()));
   switch (t.dtype()) {
-    case DType::kFloat32: for (float v : t.data<float>()) out.push_back(v); break;
-    case DType::kBFloat16: for (bfloat16 v : t.data<bfloat16>()) out.push_back(Bfloat16ToFloat(v)); break;
-    case DType::kInt32: for (int32_t v : t.data<int32_t>()) out.push_back(v); break;
-    case DType::kInt64: for (int64_t v : t.data<int64_t>()) out.push_back(static_cast<double>(v)); break;
-    case DType::kBool: for (bool v : t.data<bool>()) out.push_back(v ? 1.0 : 0.0); break;
+    case DType::kFloat32:
+      for (float v : t.data<float>()) out.push_back(v);
+      break;
+    case DType::kBFloat16:
+      for (bfloat16 v : t.data<bfloat16>()) out.push_back(Bfloat16ToFloat(v));
+      break;
+    case DType::kInt32:
+      for (int32_t v : t.data<int32_t>()) out.push_back(v);
+      break;
+    case DType::kInt64:
+      for (int64_t v : t.data<int64_t>()) out.push_back(static_cast<double>(v));
+      break;
+    case DType::kBool:
+      for (bool v : t.data<bool>()) out.push_back(v ? 1.0 : 0.0);
+      break;
     default: ADD_FAILURE() << "ToDouble: unsupported dtype " << DTypeName(t.dtype());
   }
   return out;
@@ -62,7 +73,7 @@ inline std::vector<double> ToDouble(const Tensor& t) {
 
 // Runs an op that must succeed; on failure records it and returns no outputs.
 inline std::vector<Tensor> RunOk(std::string_view op, const std::vector<Tensor>& inputs,
-                               const AttrMap& attrs = {}) {
+                                 const AttrMap& attrs = {}) {
   StatusOr<std::vector<Tensor>> out = RunOp(op, inputs, attrs);
   if (!out.ok()) {
     ADD_FAILURE() << op << " failed: " << out.status().ToString();
@@ -88,7 +99,8 @@ inline Tensor RunOn(ThreadPool& pool, std::string_view op, const std::vector<Ten
 }
 
 // Runs shape inference alone.
-inline StatusOr<std::vector<TensorSpec>> Infer(std::string_view op, const std::vector<TensorSpec>& in,
+inline StatusOr<std::vector<TensorSpec>> Infer(std::string_view op,
+                                               const std::vector<TensorSpec>& in,
                                                const AttrMap& attrs = {}) {
   const OpDef* def = OpRegistry::Global().Find(op);
   if (def == nullptr) return NotFound("no op " + std::string(op));
@@ -104,8 +116,9 @@ inline void ExpectError(const Status& status, StatusCode code, std::string_view 
 
 // Element-wise comparison: |actual - expected| <= tolerance[i]. A NaN expectation needs a NaN;
 // an infinite one needs the same infinity.
-inline void ExpectNear(const Tensor& actual, const Shape& shape, const std::vector<double>& expected,
-                       const std::vector<double>& tolerance, std::string_view what = "") {
+inline void ExpectNear(const Tensor& actual, const Shape& shape,
+                       const std::vector<double>& expected, const std::vector<double>& tolerance,
+                       std::string_view what = "") {
   ASSERT_EQ(actual.shape(), shape) << what;
   const std::vector<double> got = ToDouble(actual);
   ASSERT_EQ(got.size(), expected.size()) << what;
@@ -130,8 +143,9 @@ inline void ExpectNear(const Tensor& actual, const Shape& shape, const std::vect
 }
 
 // Same, with tolerance rel * |expected| + abs everywhere.
-inline void ExpectNear(const Tensor& actual, const Shape& shape, const std::vector<double>& expected,
-                       double rel, double abs = 0.0, std::string_view what = "") {
+inline void ExpectNear(const Tensor& actual, const Shape& shape,
+                       const std::vector<double>& expected, double rel, double abs = 0.0,
+                       std::string_view what = "") {
   std::vector<double> tol(expected.size());
   for (size_t i = 0; i < expected.size(); ++i) tol[i] = rel * std::fabs(expected[i]) + abs;
   ExpectNear(actual, shape, expected, tol, what);

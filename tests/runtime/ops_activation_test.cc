@@ -31,7 +31,8 @@ struct ActivationCase {
 
 const ActivationCase kActivations[] = {
     {"Relu", Activation::kRelu, [](double x) { return x < 0 ? 0.0 : x; }},
-    {"Gelu", Activation::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
+    {"Gelu", Activation::kGelu,
+     [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
     {"Sigmoid", Activation::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
     {"Tanh", Activation::kTanh, [](double x) { return std::tanh(x); }},
 };
@@ -57,7 +58,8 @@ TEST(OpsActivationTest, ElementwiseMatchesReference) {
 }
 
 TEST(OpsActivationTest, ExtremeValuesAndNaN) {
-  const std::vector<float> values = {-100.0f, -20.0f, -1e-30f, -0.0f, 0.0f, 1e-30f, 20.0f, 100.0f, kNaN};
+  const std::vector<float> values = {-100.0f, -20.0f, -1e-30f, -0.0f, 0.0f,
+                                     1e-30f,  20.0f,  100.0f,  kNaN};
   Tensor x = Tensor::FromVector<float>({int64_t(values.size())}, values);
   for (const ActivationCase& c : kActivations) {
     Tensor out = RunOk(c.op, {x}).at(0);
@@ -72,6 +74,20 @@ TEST(OpsActivationTest, ExtremeValuesAndNaN) {
   Tensor relu = RunOk("Relu", {x}).at(0);
   EXPECT_TRUE(std::signbit(relu.data<float>()[3]));
   EXPECT_TRUE(std::isnan(relu.data<float>()[8]));
+}
+
+TEST(OpsActivationTest, Infinities) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = Tensor::FromVector<float>({2}, {-inf, inf});
+  auto expect = [&](const char* op, float lo, float hi) {
+    Tensor out = RunOk(op, {x}).at(0);
+    EXPECT_EQ(out.data<float>()[0], lo) << op;
+    EXPECT_EQ(out.data<float>()[1], hi) << op;
+  };
+  expect("Relu", 0.0f, inf);
+  expect("Gelu", 0.0f, inf);
+  expect("Sigmoid", 0.0f, 1.0f);
+  expect("Tanh", -1.0f, 1.0f);
 }
 
 // The ops must compute exactly ApplyActivation, which the Gemm epilogue uses.
@@ -112,8 +128,8 @@ TEST(OpsActivationTest, SoftmaxMatchesReference) {
   uint64_t seed = 50;
   for (bool log : {false, true}) {
     const char* op = log ? "LogSoftmax" : "Softmax";
-    for (Shape shape : {Shape{1, 1}, Shape{0, 5}, Shape{5}, Shape{7, 17}, Shape{3, 33}, Shape{2, 3, 16},
-                        Shape{40, 1000}}) {
+    for (Shape shape : {Shape{1, 1}, Shape{0, 5}, Shape{5}, Shape{7, 17}, Shape{3, 33},
+                        Shape{2, 3, 16}, Shape{40, 1000}}) {
       for (float offset : {0.0f, 1000.0f, -1000.0f}) {  // large offsets: stability
         Tensor x = RandomTensor(shape, seed++, offset - 10, offset + 10);
         Tensor out = RunOk(op, {x}, log ? AttrMap{} : AttrMap{{"axis", int64_t{-1}}}).at(0);
@@ -147,12 +163,12 @@ TEST(OpsActivationTest, SoftmaxNaNRowAndAxes) {
     for (int i = 3; i < 6; ++i) EXPECT_FALSE(std::isnan(out.data<float>()[i])) << op;
     // The last axis named positively is fine; any other axis is refused with a reason.
     EXPECT_TRUE(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{1}}}).ok());
-    ExpectError(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{0}}}).status(), StatusCode::kUnimplemented,
-                "only the last axis");
+    ExpectError(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{0}}}).status(),
+                StatusCode::kUnimplemented, "only the last axis");
     ExpectError(RunOp(op, std::vector<Tensor>{x}, {{"axis", int64_t{2}}}).status(),
                 StatusCode::kInvalidArgument, "axis 2 is out of range");
-    ExpectError(RunOp(op, std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(), StatusCode::kInvalidArgument,
-                "rank >= 1");
+    ExpectError(RunOp(op, std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(),
+                StatusCode::kInvalidArgument, "rank >= 1");
   }
 }
 

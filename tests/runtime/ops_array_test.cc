@@ -54,12 +54,17 @@ TEST(OpsArrayTest, ReshapeInfersAndAliases) {
   Tensor out = RunOk("Reshape", {x}, {{"shape", std::vector<int64_t>{4, -1}}}).at(0);
   EXPECT_EQ(out.shape(), (Shape{4, 6}));
   EXPECT_EQ(out.raw_data(), x.raw_data());
-  EXPECT_EQ(RunOk("Reshape", {x}, {{"shape", std::vector<int64_t>{24}}}).at(0).shape(), (Shape{24}));
+  EXPECT_EQ(RunOk("Reshape", {x}, {{"shape", std::vector<int64_t>{24}}}).at(0).shape(),
+            (Shape{24}));
   EXPECT_EQ(RunOk("Reshape", {x}, {{"shape", Shape{-1, 2, 3}}}).at(0).shape(), (Shape{4, 2, 3}));
-  EXPECT_EQ(RunOk("Reshape", {Tensor::Scalar<float>(1)}, {{"shape", std::vector<int64_t>{1, 1}}}).at(0).shape(),
+  EXPECT_EQ(RunOk("Reshape", {Tensor::Scalar<float>(1)}, {{"shape", std::vector<int64_t>{1, 1}}})
+                .at(0)
+                .shape(),
             (Shape{1, 1}));
   // Batch 0.
-  EXPECT_EQ(RunOk("Reshape", {RandomTensor({0, 6}, 2)}, {{"shape", std::vector<int64_t>{-1, 3}}}).at(0).shape(),
+  EXPECT_EQ(RunOk("Reshape", {RandomTensor({0, 6}, 2)}, {{"shape", std::vector<int64_t>{-1, 3}}})
+                .at(0)
+                .shape(),
             (Shape{0, 3}));
 
   auto reshape_error = [&](std::vector<int64_t> target, const char* fragment) {
@@ -70,17 +75,22 @@ TEST(OpsArrayTest, ReshapeInfersAndAliases) {
   reshape_error({5, 5}, "(25 elements)");
   reshape_error({-1, -1}, "more than one -1");
   reshape_error({-2, 12}, "negative");
-  ExpectError(RunOp("Reshape", std::vector<Tensor>{RandomTensor({0, 6}, 2)}, {{"shape", std::vector<int64_t>{-1, 0}}})
+  ExpectError(RunOp("Reshape", std::vector<Tensor>{RandomTensor({0, 6}, 2)},
+                    {{"shape", std::vector<int64_t>{-1, 0}}})
                   .status(),
               StatusCode::kInvalidArgument, "cannot reshape");
-  ExpectError(RunOp("Reshape", std::vector<Tensor>{x}).status(), StatusCode::kInvalidArgument, "shape");
+  ExpectError(RunOp("Reshape", std::vector<Tensor>{x}).status(), StatusCode::kInvalidArgument,
+              "shape");
 
-  EXPECT_EQ(InferredShape("Reshape", {{DType::kFloat32, {-1, 6}}}, {{"shape", std::vector<int64_t>{-1, 2, 3}}}),
+  EXPECT_EQ(InferredShape("Reshape", {{DType::kFloat32, {-1, 6}}},
+                          {{"shape", std::vector<int64_t>{-1, 2, 3}}}),
             (Shape{-1, 2, 3}));
-  EXPECT_EQ(InferredShape("Reshape", {{DType::kFloat32, {-1, 6}}}, {{"shape", std::vector<int64_t>{3, 4}}}),
+  EXPECT_EQ(InferredShape("Reshape", {{DType::kFloat32, {-1, 6}}},
+                          {{"shape", std::vector<int64_t>{3, 4}}}),
             (Shape{3, 4}));
-  EXPECT_EQ(InferredShape("Reshape", {{DType::kInt64, {4, 6}}}, {{"shape", std::vector<int64_t>{-1, 8}}}),
-            (Shape{3, 8}));
+  EXPECT_EQ(
+      InferredShape("Reshape", {{DType::kInt64, {4, 6}}}, {{"shape", std::vector<int64_t>{-1, 8}}}),
+      (Shape{3, 8}));
 }
 
 TEST(OpsArrayTest, FlattenKeepsBatch) {
@@ -92,8 +102,8 @@ TEST(OpsArrayTest, FlattenKeepsBatch) {
   EXPECT_EQ(RunOk("Flatten", {RandomTensor({5}, 2)}).at(0).shape(), (Shape{5, 1}));
   EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {-1, 3, 4}}}), (Shape{-1, 12}));
   EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {2, 3, -1}}}), (Shape{2, -1}));
-  ExpectError(RunOp("Flatten", std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(), StatusCode::kInvalidArgument,
-              "rank >= 1");
+  ExpectError(RunOp("Flatten", std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(),
+              StatusCode::kInvalidArgument, "rank >= 1");
 }
 
 // ---- Concat ----
@@ -149,7 +159,8 @@ TEST(OpsArrayTest, ConcatMatchesReference) {
     EXPECT_EQ(Values<float>(out), ConcatRef<float>(ins, axis, c.out)) << c.out.ToString();
   }
   // Other dtypes, strings included.
-  std::vector<Tensor> ints{RandomIntTensor<int64_t>({2, 3}, 9, -100, 100), RandomIntTensor<int64_t>({2, 2}, 10, -5, 5)};
+  std::vector<Tensor> ints{RandomIntTensor<int64_t>({2, 3}, 9, -100, 100),
+                           RandomIntTensor<int64_t>({2, 2}, 10, -5, 5)};
   EXPECT_EQ(Values<int64_t>(RunOk("Concat", ints, {{"axis", int64_t{1}}}).at(0)),
             ConcatRef<int64_t>(ints, 1, {2, 5}));
   std::vector<Tensor> strs{Tensor::FromVector<std::string>({1, 2}, {"a", "b"}),
@@ -160,28 +171,37 @@ TEST(OpsArrayTest, ConcatMatchesReference) {
 
 TEST(OpsArrayTest, ConcatErrorsAndInference) {
   Tensor a = RandomTensor({2, 3}, 1);
-  ExpectError(RunOp("Concat", std::vector<Tensor>{a, RandomTensor({3, 3}, 2)}, {{"axis", int64_t{1}}}).status(),
-              StatusCode::kInvalidArgument, "input 1 shape [3,3] does not match input 0 shape [2,3]");
-  ExpectError(RunOp("Concat", std::vector<Tensor>{a, RandomIntTensor<int32_t>({2, 3}, 2, 0, 1)}, {{"axis", int64_t{0}}})
+  ExpectError(
+      RunOp("Concat", std::vector<Tensor>{a, RandomTensor({3, 3}, 2)}, {{"axis", int64_t{1}}})
+          .status(),
+      StatusCode::kInvalidArgument, "input 1 shape [3,3] does not match input 0 shape [2,3]");
+  ExpectError(RunOp("Concat", std::vector<Tensor>{a, RandomIntTensor<int32_t>({2, 3}, 2, 0, 1)},
+                    {{"axis", int64_t{0}}})
                   .status(),
               StatusCode::kInvalidArgument, "int32");
   ExpectError(RunOp("Concat", std::vector<Tensor>{a, a}, {{"axis", int64_t{2}}}).status(),
               StatusCode::kInvalidArgument, "axis 2 is out of range");
-  ExpectError(RunOp("Concat", std::vector<Tensor>{a, a}).status(), StatusCode::kInvalidArgument, "axis");
-  EXPECT_EQ(InferredShape("Concat", {{DType::kFloat32, {-1, 3}}, {DType::kFloat32, {2, -1}}}, {{"axis", int64_t{0}}}),
+  ExpectError(RunOp("Concat", std::vector<Tensor>{a, a}).status(), StatusCode::kInvalidArgument,
+              "axis");
+  EXPECT_EQ(InferredShape("Concat", {{DType::kFloat32, {-1, 3}}, {DType::kFloat32, {2, -1}}},
+                          {{"axis", int64_t{0}}}),
             (Shape{-1, 3}));
-  EXPECT_EQ(InferredShape("Concat", {{DType::kFloat32, {-1, 3}}, {DType::kFloat32, {-1, 5}}}, {{"axis", int64_t{1}}}),
+  EXPECT_EQ(InferredShape("Concat", {{DType::kFloat32, {-1, 3}}, {DType::kFloat32, {-1, 5}}},
+                          {{"axis", int64_t{1}}}),
             (Shape{-1, 8}));
 }
 
 // ---- Cast ----
 
 TEST(OpsArrayTest, CastFloatToInt) {
-  Tensor x = Tensor::FromVector<float>({10}, {2.7f, -2.7f, 0.5f, -0.5f, kNaN, kInf, -kInf, 3e9f, -3e9f, 1e20f});
+  Tensor x = Tensor::FromVector<float>(
+      {10}, {2.7f, -2.7f, 0.5f, -0.5f, kNaN, kInf, -kInf, 3e9f, -3e9f, 1e20f});
   EXPECT_EQ(Values<int32_t>(RunOk("Cast", {x}, {{"dtype", DType::kInt32}}).at(0)),
-            (std::vector<int32_t>{2, -2, 0, 0, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, INT32_MAX}));
+            (std::vector<int32_t>{2, -2, 0, 0, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN,
+                                  INT32_MAX}));
   EXPECT_EQ(Values<int64_t>(RunOk("Cast", {x}, {{"dtype", DType::kInt64}}).at(0)),
-            (std::vector<int64_t>{2, -2, 0, 0, 0, INT64_MAX, INT64_MIN, 3000000000, -3000000000, INT64_MAX}));
+            (std::vector<int64_t>{2, -2, 0, 0, 0, INT64_MAX, INT64_MIN, 3000000000, -3000000000,
+                                  INT64_MAX}));
   EXPECT_EQ(Values<bool>(RunOk("Cast", {x}, {{"dtype", DType::kBool}}).at(0)),
             (std::vector<bool>{true, true, true, true, true, true, true, true, true, true}));
   Tensor edge = Tensor::FromVector<float>({3}, {2147483520.0f, 2147483648.0f, -2147483648.0f});
@@ -199,8 +219,10 @@ TEST(OpsArrayTest, CastIntsAndBools) {
   EXPECT_EQ(Values<bool>(RunOk("Cast", {i}, {{"dtype", DType::kBool}}).at(0)),
             (std::vector<bool>{true, true, false, true}));
   Tensor b = Tensor::FromVector<bool>({2}, {true, false});
-  EXPECT_EQ(Values<int64_t>(RunOk("Cast", {b}, {{"dtype", DType::kInt64}}).at(0)), (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(Values<float>(RunOk("Cast", {b}, {{"dtype", DType::kFloat32}}).at(0)), (std::vector<float>{1, 0}));
+  EXPECT_EQ(Values<int64_t>(RunOk("Cast", {b}, {{"dtype", DType::kInt64}}).at(0)),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(Values<float>(RunOk("Cast", {b}, {{"dtype", DType::kFloat32}}).at(0)),
+            (std::vector<float>{1, 0}));
 }
 
 TEST(OpsArrayTest, CastBfloat16) {
@@ -221,9 +243,12 @@ TEST(OpsArrayTest, CastBfloat16) {
   EXPECT_TRUE(std::isnan(back.data<float>()[0]));
   Tensor ints = RunOk("Cast", {bf}, {{"dtype", DType::kInt32}}).at(0);
   for (int64_t k = 3; k < 100; ++k) {
-    ASSERT_EQ(ints.data<int32_t>()[k], static_cast<int32_t>(Bfloat16ToFloat(bf.data<bfloat16>()[k])));
+    ASSERT_EQ(ints.data<int32_t>()[k],
+              static_cast<int32_t>(Bfloat16ToFloat(bf.data<bfloat16>()[k])));
   }
-  Tensor from_int = RunOk("Cast", {Tensor::FromVector<int32_t>({2}, {257, -3})}, {{"dtype", DType::kBFloat16}}).at(0);
+  Tensor from_int =
+      RunOk("Cast", {Tensor::FromVector<int32_t>({2}, {257, -3})}, {{"dtype", DType::kBFloat16}})
+          .at(0);
   EXPECT_EQ(Bfloat16ToFloat(from_int.data<bfloat16>()[0]), 256.0f);  // 257 rounds to even
   EXPECT_EQ(Bfloat16ToFloat(from_int.data<bfloat16>()[1]), -3.0f);
 }
@@ -239,7 +264,8 @@ TEST(OpsArrayTest, CastSameDTypeStringsAndErrors) {
   EXPECT_TRUE(same.BitwiseEqual(g));
   ExpectError(RunOp("Cast", std::vector<Tensor>{s}, {{"dtype", DType::kFloat32}}).status(),
               StatusCode::kInvalidArgument, "cannot cast string to float32");
-  ExpectError(RunOp("Cast", std::vector<Tensor>{g}).status(), StatusCode::kInvalidArgument, "dtype");
+  ExpectError(RunOp("Cast", std::vector<Tensor>{g}).status(), StatusCode::kInvalidArgument,
+              "dtype");
 }
 
 // ---- ArgMax ----
@@ -270,8 +296,8 @@ TEST(OpsArrayTest, ArgMaxMatchesReference) {
     Shape shape;
     int64_t axis;
   };
-  const Case cases[] = {{{7, 33}, -1}, {{7, 33}, 0}, {{2, 3, 17}, 1}, {{17}, 0}, {{0, 5}, 1}, {{1, 1}, -1},
-                        {{3, 4, 5}, -3}, {{500, 100}, -1}};
+  const Case cases[] = {{{7, 33}, -1}, {{7, 33}, 0}, {{2, 3, 17}, 1}, {{17}, 0},
+                        {{0, 5}, 1},   {{1, 1}, -1}, {{3, 4, 5}, -3}, {{500, 100}, -1}};
   uint64_t seed = 1;
   for (const Case& c : cases) {
     const int axis = static_cast<int>(c.axis < 0 ? c.axis + c.shape.rank() : c.axis);
@@ -288,18 +314,20 @@ TEST(OpsArrayTest, ArgMaxMatchesReference) {
       Tensor out = RunOk("ArgMax", {in}, {{"axis", c.axis}}).at(0);
       ASSERT_EQ(out.dtype(), DType::kInt64);
       ASSERT_EQ(out.shape(), out_shape);
-      EXPECT_EQ(Values<int64_t>(out), ArgMaxRef(in, axis)) << c.shape.ToString() << " " << DTypeName(in.dtype());
+      EXPECT_EQ(Values<int64_t>(out), ArgMaxRef(in, axis))
+          << c.shape.ToString() << " " << DTypeName(in.dtype());
     }
   }
 }
 
 TEST(OpsArrayTest, ArgMaxNaNAndErrors) {
-  Tensor x = Tensor::FromVector<float>({3, 4}, {1, kNaN, 5, kNaN, kNaN, 1, 2, 3, -kInf, -kInf, -kInf, -kInf});
+  Tensor x = Tensor::FromVector<float>(
+      {3, 4}, {1, kNaN, 5, kNaN, kNaN, 1, 2, 3, -kInf, -kInf, -kInf, -kInf});
   EXPECT_EQ(Values<int64_t>(RunOk("ArgMax", {x}).at(0)), (std::vector<int64_t>{1, 0, 0}));
-  ExpectError(RunOp("ArgMax", std::vector<Tensor>{RandomTensor({3, 0}, 1)}).status(), StatusCode::kInvalidArgument,
-              "is empty");
-  ExpectError(RunOp("ArgMax", std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(), StatusCode::kInvalidArgument,
-              "rank >= 1");
+  ExpectError(RunOp("ArgMax", std::vector<Tensor>{RandomTensor({3, 0}, 1)}).status(),
+              StatusCode::kInvalidArgument, "is empty");
+  ExpectError(RunOp("ArgMax", std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(),
+              StatusCode::kInvalidArgument, "rank >= 1");
   ExpectError(RunOp("ArgMax", std::vector<Tensor>{Tensor::FromVector<bool>({1}, {true})}).status(),
               StatusCode::kInvalidArgument, "bool");
   EXPECT_EQ(InferredShape("ArgMax", {{DType::kFloat32, {-1, 10}}}), (Shape{-1}));
@@ -335,24 +363,32 @@ TEST(OpsArrayTest, GatherMatchesReference) {
 
 TEST(OpsArrayTest, GatherBadIndicesAreErrorsNotCrashes) {
   Tensor params = RandomTensor({10, 4}, 1);
-  ExpectError(RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int32_t>({2, 2}, {0, 1, 12, 3})}).status(),
+  ExpectError(RunOp("Gather",
+                    std::vector<Tensor>{params, Tensor::FromVector<int32_t>({2, 2}, {0, 1, 12, 3})})
+                  .status(),
               StatusCode::kInvalidArgument, "indices[1,0] = 12 is out of range [0, 10)");
-  ExpectError(RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int64_t>({1}, {-1})}).status(),
-              StatusCode::kInvalidArgument, "= -1 is out of range");
-  ExpectError(RunOp("Gather", std::vector<Tensor>{RandomTensor({0, 4}, 1), Tensor::FromVector<int64_t>({1}, {0})})
+  ExpectError(
+      RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int64_t>({1}, {-1})}).status(),
+      StatusCode::kInvalidArgument, "= -1 is out of range");
+  ExpectError(RunOp("Gather", std::vector<Tensor>{RandomTensor({0, 4}, 1),
+                                                  Tensor::FromVector<int64_t>({1}, {0})})
                   .status(),
               StatusCode::kInvalidArgument, "out of range [0, 0)");
-  ExpectError(RunOp("Gather", std::vector<Tensor>{params, RandomTensor({2}, 1)}).status(), StatusCode::kInvalidArgument,
-              "int32 or int64");
-  EXPECT_EQ(InferredShape("Gather", {{DType::kFloat32, {-1, 64}}, {DType::kInt32, {-1, 20}}}), (Shape{-1, 20, 64}));
-  auto too_deep = Infer("Gather", {{DType::kFloat32, {2, 2, 2, 2, 2}}, {DType::kInt32, {1, 1, 1, 1, 1}}});
+  ExpectError(RunOp("Gather", std::vector<Tensor>{params, RandomTensor({2}, 1)}).status(),
+              StatusCode::kInvalidArgument, "int32 or int64");
+  EXPECT_EQ(InferredShape("Gather", {{DType::kFloat32, {-1, 64}}, {DType::kInt32, {-1, 20}}}),
+            (Shape{-1, 20, 64}));
+  auto too_deep =
+      Infer("Gather", {{DType::kFloat32, {2, 2, 2, 2, 2}}, {DType::kInt32, {1, 1, 1, 1, 1}}});
   ExpectError(too_deep.status(), StatusCode::kInvalidArgument, "maximum rank");
 }
 
 TEST(OpsArrayTest, EveryStandardOpIsRegistered) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "BiasAdd", "Normalize", "Relu", "Gelu", "Sigmoid", "Tanh",
-                         "Softmax", "LogSoftmax", "MatMul", "FusedMatMul", "Conv2D", "MaxPool2D", "AvgPool2D",
-                         "Identity", "Reshape", "Flatten", "Concat", "Cast", "ArgMax", "Gather"}) {
+  for (const char* op :
+       {"Add",     "Sub",         "Mul",     "Div",       "BiasAdd",   "Normalize",
+        "Relu",    "Gelu",        "Sigmoid", "Tanh",      "Softmax",   "LogSoftmax",
+        "MatMul",  "FusedMatMul", "Conv2D",  "MaxPool2D", "AvgPool2D", "Identity",
+        "Reshape", "Flatten",     "Concat",  "Cast",      "ArgMax",    "Gather"}) {
     const OpDef* def = OpRegistry::Global().Find(op);
     ASSERT_NE(def, nullptr) << op;
     EXPECT_NE(def->compute, nullptr) << op;

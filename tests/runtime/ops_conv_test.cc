@@ -41,13 +41,14 @@ struct ConvCase {
 
 std::string Describe(const ConvCase& c) {
   return "n" + std::to_string(c.n) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
-         std::to_string(c.cin) + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) + " cout" +
-         std::to_string(c.cout) + " s" + std::to_string(c.sh) + "," + std::to_string(c.sw) +
-         (c.same ? " SAME" : " VALID");
+         std::to_string(c.cin) + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+         " cout" + std::to_string(c.cout) + " s" + std::to_string(c.sh) + "," +
+         std::to_string(c.sw) + (c.same ? " SAME" : " VALID");
 }
 
 AttrMap ConvAttrs(const ConvCase& c) {
-  return {{"strides", std::vector<int64_t>{c.sh, c.sw}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
+  return {{"strides", std::vector<int64_t>{c.sh, c.sw}},
+          {"padding", std::string(c.same ? "SAME" : "VALID")}};
 }
 
 // The textbook seven loops, in double, with a dot-product tolerance per output.
@@ -91,7 +92,7 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
       {1, 6, 11, 3, 2, 3, 4, 2, 1, true},   {1, 6, 11, 3, 2, 3, 4, 1, 3, true},  // asymmetric
       {1, 1, 1, 7, 3, 3, 2, 1, 1, true},    {0, 5, 5, 3, 3, 3, 4, 1, 1, true},   // batch 0
       {1, 4, 4, 3, 4, 4, 2, 1, 1, false},   {2, 3, 3, 33, 2, 2, 17, 1, 1, false},
-      {1, 5, 5, 0, 3, 3, 4, 1, 1, true},  // no input channels: zeros
+      {1, 5, 5, 0, 3, 3, 4, 1, 1, true},     // no input channels: zeros
       {2, 30, 30, 8, 3, 3, 16, 1, 1, true},  // several im2col blocks
   };
   uint64_t seed = 1;
@@ -110,7 +111,8 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
 // Gemm), the result is the same bit for bit.
 TEST(OpsConvTest, Conv2DIsIndependentOfThreadCount) {
   ThreadPool one(1), four(4);
-  const ConvCase cases[] = {{2, 30, 30, 8, 3, 3, 16, 1, 1, true}, {1, 7, 7, 64, 3, 3, 40, 1, 1, true}};
+  const ConvCase cases[] = {{2, 30, 30, 8, 3, 3, 16, 1, 1, true},
+                            {1, 7, 7, 64, 3, 3, 40, 1, 1, true}};
   for (const ConvCase& c : cases) {
     Tensor input = RandomTensor({c.n, c.h, c.w, c.cin}, 5);
     Tensor filter = RandomTensor({c.kh, c.kw, c.cin, c.cout}, 6);
@@ -124,8 +126,8 @@ TEST(OpsConvTest, Conv2DIsIndependentOfThreadCount) {
 TEST(OpsConvTest, SamePaddingIsAsymmetricLikeTensorFlow) {
   Tensor input = Tensor::FromVector<float>({1, 4, 4, 1}, std::vector<float>(16, 1.0f));
   Tensor filter = Tensor::FromVector<float>({3, 3, 1, 1}, std::vector<float>(9, 1.0f));
-  Tensor out = RunOk("Conv2D", {input, filter}, {{"strides", std::vector<int64_t>{2, 2}},
-                                                 {"padding", std::string("SAME")}})
+  Tensor out = RunOk("Conv2D", {input, filter},
+                     {{"strides", std::vector<int64_t>{2, 2}}, {"padding", std::string("SAME")}})
                    .at(0);
   ExpectNear(out, Shape{1, 2, 2, 1}, {9, 6, 6, 4}, 0.0);
   // 5x5 input, 4x4 window, stride 1, SAME: pad_total 3, one on top/left and two after.
@@ -151,12 +153,14 @@ TEST(OpsConvTest, Conv2DErrorsAndInference) {
                     {{"strides", std::vector<int64_t>{1, 0}}})
                   .status(),
               StatusCode::kInvalidArgument, "strides");
-  ExpectError(RunOp("Conv2D", std::vector<Tensor>{RandomTensor({5, 5, 3}, 1), RandomTensor({3, 3, 3, 2}, 2)})
+  ExpectError(RunOp("Conv2D",
+                    std::vector<Tensor>{RandomTensor({5, 5, 3}, 1), RandomTensor({3, 3, 3, 2}, 2)})
                   .status(),
               StatusCode::kInvalidArgument, "rank 4");
 
-  auto out = Infer("Conv2D", {{DType::kFloat32, {-1, 28, 28, 3}}, {DType::kFloat32, {3, 3, 3, 8}}},
-                   {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+  auto out =
+      Infer("Conv2D", {{DType::kFloat32, {-1, 28, 28, 3}}, {DType::kFloat32, {3, 3, 3, 8}}},
+            {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].shape, (Shape{-1, 14, 14, 8}));
   out = Infer("Conv2D", {{DType::kFloat32, {-1, -1, 9, -1}}, {DType::kFloat32, {3, 3, 3, 8}}});
@@ -171,8 +175,8 @@ struct PoolCase {
   bool same;
 };
 
-void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape, std::vector<double>* want,
-             std::vector<double>* tol) {
+void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape,
+             std::vector<double>* want, std::vector<double>* tol) {
   int64_t oh, ow, pt, pl;
   TfWindow(p.h, p.kh, p.sh, p.same, &oh, &pt);
   TfWindow(p.w, p.kw, p.sw, p.same, &ow, &pl);
@@ -203,10 +207,11 @@ void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape, std
 
 TEST(OpsConvTest, PoolingMatchesReference) {
   const PoolCase cases[] = {
-      {1, 5, 5, 1, 2, 2, 2, 2, false}, {1, 5, 5, 1, 2, 2, 2, 2, true},  {2, 7, 8, 3, 3, 3, 2, 2, true},
-      {2, 7, 8, 3, 3, 3, 1, 1, true},  {1, 6, 11, 17, 3, 2, 2, 3, true}, {1, 6, 11, 17, 3, 2, 2, 3, false},
-      {0, 4, 4, 3, 2, 2, 2, 2, true},  {1, 1, 1, 33, 3, 3, 1, 1, true},  {3, 9, 9, 16, 5, 5, 2, 2, true},
-      {8, 32, 32, 16, 2, 2, 2, 2, false},
+      {1, 5, 5, 1, 2, 2, 2, 2, false},  {1, 5, 5, 1, 2, 2, 2, 2, true},
+      {2, 7, 8, 3, 3, 3, 2, 2, true},   {2, 7, 8, 3, 3, 3, 1, 1, true},
+      {1, 6, 11, 17, 3, 2, 2, 3, true}, {1, 6, 11, 17, 3, 2, 2, 3, false},
+      {0, 4, 4, 3, 2, 2, 2, 2, true},   {1, 1, 1, 33, 3, 3, 1, 1, true},
+      {3, 9, 9, 16, 5, 5, 2, 2, true},  {8, 32, 32, 16, 2, 2, 2, 2, false},
   };
   uint64_t seed = 100;
   for (bool max : {true, false}) {
@@ -229,7 +234,8 @@ TEST(OpsConvTest, PoolingPaddingSemantics) {
   // it does not count padding as zeros.
   std::vector<float> v{1, 2, 3, 4, 5, 6, 7, 8, 9};
   Tensor x = Tensor::FromVector<float>({1, 3, 3, 1}, v);
-  AttrMap same{{"ksize", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{1, 1}},
+  AttrMap same{{"ksize", std::vector<int64_t>{3, 3}},
+               {"strides", std::vector<int64_t>{1, 1}},
                {"padding", std::string("SAME")}};
   Tensor avg = RunOk("AvgPool2D", {x}, same).at(0);
   EXPECT_EQ(avg.data<float>()[0], 3.0f);  // (1 + 2 + 4 + 5) / 4
@@ -245,15 +251,19 @@ TEST(OpsConvTest, PoolingPaddingSemantics) {
   EXPECT_FALSE(std::isnan(mx.data<float>()[8]));
   // strides default to ksize (Keras): 4x4 with 2x2 windows gives 2x2.
   Tensor y = RandomTensor({1, 4, 4, 2}, 3);
-  EXPECT_EQ(RunOk("MaxPool2D", {y}, {{"ksize", std::vector<int64_t>{2, 2}}}).at(0).shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_EQ(RunOk("MaxPool2D", {y}, {{"ksize", std::vector<int64_t>{2, 2}}}).at(0).shape(),
+            (Shape{1, 2, 2, 2}));
 }
 
 TEST(OpsConvTest, PoolingErrors) {
   Tensor x = RandomTensor({1, 3, 3, 2}, 1);
-  ExpectError(RunOp("MaxPool2D", std::vector<Tensor>{x}).status(), StatusCode::kInvalidArgument, "ksize");
-  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{x}, {{"ksize", std::vector<int64_t>{4, 4}}}).status(),
-              StatusCode::kInvalidArgument, "larger than the input");
-  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{RandomTensor({3, 3}, 1)}, {{"ksize", std::vector<int64_t>{2, 2}}})
+  ExpectError(RunOp("MaxPool2D", std::vector<Tensor>{x}).status(), StatusCode::kInvalidArgument,
+              "ksize");
+  ExpectError(
+      RunOp("AvgPool2D", std::vector<Tensor>{x}, {{"ksize", std::vector<int64_t>{4, 4}}}).status(),
+      StatusCode::kInvalidArgument, "larger than the input");
+  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{RandomTensor({3, 3}, 1)},
+                    {{"ksize", std::vector<int64_t>{2, 2}}})
                   .status(),
               StatusCode::kInvalidArgument, "rank 4");
   auto out = Infer("MaxPool2D", {{DType::kFloat32, {-1, 7, -1, 3}}},

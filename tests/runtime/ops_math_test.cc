@@ -79,7 +79,8 @@ TEST(OpsMathTest, FloatBroadcastingMatchesReference) {
       const auto av = ToDouble(a), bv = ToDouble(b);
       std::vector<double> want(static_cast<size_t>(c.out.num_elements()));
       for (size_t i = 0; i < want.size(); ++i) {
-        want[i] = ApplyRef(op, av[BroadcastSource(c.out, c.a, i)], bv[BroadcastSource(c.out, c.b, i)]);
+        want[i] =
+            ApplyRef(op, av[BroadcastSource(c.out, c.a, i)], bv[BroadcastSource(c.out, c.b, i)]);
       }
       ExpectNear(out[0], c.out, want, 1.0001 * kU, 0.0,
                  std::string(kOps[op]) + " " + c.a.ToString() + " " + c.b.ToString());
@@ -102,7 +103,8 @@ void CheckIntBroadcasting(uint64_t seed) {
       for (size_t i = 0; i < got.size(); ++i) {
         const T x = av[BroadcastSource(c.out, c.a, i)], y = bv[BroadcastSource(c.out, c.b, i)];
         const T want = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y : x / y;
-        ASSERT_EQ(got[i], want) << kOps[op] << " " << c.a.ToString() << " " << c.b.ToString() << " at " << i;
+        ASSERT_EQ(got[i], want) << kOps[op] << " " << c.a.ToString() << " " << c.b.ToString()
+                                << " at " << i;
       }
     }
   }
@@ -114,7 +116,9 @@ TEST(OpsMathTest, Int64BroadcastingIsExact) { CheckIntBroadcasting<int64_t>(200)
 TEST(OpsMathTest, IntegerEdgeCases) {
   constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
   constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
-  auto i32 = [](std::vector<int32_t> v) { return Tensor::FromVector<int32_t>({int64_t(v.size())}, v); };
+  auto i32 = [](std::vector<int32_t> v) {
+    return Tensor::FromVector<int32_t>({int64_t(v.size())}, v);
+  };
   // Overflow wraps (two's complement) rather than being undefined.
   EXPECT_EQ(RunOk("Add", {i32({kMax}), i32({1})}).at(0).data<int32_t>()[0], kMin);
   EXPECT_EQ(RunOk("Sub", {i32({kMin}), i32({1})}).at(0).data<int32_t>()[0], kMax);
@@ -126,7 +130,9 @@ TEST(OpsMathTest, IntegerEdgeCases) {
   ExpectError(RunOp("Div", std::vector<Tensor>{i32({1, 2}), i32({1, 0})}).status(),
               StatusCode::kInvalidArgument, "division by zero");
   // Float division by zero is IEEE: inf and NaN, no error.
-  Tensor f = RunOk("Div", {Tensor::FromVector<float>({2}, {1.0f, 0.0f}), Tensor::Scalar<float>(0.0f)}).at(0);
+  Tensor f =
+      RunOk("Div", {Tensor::FromVector<float>({2}, {1.0f, 0.0f}), Tensor::Scalar<float>(0.0f)})
+          .at(0);
   EXPECT_TRUE(std::isinf(f.data<float>()[0]));
   EXPECT_TRUE(std::isnan(f.data<float>()[1]));
 }
@@ -137,10 +143,12 @@ TEST(OpsMathTest, TypeAndShapeErrors) {
   ExpectError(RunOp("Add", std::vector<Tensor>{f, i}).status(), StatusCode::kInvalidArgument,
               "same dtype, got float32 and int32");
   Tensor b = Tensor::FromVector<bool>({1}, {true});
-  ExpectError(RunOp("Mul", std::vector<Tensor>{b, b}).status(), StatusCode::kInvalidArgument, "bool");
+  ExpectError(RunOp("Mul", std::vector<Tensor>{b, b}).status(), StatusCode::kInvalidArgument,
+              "bool");
   ExpectError(RunOp("Sub", std::vector<Tensor>{f, RandomTensor({4}, 3)}).status(),
               StatusCode::kInvalidArgument, "Sub: shapes [2,3] and [4] cannot be broadcast");
-  ExpectError(RunOp("Add", std::vector<Tensor>{f}).status(), StatusCode::kInvalidArgument, "inputs");
+  ExpectError(RunOp("Add", std::vector<Tensor>{f}).status(), StatusCode::kInvalidArgument,
+              "inputs");
 }
 
 TEST(OpsMathTest, InfersUnknownDimensions) {
@@ -175,11 +183,15 @@ TEST(OpsMathTest, BiasAddMatchesReference) {
 }
 
 TEST(OpsMathTest, BiasAddErrorsAndInference) {
-  ExpectError(RunOp("BiasAdd", std::vector<Tensor>{RandomTensor({2, 3}, 1), RandomTensor({4}, 2)}).status(),
-              StatusCode::kInvalidArgument, "bias length 4");
-  ExpectError(RunOp("BiasAdd", std::vector<Tensor>{RandomTensor({2, 3}, 1), RandomTensor({1, 3}, 2)}).status(),
-              StatusCode::kInvalidArgument, "rank 1");
-  ExpectError(RunOp("BiasAdd", std::vector<Tensor>{Tensor::Scalar<float>(1), RandomTensor({1}, 2)}).status(),
+  ExpectError(
+      RunOp("BiasAdd", std::vector<Tensor>{RandomTensor({2, 3}, 1), RandomTensor({4}, 2)}).status(),
+      StatusCode::kInvalidArgument, "bias length 4");
+  ExpectError(
+      RunOp("BiasAdd", std::vector<Tensor>{RandomTensor({2, 3}, 1), RandomTensor({1, 3}, 2)})
+          .status(),
+      StatusCode::kInvalidArgument, "rank 1");
+  ExpectError(RunOp("BiasAdd", std::vector<Tensor>{Tensor::Scalar<float>(1), RandomTensor({1}, 2)})
+                  .status(),
               StatusCode::kInvalidArgument, "rank >= 1");
   auto out = Infer("BiasAdd", {{DType::kFloat32, {-1, -1}}, {DType::kFloat32, {8}}});
   ASSERT_TRUE(out.ok());
@@ -217,7 +229,7 @@ TEST(OpsMathTest, NormalizeMatchesReference) {
     ExpectNear(out, c.out, want, 2.0001 * kU, 0.0, c.x.ToString());
   }
   ExpectError(RunOp("Normalize", std::vector<Tensor>{RandomTensor({2, 3}, 1), RandomTensor({3}, 2),
-                                                      RandomTensor({2}, 3)})
+                                                     RandomTensor({2}, 3)})
                   .status(),
               StatusCode::kInvalidArgument, "Normalize: shapes [2,3] and [2] cannot be broadcast");
 }

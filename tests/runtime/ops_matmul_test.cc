@@ -95,7 +95,8 @@ struct Problem {
       for (int64_t j = 0; j < ldc(); ++j) {
         const float got = out[i * ldc() + j];
         if (j >= n) {
-          ASSERT_EQ(std::memcmp(&got, &c[i * ldc() + j], sizeof got), 0) << what << " wrote padding";
+          ASSERT_EQ(std::memcmp(&got, &c[i * ldc() + j], sizeof got), 0)
+              << what << " wrote padding";
           continue;
         }
         double dot = 0, mag = 0;
@@ -152,8 +153,9 @@ TEST(GemmTest, AllTransposesAndAwkwardSizes) {
             p.k = k;
             p.pad = (m + n + k) % 3;  // leading dimensions past the width in two cases of three
             p.Fill(seed++);
-            p.Check(nullptr, "ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " m=" +
-                                 std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+            p.Check(nullptr, "ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                                 " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                                 " k=" + std::to_string(k));
             if (HasFatalFailure()) return;
           }
         }
@@ -294,7 +296,8 @@ TEST(GemmTest, RowsDoNotDependOnBatchSize) {
     std::vector<float> row(full.n);
     one.c = row.data();
     Gemm(one, nullptr);
-    EXPECT_EQ(std::memcmp(row.data(), all.data() + i * full.ldc(), row.size() * sizeof(float)), 0) << i;
+    EXPECT_EQ(std::memcmp(row.data(), all.data() + i * full.ldc(), row.size() * sizeof(float)), 0)
+        << i;
   }
 }
 
@@ -304,8 +307,12 @@ std::vector<double> MatMulRef(const Tensor& a, const Tensor& b, bool ta, bool tb
                               std::vector<double>* tol) {
   const int64_t m = a.shape()[ta ? 1 : 0], k = a.shape()[ta ? 0 : 1];
   const int64_t n = b.shape()[tb ? 0 : 1];
-  auto A = [&](int64_t i, int64_t p) { return double(a.data<float>()[ta ? p * m + i : i * k + p]); };
-  auto B = [&](int64_t p, int64_t j) { return double(b.data<float>()[tb ? j * k + p : p * n + j]); };
+  auto A = [&](int64_t i, int64_t p) {
+    return double(a.data<float>()[ta ? p * m + i : i * k + p]);
+  };
+  auto B = [&](int64_t p, int64_t j) {
+    return double(b.data<float>()[tb ? j * k + p : p * n + j]);
+  };
   std::vector<double> out(m * n);
   tol->assign(m * n, 0);
   for (int64_t i = 0; i < m; ++i) {
@@ -324,8 +331,13 @@ std::vector<double> MatMulRef(const Tensor& a, const Tensor& b, bool ta, bool tb
 
 TEST(OpsMatMulTest, MatchesReferenceForAllTransposes) {
   uint64_t seed = 40;
-  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {1, 17, 33}, {7, 15, 16},
-                         {33, 7, 1}, {0, 5, 3}, {4, 0, 6}, {65, 70, 260}}) {
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                         {1, 17, 33},
+                         {7, 15, 16},
+                         {33, 7, 1},
+                         {0, 5, 3},
+                         {4, 0, 6},
+                         {65, 70, 260}}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         Tensor a = RandomTensor(ta ? Shape{k, m} : Shape{m, k}, seed++);
@@ -346,11 +358,16 @@ TEST(OpsMatMulTest, ShapeErrorsAreClear) {
               "MatMul: inner dimensions differ: [2,3] x [4,5]");
   ExpectError(RunOp("MatMul", std::vector<Tensor>{RandomTensor({2, 3, 4}, 3), b}).status(),
               StatusCode::kInvalidArgument, "rank-2");
-  ExpectError(RunOp("MatMul", std::vector<Tensor>{a, Tensor::FromVector<int32_t>({3, 1}, {1, 2, 3})}).status(),
-              StatusCode::kInvalidArgument, "float32");
-  ExpectError(RunOp("FusedMatMul", std::vector<Tensor>{a, RandomTensor({3, 5}, 4), RandomTensor({4}, 5)}).status(),
-              StatusCode::kInvalidArgument, "bias length 4");
-  ExpectError(RunOp("FusedMatMul", std::vector<Tensor>{a, RandomTensor({3, 5}, 4)}, {{"activation", std::string("swish")}})
+  ExpectError(
+      RunOp("MatMul", std::vector<Tensor>{a, Tensor::FromVector<int32_t>({3, 1}, {1, 2, 3})})
+          .status(),
+      StatusCode::kInvalidArgument, "float32");
+  ExpectError(
+      RunOp("FusedMatMul", std::vector<Tensor>{a, RandomTensor({3, 5}, 4), RandomTensor({4}, 5)})
+          .status(),
+      StatusCode::kInvalidArgument, "bias length 4");
+  ExpectError(RunOp("FusedMatMul", std::vector<Tensor>{a, RandomTensor({3, 5}, 4)},
+                    {{"activation", std::string("swish")}})
                   .status(),
               StatusCode::kInvalidArgument, "swish");
   // transpose_b makes [4,5] x [6,5] fine and [2,3] x [4,5] still wrong, and says so.
@@ -366,8 +383,9 @@ TEST(OpsMatMulTest, InfersUnknownDimensions) {
                        {{"transpose_b", true}});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].shape, (Shape{-1, 8}));
-  out = op_test::Infer("FusedMatMul", {{DType::kFloat32, {5, 3}}, {DType::kFloat32, {3, -1}},
-                                       {DType::kFloat32, {7}}});
+  out = op_test::Infer(
+      "FusedMatMul",
+      {{DType::kFloat32, {5, 3}}, {DType::kFloat32, {3, -1}}, {DType::kFloat32, {7}}});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].shape, (Shape{5, 7}));
 }
@@ -389,8 +407,8 @@ TEST(OpsMatMulTest, FusedIsBitIdenticalToUnfused) {
   const char* act_ops[] = {nullptr, "Relu", "Gelu", "Sigmoid", "Tanh"};
   const char* act_names[] = {"none", "relu", "gelu", "sigmoid", "tanh"};
   uint64_t seed = 60;
-  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 17}, {33, 15, 16}, {0, 4, 3},
-                         {70, 300, 130}}) {
+  for (auto [m, k, n] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 7, 17}, {33, 15, 16}, {0, 4, 3}, {70, 300, 130}}) {
     for (int a_i = 0; a_i < 5; ++a_i) {
       for (bool tb : {false, true}) {
         for (bool with_bias : {false, true}) {
@@ -414,10 +432,13 @@ TEST(OpsMatMulTest, FusedIsBitIdenticalToUnfused) {
 }
 
 TEST(OpsMatMulTest, FusedMatchesReference) {
-  Tensor a = RandomTensor({17, 33}, 70), b = RandomTensor({33, 7}, 71), bias = RandomTensor({7}, 72);
+  Tensor a = RandomTensor({17, 33}, 70), b = RandomTensor({33, 7}, 71),
+         bias = RandomTensor({7}, 72);
   for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kGelu,
                          Activation::kSigmoid, Activation::kTanh}) {
-    Tensor out = RunOk("FusedMatMul", {a, b, bias}, {{"activation", std::string(ActivationName(act))}}).at(0);
+    Tensor out =
+        RunOk("FusedMatMul", {a, b, bias}, {{"activation", std::string(ActivationName(act))}})
+            .at(0);
     std::vector<double> tol;
     std::vector<double> want = MatMulRef(a, b, false, false, &tol);
     for (size_t i = 0; i < want.size(); ++i) {
