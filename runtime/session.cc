@@ -18,8 +18,6 @@ struct Step {
   int num_inputs = 0;
   int first_output = 0;  // value id; a node's outputs are consecutive values
   int num_outputs = 0;
-  // Some input shape was unknown at compile time: check shapes at run time before the kernel.
-  bool infer_at_run_time = false;
 };
 
 // Storage that grows to the largest size ever asked of it and is then reused.
@@ -42,7 +40,6 @@ struct RunScratch {
   std::vector<Tensor> values;
   std::vector<const Tensor*> step_inputs;  // pointers into `values`, laid out as Plan::step_inputs
   std::vector<ArenaBuffer> buffers;
-  std::vector<TensorSpec> specs;  // for run-time shape checks
 };
 
 struct Plan {
@@ -176,7 +173,6 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     for (ValueId v : a.inputs[i]) {
       plan->step_inputs.push_back(value_of(v));
       mp.inputs.push_back(value_of(v));
-      if (!a.Spec(v).shape.IsFullyDefined()) step.infer_at_run_time = true;
     }
     for (int k = 0; k < step.num_outputs; ++k) mp.outputs.push_back(step.first_output + k);
     plan->steps.push_back(step);
@@ -267,21 +263,16 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     if (status.ok()) values[plan->input_values[k]] = found->tensor;
   }
 
+  // Shape inference ran at compile time on the declared shapes, where the batch is -1; the
+  // concrete shapes of this request are checked by each kernel itself (every kernel is held
+  // to agree with inference by tests/runtime/ops_kernel_shapes_test.cc), so the hot path does
+  // not infer again.
   ArenaAllocator allocator(*plan, *scratch);
   ThreadPool& pool = *compiled_->pool;
   for (const Step& step : plan->steps) {
     if (!status.ok()) break;
     std::span<const Tensor* const> step_inputs(scratch->step_inputs.data() + step.input_offset,
                                                step.num_inputs);
-    if (step.infer_at_run_time) {
-      scratch->specs.clear();
-      for (const Tensor* t : step_inputs) scratch->specs.push_back({t->dtype(), t->shape()});
-      auto inferred = step.op->infer({scratch->specs, step.node->attrs});
-      if (!inferred.ok()) {
-        status = inferred.status().WithPrefix(StepLabel(step));
-        break;
-      }
-    }
     allocator.set_step(&step);
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator);
