@@ -4,6 +4,7 @@
 //   model-cli run --dir D [--signature NAME] --input 'x=[[1,2],[3,4]]' [--input ...]
 //   model-cli verify --dir D
 //   model-cli make-example half_plus_two --out D [--overwrite]
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -30,9 +31,10 @@ commands:
   show --dir DIR [--all]
       Print the bundle's signatures (input and output names, dtypes, shapes) and metadata.
       --all also lists the graph's nodes and weights.
-  run --dir DIR [--signature NAME] --input KEY=VALUE [--input KEY=VALUE ...]
+  run --dir DIR [--signature NAME] [--threads N] --input KEY=VALUE [--input KEY=VALUE ...]
       Run a signature (default serving_default) and print its outputs as a JSON object.
       VALUE is JSON (nested lists, e.g. 'x=[[1,2],[3,4]]') or @FILE holding JSON.
+      --threads sizes the intra-op thread pool (default: one per core).
   verify --dir DIR
       Validate the bundle (checksums, format, weights, graph, signatures) and compile it.
       Exits 0 if it is servable, 1 with the reason otherwise.
@@ -150,6 +152,15 @@ StatusOr<std::string> ReadInputText(const std::string& value) {
 int Run(const Flags& flags) {
   if (!flags.Has("dir")) return Usage("run needs --dir");
   const std::string signature_name = flags.Get("signature", std::string(kDefaultSignature));
+  if (flags.Has("threads")) {
+    const std::string text = flags.Get("threads");
+    int threads = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
+    if (ec != std::errc() || ptr != text.data() + text.size() || threads < 1 || threads > 1024) {
+      return Usage("--threads takes a whole number from 1 to 1024, got '" + text + "'");
+    }
+    ThreadPool::SetDefaultThreads(threads);
+  }
   auto model = ReadBundle(flags.Get("dir"));
   if (!model.ok()) return Fail(model.status().message());
   auto session = Session::Create(std::move(*model));
@@ -234,7 +245,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out"}, {"all", "help", "overwrite"});
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads"}, {"all", "help", "overwrite"});
   if (!flags.ok()) return Usage(flags.status().message());
   if (flags->Has("help")) {
     std::cout << kUsage;

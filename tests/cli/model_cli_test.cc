@@ -115,4 +115,14 @@ TEST_F(ModelCli, InputFromFile) {
   EXPECT_EQ(run.output, "{\"y\": [4.0, 1.0]}\n");
 }
 
+TEST_F(ModelCli, ThreadsFlag) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  Result one = RunCli("run --threads 1 --dir " + bundle + " --input 'x=[0]'");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(one.output, "{\"y\": [2.0]}\n");
+  EXPECT_EQ(RunCli("run --threads 0 --dir " + bundle + " --input 'x=[0]'").exit_code, 2);
+  EXPECT_EQ(RunCli("run --threads two --dir " + bundle + " --input 'x=[0]'").exit_code, 2);
+}
+
 }  // namespace
