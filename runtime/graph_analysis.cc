@@ -43,6 +43,36 @@ StatusOr<TensorSpec> InputSpec(const NodeDef& node) {
   return TensorSpec{*dtype, *shape};
 }
 
+// Every Input node a signature's outputs depend on must be fed by that signature; otherwise
+// a run would compute with a value nobody gave.
+Status CheckEveryInputBound(const Model& model, const GraphAnalysis& a, const Signature& sig,
+                            const std::vector<bool>& bound_input) {
+  std::vector<bool> seen(a.ops.size(), false);
+  std::vector<int> stack;
+  for (const TensorBinding& b : sig.outputs) {
+    int node = a.Resolve(b.tensor)->node;  // resolved by the caller already
+    if (!seen[node]) {
+      seen[node] = true;
+      stack.push_back(node);
+    }
+  }
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    if (a.ops[i]->name == kInputOp && !bound_input[i]) {
+      return InvalidArgument("signature '" + sig.name + "' computes its outputs from Input node '" +
+                             model.graph.nodes[i].name + "', which none of its inputs binds");
+    }
+    for (ValueId v : a.inputs[i]) {
+      if (!seen[v.node]) {
+        seen[v.node] = true;
+        stack.push_back(v.node);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckSignatures(const Model& model, const GraphAnalysis& a) {
   if (model.graph.signatures.empty()) return InvalidArgument("the graph has no signature");
   std::map<std::string, int, std::less<>> seen;
@@ -50,6 +80,7 @@ Status CheckSignatures(const Model& model, const GraphAnalysis& a) {
     if (sig.name.empty()) return InvalidArgument("a signature has an empty name");
     if (!seen.emplace(sig.name, 0).second) return InvalidArgument("signature '" + sig.name + "' defined twice");
     if (sig.outputs.empty()) return InvalidArgument("signature '" + sig.name + "' has no outputs");
+    std::vector<bool> bound_input(a.ops.size(), false);
     for (const auto* list : {&sig.inputs, &sig.outputs}) {
       const bool is_input = list == &sig.inputs;
       std::map<std::string, int, std::less<>> keys;
@@ -62,6 +93,11 @@ Status CheckSignatures(const Model& model, const GraphAnalysis& a) {
         if (is_input && a.ops[v->node]->name != kInputOp) {
           return InvalidArgument(where + " refers to '" + b.tensor + "', which is not an Input node");
         }
+        if (is_input) {
+          // Two keys feeding one node would make one of them silently ignored.
+          if (bound_input[v->node]) return InvalidArgument(where + " binds '" + b.tensor + "', which another input of the signature binds already");
+          bound_input[v->node] = true;
+        }
         const TensorSpec& actual = a.Spec(*v);
         if (!SpecCompatible(actual, {b.dtype, b.shape})) {
           return InvalidArgument(where + " declares " + std::string(DTypeName(b.dtype)) + b.shape.ToString() +
@@ -70,6 +106,7 @@ Status CheckSignatures(const Model& model, const GraphAnalysis& a) {
         }
       }
     }
+    LS_RETURN_IF_ERROR(CheckEveryInputBound(model, a, sig, bound_input));
   }
   return Status::Ok();
 }
@@ -148,6 +185,12 @@ StatusOr<GraphAnalysis> AnalyzeGraph(const Model& model, const OpRegistry& regis
     if (!inferred.ok()) return inferred.status().WithPrefix(NodeLabel(node));
     if (static_cast<int>(inferred->size()) != op.num_outputs) {
       return Internal(NodeLabel(node) + ": shape inference returned the wrong number of outputs");
+    }
+    for (const TensorSpec& spec : *inferred) {
+      if (!spec.shape.KnownDimsWithin()) {
+        return InvalidArgument(NodeLabel(node) + " would compute a tensor of shape " + spec.shape.ToString() +
+                               ", more than " + std::to_string(Shape::kMaxElements) + " elements");
+      }
     }
     a.outputs[i] = std::move(*inferred);
   }

@@ -1,12 +1,28 @@
 #include "runtime/op_registry.h"
 
+#include <new>
+
 #include "runtime/ops/ops.h"
 
 namespace lockstep {
 
-Tensor& KernelContext::AllocateOutput(int i, DType dtype, const Shape& shape) {
-  outputs_[i] = allocator_ != nullptr ? allocator_->Allocate(i, dtype, shape) : Tensor(dtype, shape);
-  return outputs_[i];
+StatusOr<Tensor*> KernelContext::AllocateOutput(int i, DType dtype, const Shape& shape) {
+  // Kernels derive output shapes from input shapes (a broadcast multiplies them), so a small
+  // request can describe a huge output; check before anything is allocated.
+  auto elements = shape.CheckedNumElements(Shape::kMaxElements);
+  if (!elements.ok()) return ResourceExhausted("output " + std::to_string(i) + ": " + elements.status().message());
+  const size_t bytes = static_cast<size_t>(*elements) * DTypeSize(dtype);
+  if (allocator_ != nullptr) {
+    LS_ASSIGN_OR_RETURN(outputs_[i], allocator_->Allocate(i, dtype, shape, bytes));
+  } else {
+    if (bytes > kDefaultMaxTensorBytes) {
+      return ResourceExhausted("output " + std::to_string(i) + " of shape " + shape.ToString() + " needs " +
+                               std::to_string(bytes) + " bytes, more than the limit of " +
+                               std::to_string(kDefaultMaxTensorBytes));
+    }
+    outputs_[i] = Tensor(dtype, shape);
+  }
+  return &outputs_[i];
 }
 
 namespace {
@@ -71,7 +87,11 @@ StatusOr<std::vector<Tensor>> RunOp(const OpDef& op, std::span<const Tensor> inp
   LS_ASSIGN_OR_RETURN(std::vector<TensorSpec> out_specs, op.infer({specs, attrs}));
   std::vector<Tensor> outputs(out_specs.size());
   KernelContext ctx(pointers, attrs, pool, outputs, nullptr);
-  LS_RETURN_IF_ERROR(op.compute(ctx));
+  try {
+    LS_RETURN_IF_ERROR(op.compute(ctx));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("op '" + op.name + "': out of memory");
+  }
   return outputs;
 }
 

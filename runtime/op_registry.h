@@ -36,9 +36,15 @@ struct ShapeInferenceContext {
 class OutputAllocator {
  public:
   virtual ~OutputAllocator() = default;
-  // Returns writable storage for output `index`, aligned to kTensorAlignment.
-  virtual Tensor Allocate(int index, DType dtype, const Shape& shape) = 0;
+  // Returns writable storage for output `index`, aligned to kTensorAlignment, or
+  // ResourceExhausted when `bytes` (already checked against overflow) is more than the
+  // allocator will give.
+  virtual StatusOr<Tensor> Allocate(int index, DType dtype, const Shape& shape, size_t bytes) = 0;
 };
+
+// The most bytes one tensor computed by a kernel may take when no budget says otherwise
+// (RunOp, constant folding). A request must not be able to ask a kernel for the machine.
+inline constexpr size_t kDefaultMaxTensorBytes = size_t{4} << 30;
 
 class KernelContext {
  public:
@@ -51,8 +57,9 @@ class KernelContext {
   const AttrMap& attrs() const { return attrs_; }
   ThreadPool& pool() const { return pool_; }
 
-  // Storage for output i. Contents are unspecified: the kernel writes every element.
-  Tensor& AllocateOutput(int i, DType dtype, const Shape& shape);
+  // Storage for output i. Contents are unspecified: the kernel writes every element. Fails
+  // (ResourceExhausted) when the shape is too large to hold or exceeds the run's budget.
+  StatusOr<Tensor*> AllocateOutput(int i, DType dtype, const Shape& shape);
   // Sets output i to an existing tensor (an input reshaped, for ops that alias).
   void SetOutput(int i, Tensor t) { outputs_[i] = std::move(t); }
 

@@ -49,6 +49,9 @@ struct Plan {
   int num_values = 0;
   std::vector<std::pair<int, Tensor>> constants;
   std::vector<int> input_values;   // per signature input
+  // Per signature input: the shape a request must match, the binding's shape tightened by
+  // the Input node's own (a binding may say [-1] where the node says [3]).
+  std::vector<Shape> input_patterns;
   std::vector<int> output_values;  // per signature output
   MemoryPlan memory;
 
@@ -85,19 +88,26 @@ void Plan::ReturnScratch(std::unique_ptr<RunScratch> scratch) const {
 // Hands kernels their output storage: an arena buffer where the memory plan has one.
 class ArenaAllocator final : public OutputAllocator {
  public:
-  ArenaAllocator(const Plan& plan, RunScratch& scratch) : plan_(plan), scratch_(scratch) {}
+  ArenaAllocator(const Plan& plan, RunScratch& scratch, size_t budget)
+      : plan_(plan), scratch_(scratch), budget_(budget), remaining_(budget) {}
   void set_step(const Step* step) { step_ = step; }
 
-  Tensor Allocate(int index, DType dtype, const Shape& shape) override {
+  StatusOr<Tensor> Allocate(int index, DType dtype, const Shape& shape, size_t bytes) override {
+    if (bytes > remaining_) {
+      return ResourceExhausted("this request needs more than the " + std::to_string(budget_) +
+                               " bytes one run may use (an output of shape " + shape.ToString() + ")");
+    }
+    remaining_ -= bytes;
     int buffer = plan_.memory.buffer_of_value[step_->first_output + index];
     if (buffer < 0 || dtype == DType::kString) return Tensor(dtype, shape);
-    size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
     return Tensor::MutableView(dtype, shape, scratch_.buffers[buffer].Ensure(bytes), nullptr);
   }
 
  private:
   const Plan& plan_;
   RunScratch& scratch_;
+  const size_t budget_;
+  size_t remaining_;
   const Step* step_ = nullptr;
 };
 
@@ -129,6 +139,12 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     LS_ASSIGN_OR_RETURN(ValueId v, a.Resolve(b.tensor));
     inputs.push_back(v);
     need(v);
+    Shape pattern = b.shape;
+    const Shape& declared = a.Spec(v).shape;
+    for (int d = 0; d < pattern.rank(); ++d) {
+      if (pattern[d] < 0) pattern.set_dim(d, declared[d]);
+    }
+    plan->input_patterns.push_back(pattern);
   }
   while (!stack.empty()) {
     int i = stack.back();
@@ -187,13 +203,13 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
   return plan;
 }
 
-Status CheckInput(const TensorBinding& binding, const Tensor& t) {
+Status CheckInput(const TensorBinding& binding, const Shape& pattern, const Tensor& t) {
   if (t.dtype() != binding.dtype) {
     return InvalidArgument("input '" + binding.key + "' must be " + std::string(DTypeName(binding.dtype)) +
                            ", got " + std::string(DTypeName(t.dtype())));
   }
-  if (!t.shape().MatchesPattern(binding.shape)) {
-    return InvalidArgument("input '" + binding.key + "' must have shape " + binding.shape.ToString() +
+  if (!t.shape().MatchesPattern(pattern)) {
+    return InvalidArgument("input '" + binding.key + "' must have shape " + pattern.ToString() +
                            ", got " + t.shape().ToString());
   }
   return Status::Ok();
@@ -204,6 +220,7 @@ Status CheckInput(const TensorBinding& binding, const Tensor& t) {
 struct Session::Compiled {
   Model model;
   ThreadPool* pool = nullptr;
+  size_t max_bytes_per_run = 0;
   std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
 
   const Plan* Find(std::string_view name) const {
@@ -214,12 +231,13 @@ struct Session::Compiled {
   }
 };
 
-Session::Session(std::unique_ptr<Compiled> compiled) : compiled_(std::move(compiled)) {}
+Session::Session(Key, std::unique_ptr<Compiled> compiled) : compiled_(std::move(compiled)) {}
 Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOptions& options) {
   auto compiled = std::make_unique<Compiled>();
   compiled->pool = options.pool != nullptr ? options.pool : &ThreadPool::Default();
+  compiled->max_bytes_per_run = options.max_bytes_per_run;
   LS_RETURN_IF_ERROR(AnalyzeGraph(model).status());
   if (options.optimize) LS_RETURN_IF_ERROR(OptimizeGraph(model, *compiled->pool));
   compiled->model = std::move(model);
@@ -228,7 +246,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
     LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers));
     compiled->plans.push_back(std::move(plan));
   }
-  return std::unique_ptr<Session>(new Session(std::move(compiled)));
+  return std::make_unique<Session>(Key{}, std::move(compiled));
 }
 
 Status Session::Run(std::string_view signature, std::span<const NamedTensor> inputs,
@@ -259,7 +277,7 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
       status = InvalidArgument("missing input '" + binding.key + "' of signature '" + sig.name + "'");
       break;
     }
-    status = CheckInput(binding, found->tensor);
+    status = CheckInput(binding, plan->input_patterns[k], found->tensor);
     if (status.ok()) values[plan->input_values[k]] = found->tensor;
   }
 
@@ -267,7 +285,7 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
   // concrete shapes of this request are checked by each kernel itself (every kernel is held
   // to agree with inference by tests/runtime/ops_kernel_shapes_test.cc), so the hot path does
   // not infer again.
-  ArenaAllocator allocator(*plan, *scratch);
+  ArenaAllocator allocator(*plan, *scratch, compiled_->max_bytes_per_run);
   ThreadPool& pool = *compiled_->pool;
   for (const Step& step : plan->steps) {
     if (!status.ok()) break;
@@ -276,7 +294,12 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     allocator.set_step(&step);
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator);
-    status = step.op->compute(ctx);
+    try {
+      status = step.op->compute(ctx);
+    } catch (const std::bad_alloc&) {
+      // Within the budget but more than the machine has free: fail this request, not the process.
+      status = ResourceExhausted("out of memory");
+    }
     if (!status.ok()) status = status.WithPrefix(StepLabel(step));
   }
 

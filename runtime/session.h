@@ -4,7 +4,8 @@
 // activation fusion, dead-node elimination), orders the steps and plans the reuse of
 // intermediate buffers. Run() may be called from any number of threads at once: each call
 // takes a scratch (values and arena buffers) of its own from a pool and gives it back, so a
-// warmed-up session allocates nothing per step beyond what a kernel needs for strings.
+// warmed-up session allocates no intermediate values: only the owned copies of the outputs it
+// returns (and string tensors, which live on the heap).
 #pragma once
 
 #include <memory>
@@ -32,6 +33,9 @@ struct SessionOptions {
   bool optimize = true;
   // Let intermediate values share buffers (the memory plan). Off: one buffer per value.
   bool reuse_buffers = true;
+  // The most bytes the kernels of one Run may ask for, all outputs together; a request
+  // that needs more fails with ResourceExhausted instead of taking the machine's memory.
+  size_t max_bytes_per_run = size_t{4} << 30;
 };
 
 class Session {
@@ -52,9 +56,15 @@ class Session {
   // The model as compiled (after the passes).
   const Model& model() const;
 
- private:
   struct Compiled;
-  explicit Session(std::unique_ptr<Compiled> compiled);
+  // Only Create can make the key, so only Create can construct a Session.
+  class Key {
+    friend class Session;
+    Key() = default;
+  };
+  Session(Key, std::unique_ptr<Compiled> compiled);
+
+ private:
   std::unique_ptr<Compiled> compiled_;
 };
 

@@ -18,6 +18,9 @@ StatusOr<Shape> Shape::FromDims(std::span<const int64_t> dims) {
     if (d < kUnknownDim) return InvalidArgument("negative dimension " + std::to_string(d));
     s.AddDim(d);
   }
+  if (!s.KnownDimsWithin()) {
+    return InvalidArgument("shape " + s.ToString() + " has more than " + std::to_string(kMaxElements) + " elements");
+  }
   return s;
 }
 
@@ -33,29 +36,32 @@ bool Shape::IsFullyDefined() const {
 
 int64_t Shape::num_elements() const {
   int64_t n = 1;
+  bool zero = false;
   for (int i = 0; i < rank_; ++i) {
     if (dims_[i] < 0) return -1;
-    n *= dims_[i];
+    zero = zero || dims_[i] == 0;
   }
+  if (zero) return 0;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
   return n;
 }
 
-StatusOr<int64_t> Shape::CheckedNumElements(int64_t limit) const {
+bool Shape::KnownDimsWithin(int64_t limit) const {
   int64_t n = 1;
-  bool zero = false;
   for (int i = 0; i < rank_; ++i) {
-    if (dims_[i] < 0) return InvalidArgument("shape " + ToString() + " is not fully defined");
-    if (dims_[i] == 0) zero = true;
-  }
-  if (zero) return int64_t{0};
-  for (int i = 0; i < rank_; ++i) {
-    if (n > limit / dims_[i]) {
-      return InvalidArgument("shape " + ToString() + " has more than " + std::to_string(limit) +
-                             " elements");
-    }
+    if (dims_[i] <= 0) continue;
+    if (n > limit / dims_[i]) return false;
     n *= dims_[i];
   }
-  return n;
+  return true;
+}
+
+StatusOr<int64_t> Shape::CheckedNumElements(int64_t limit) const {
+  if (!IsFullyDefined()) return InvalidArgument("shape " + ToString() + " is not fully defined");
+  if (!KnownDimsWithin(limit)) {
+    return InvalidArgument("shape " + ToString() + " has more than " + std::to_string(limit) + " elements");
+  }
+  return num_elements();
 }
 
 bool Shape::MatchesPattern(const Shape& pattern) const {

@@ -17,10 +17,15 @@ class Shape {
  public:
   static constexpr int kMaxRank = 8;
   static constexpr int64_t kUnknownDim = -1;
+  // The most elements any tensor may have (and the most the known dimensions of any shape
+  // may multiply to, zeros aside). Far above real models; low enough that no element or byte
+  // count derived from a valid shape overflows int64.
+  static constexpr int64_t kMaxElements = int64_t{1} << 40;
 
   Shape() = default;  // a scalar
   Shape(std::initializer_list<int64_t> dims);
-  // Fails when the rank exceeds kMaxRank or a dimension is below -1.
+  // Fails when the rank exceeds kMaxRank, a dimension is below -1, or the known non-zero
+  // dimensions multiply to more than kMaxElements. Every shape from outside comes through here.
   static StatusOr<Shape> FromDims(std::span<const int64_t> dims);
 
   int rank() const { return rank_; }
@@ -32,11 +37,14 @@ class Shape {
   std::span<const int64_t> dims() const { return {dims_.data(), static_cast<size_t>(rank_)}; }
 
   bool IsFullyDefined() const;
-  // Product of the dimensions; -1 when any is unknown. Callers that took the shape from
-  // outside must check it with CheckedNumElements first.
+  // Product of the dimensions (0 if any is 0); -1 when any is unknown. Exact for shapes that
+  // passed FromDims or CheckedNumElements; callers must check shapes of other origin first.
   int64_t num_elements() const;
-  // Product of the dimensions, failing on unknown dimensions or when it exceeds `limit`.
-  StatusOr<int64_t> CheckedNumElements(int64_t limit = int64_t{1} << 40) const;
+  // Product of the dimensions, failing on unknown dimensions, or when the non-zero ones
+  // multiply to more than `limit` (so that a zero cannot hide an overflowing product).
+  StatusOr<int64_t> CheckedNumElements(int64_t limit = kMaxElements) const;
+  // Whether the known non-zero dimensions multiply to at most `limit`.
+  bool KnownDimsWithin(int64_t limit = kMaxElements) const;
 
   // True when every known dimension of `pattern` equals ours (-1 in pattern matches anything).
   bool MatchesPattern(const Shape& pattern) const;

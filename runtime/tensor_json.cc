@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace lockstep {
@@ -60,22 +61,30 @@ Status InferShape(const nlohmann::json& v, Shape* shape) {
 
 template <typename T>
 Status ToNumber(const nlohmann::json& v, T* out) {
-  if (!v.is_number()) return InvalidArgument("expected a number, got " + v.dump());
+  if (!v.is_number()) return InvalidArgument(std::string("expected a number, got a ") + v.type_name());
   if constexpr (std::is_integral_v<T>) {
-    if (v.is_number_float()) return InvalidArgument("expected an integer, got " + v.dump());
+    if (v.is_number_float()) return InvalidArgument("expected an integer, got " + std::to_string(v.get<double>()));
     if (v.is_number_unsigned()) {
       auto u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return InvalidArgument(v.dump() + " is out of range");
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        return InvalidArgument(std::to_string(u) + " is out of range for " + std::string(DTypeName(DTypeOf<T>::value)));
+      }
       *out = static_cast<T>(u);
     } else {
       auto s = v.get<int64_t>();
       if (s < std::numeric_limits<T>::min() || s > std::numeric_limits<T>::max()) {
-        return InvalidArgument(v.dump() + " is out of range");
+        return InvalidArgument(std::to_string(s) + " is out of range for " + std::string(DTypeName(DTypeOf<T>::value)));
       }
       *out = static_cast<T>(s);
     }
   } else {
-    *out = static_cast<T>(v.get<double>());
+    const double d = v.get<double>();
+    // Converting a double beyond float's range is undefined behaviour, and no JSON number
+    // is meant as infinity.
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+      return InvalidArgument(std::to_string(d) + " is out of range for float32");
+    }
+    *out = static_cast<T>(d);
   }
   return Status::Ok();
 }
@@ -102,11 +111,11 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
     case DType::kInt32: return ToNumber(v, &t.mutable_data<int32_t>()[i]);
     case DType::kInt64: return ToNumber(v, &t.mutable_data<int64_t>()[i]);
     case DType::kBool:
-      if (!v.is_boolean()) return InvalidArgument("expected true or false, got " + v.dump());
+      if (!v.is_boolean()) return InvalidArgument(std::string("expected true or false, got a ") + v.type_name());
       t.mutable_data<bool>()[i] = v.get<bool>();
       return Status::Ok();
     case DType::kString:
-      if (!v.is_string()) return InvalidArgument("expected a string, got " + v.dump());
+      if (!v.is_string()) return InvalidArgument(std::string("expected a string, got a ") + v.type_name());
       t.mutable_data<std::string>()[i] = v.get<std::string>();
       return Status::Ok();
     case DType::kInvalid: break;
@@ -115,6 +124,30 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
 }
 
 }  // namespace
+
+StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
+  // nlohmann's parser is iterative, but printing or walking a value recursively is not: a
+  // request of a million '[' must be refused before it becomes a value.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return InvalidArgument("JSON nests deeper than " + std::to_string(max_depth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return InvalidArgument("not valid JSON");
+  return value;
+}
 
 void AppendTensorJson(const Tensor& tensor, std::string* out) {
   int64_t next = 0;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 
 #include "runtime/tensor.h"
 
@@ -13,12 +14,15 @@ namespace lockstep {
 
 std::string FormatFloat(float value);
 
+// Parses JSON text, refusing (before parsing) any that nests deeper than `max_depth`.
+StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth = 64);
+
 // Appends the tensor as JSON to `out`.
 void AppendTensorJson(const Tensor& tensor, std::string* out);
 
 // Builds a tensor of `dtype` from a JSON value. The shape is the nesting of the lists, which
 // must be rectangular; integer dtypes take only integers within their range, float dtypes
-// any number (rounded to nearest); strings for kString, true/false for kBool.
+// any number within float range (rounded to nearest); strings for kString, true/false for kBool.
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype);
 
 }  // namespace lockstep

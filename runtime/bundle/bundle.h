@@ -9,7 +9,9 @@
 // The writer builds the directory beside its destination and renames it into place, so a
 // reader never sees half a bundle. The reader checks everything before anything runs and
 // answers a Status that names the file and what is wrong; a truncated, corrupted or hostile
-// bundle is an error, never a crash or an unbounded allocation.
+// bundle is an error, never a crash or an unbounded allocation. A bundle is immutable once
+// written: replace it by writing a new version directory, never edit a loaded one in place
+// (its weights are mapped, and a truncated mapping faults).
 #pragma once
 
 #include <cstdint>

@@ -103,18 +103,23 @@ Status ChecksumMismatch(const fs::path& path, const std::string& expected, const
                   ", the file's SHA-256 is " + actual);
 }
 
-// Checks every listed file's SHA-256. model.pb and weights.bin are mapped here and hashed from
-// the mapping, so what is parsed and served is exactly what was checked, even if the files
-// are replaced afterwards.
+// Checks every listed file's SHA-256. model.pb is copied into memory and hashed there, so
+// what is parsed is exactly what was checked. weights.bin is mapped and hashed from the
+// mapping, so a file replaced by rename after the check cannot change what is served (one
+// edited in place could: bundles are never edited in place, see mapped_file.cc).
 Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
-                       std::shared_ptr<const MappedFile>* graph, std::shared_ptr<const MappedFile>* weights) {
+                       std::string* graph, std::shared_ptr<const MappedFile>* weights) {
   for (const ManifestEntry& e : entries) {
     const fs::path path = dir / e.path;
     std::string actual;
-    if (e.path == kGraph || e.path == kWeights) {
-      LS_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::Open(path));
-      actual = Sha256Hex(file->bytes());
-      (e.path == kGraph ? *graph : *weights) = std::move(file);
+    if (e.path == kGraph) {
+      // Bounded before a byte is read or hashed: a huge sparse file costs nothing to make.
+      LS_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::Open(path, kMaxModelProtoBytes));
+      graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
+      actual = Sha256Hex(std::string_view(*graph));
+    } else if (e.path == kWeights) {
+      LS_ASSIGN_OR_RETURN(*weights, MappedFile::Open(path));
+      actual = Sha256Hex((*weights)->bytes());
     } else {
       LS_ASSIGN_OR_RETURN(actual, Sha256File(path));
     }
@@ -123,14 +128,10 @@ Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& en
   return Status::Ok();
 }
 
-StatusOr<proto::BundleDef> ParseBundleDef(const MappedFile& file) {
-  if (file.size() > kMaxModelProtoBytes) {
-    return InvalidArgument(kGraph + " is " + std::to_string(file.size()) + " bytes, more than the limit of " +
-                           std::to_string(kMaxModelProtoBytes));
-  }
+StatusOr<proto::BundleDef> ParseBundleDef(const std::string& bytes) {
   proto::BundleDef def;
-  // The size bound keeps the int cast exact. Parsing allocates in proportion to the input.
-  if (!def.ParseFromArray(file.data(), static_cast<int>(file.size()))) {
+  // kMaxModelProtoBytes keeps the int cast exact. Parsing allocates in proportion to the input.
+  if (!def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return DataLoss(kGraph + ": cannot parse BundleDef (truncated or corrupted)");
   }
   if (def.format_version() != kBundleFormatVersion) {
@@ -154,10 +155,11 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
   LS_ASSIGN_OR_RETURN(std::vector<ManifestEntry> manifest, ReadManifest(dir));
   LS_RETURN_IF_ERROR(CheckListedFilesExist(dir, manifest));
   LS_RETURN_IF_ERROR(CheckNoUnlistedFiles(dir, manifest));
-  std::shared_ptr<const MappedFile> graph_file, weights_file;
-  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, &graph_file, &weights_file));
+  std::string graph_bytes;
+  std::shared_ptr<const MappedFile> weights_file;
+  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, &graph_bytes, &weights_file));
 
-  LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(*graph_file));
+  LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(graph_bytes));
   Model model;
   auto graph = GraphFromProto(def);
   if (!graph.ok()) return graph.status().WithPrefix(kGraph);

@@ -181,7 +181,8 @@ Status WriteBundleImpl(const Model& model, const fs::path& dest, const BundleWri
   auto analysis = AnalyzeGraph(model);
   if (!analysis.ok()) return analysis.status().WithPrefix("invalid model");
   for (const auto& [rel, contents] : options.assets) {
-    LS_RETURN_IF_ERROR(CheckBundlePath(rel).WithPrefix("asset"));
+    // Checked as the manifest will list it, so the writer never makes what the reader refuses.
+    LS_RETURN_IF_ERROR(CheckBundlePath(std::string(kBundleAssetsDir) + "/" + rel).WithPrefix("asset"));
   }
 
   std::error_code ec;

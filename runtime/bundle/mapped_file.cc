@@ -35,8 +35,10 @@ StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::filesyst
   }
   void* addr = nullptr;
   if (size > 0) {
-    // MAP_PRIVATE: nobody can write through it, and our view cannot be changed by writes to
-    // pages we have already touched. The mapping outlives the descriptor.
+    // Read-only: nothing can write through it. It still shows later writes to the file, and
+    // truncating the file makes reads past the new end fault (SIGBUS): bundles are immutable
+    // once written, and are replaced by writing a new directory, never edited in place. The
+    // mapping outlives the descriptor.
     addr = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr == MAP_FAILED) {
       Status s = ErrnoStatus(errno, "cannot mmap", path);

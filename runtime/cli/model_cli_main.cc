@@ -103,6 +103,22 @@ StatusOr<Flags> ParseFlags(int argc, char** argv, const std::vector<std::string>
   return flags;
 }
 
+// Names and metadata come from the bundle: print control bytes escaped so a hostile bundle
+// cannot drive the terminal.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string SpecString(DType dtype, const Shape& shape) {
   return std::string(DTypeName(dtype)) + " " + shape.ToString();
 }
@@ -115,26 +131,29 @@ int Show(const Flags& flags) {
   std::ostringstream out;
   out << "bundle: " << flags.Get("dir") << "\n";
   out << "metadata:\n";
-  for (const auto& [k, v] : g.metadata) out << "  " << k << ": " << v << "\n";
+  for (const auto& [k, v] : g.metadata) out << "  " << Printable(k) << ": " << Printable(v) << "\n";
+  auto binding = [&](const TensorBinding& b) {
+    out << "    " << Printable(b.key) << ": " << SpecString(b.dtype, b.shape) << "  <- " << Printable(b.tensor) << "\n";
+  };
   for (const Signature& sig : g.signatures) {
-    out << "signature '" << sig.name << "'";
-    if (!sig.method_name.empty()) out << " (" << sig.method_name << ")";
+    out << "signature '" << Printable(sig.name) << "'";
+    if (!sig.method_name.empty()) out << " (" << Printable(sig.method_name) << ")";
     out << ":\n  inputs:\n";
-    for (const auto& b : sig.inputs) out << "    " << b.key << ": " << SpecString(b.dtype, b.shape) << "  <- " << b.tensor << "\n";
+    for (const auto& b : sig.inputs) binding(b);
     out << "  outputs:\n";
-    for (const auto& b : sig.outputs) out << "    " << b.key << ": " << SpecString(b.dtype, b.shape) << "  <- " << b.tensor << "\n";
+    for (const auto& b : sig.outputs) binding(b);
   }
   if (flags.Has("all")) {
     out << "nodes (" << g.nodes.size() << "):\n";
     for (const NodeDef& n : g.nodes) {
-      out << "  " << n.name << " = " << n.op << "(";
-      for (size_t i = 0; i < n.inputs.size(); ++i) out << (i ? ", " : "") << n.inputs[i];
+      out << "  " << Printable(n.name) << " = " << Printable(n.op) << "(";
+      for (size_t i = 0; i < n.inputs.size(); ++i) out << (i ? ", " : "") << Printable(n.inputs[i]);
       out << ")\n";
     }
     size_t bytes = 0;
     for (const auto& [name, t] : model->weights) bytes += t.byte_size();
     out << "weights (" << model->weights.size() << ", " << bytes << " bytes):\n";
-    for (const auto& [name, t] : model->weights) out << "  " << name << ": " << SpecString(t.dtype(), t.shape()) << "\n";
+    for (const auto& [name, t] : model->weights) out << "  " << Printable(name) << ": " << SpecString(t.dtype(), t.shape()) << "\n";
   }
   std::cout << out.str();
   return 0;
@@ -184,9 +203,9 @@ int Run(const Flags& flags) {
     if (binding == nullptr) return Fail("signature '" + sig->name + "' has no input '" + key + "'");
     auto text = ReadInputText(spec.substr(eq + 1));
     if (!text.ok()) return Fail(text.status().message());
-    nlohmann::json value = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) return Fail("input '" + key + "' is not valid JSON");
-    auto tensor = TensorFromJson(value, binding->dtype);
+    auto value = ParseJson(*text);
+    if (!value.ok()) return Fail("input '" + key + "': " + value.status().message());
+    auto tensor = TensorFromJson(*value, binding->dtype);
     if (!tensor.ok()) return Fail("input '" + key + "': " + tensor.status().message());
     inputs.push_back({key, std::move(*tensor)});
   }

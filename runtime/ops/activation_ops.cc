@@ -48,7 +48,8 @@ template <Activation A>
 Status ActivationKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   LS_RETURN_IF_ERROR(CheckDType(ActivationOpName<A>(), "input", x.dtype(), DType::kFloat32));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  Tensor& out = *out_ptr;
   const float* px = x.data<float>().data();
   float* po = out.mutable_data<float>().data();
   // Transcendental activations cost tens of cycles per element: smaller chunks pay.
@@ -127,7 +128,8 @@ Status SoftmaxKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   LS_RETURN_IF_ERROR(CheckDType(SoftmaxName<Log>(), "input", x.dtype(), DType::kFloat32));
   LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs(), x.shape()));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  Tensor& out = *out_ptr;
   const int64_t n = x.shape().dim(x.shape().rank() - 1);
   if (out.num_elements() == 0) return Status::Ok();
   const float* px = x.data<float>().data();

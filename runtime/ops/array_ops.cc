@@ -175,7 +175,8 @@ Status ConcatKernel(KernelContext& ctx) {
                           },
                           &axis));
   const DType dtype = ctx.input(0).dtype();
-  Tensor& out = ctx.AllocateOutput(0, dtype, shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, dtype, shape));
+  Tensor& out = *out_ptr;
   if (out.num_elements() == 0) return Status::Ok();
   // Seen as [outer, row]: each output row is the inputs' rows of `chunk` elements side by side.
   int64_t outer = 1;

@@ -112,7 +112,8 @@ Status CastFrom(KernelContext& ctx, const Tensor& in, Tensor& out) {
 Status CastKernel(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   LS_ASSIGN_OR_RETURN(DType to, CastTarget(ctx.attrs(), in.dtype()));
-  Tensor& out = ctx.AllocateOutput(0, to, in.shape());
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, to, in.shape()));
+  Tensor& out = *out_ptr;
   if (in.num_elements() == 0) return Status::Ok();
   if (to == in.dtype()) {
     if (to == DType::kString) {
@@ -214,7 +215,8 @@ void ArgMaxTyped(KernelContext& ctx, const Tensor& in, int axis, Tensor& out) {
 Status ArgMaxKernel(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   LS_ASSIGN_OR_RETURN(ArgMaxGeometry g, ArgMaxShape(ctx.attrs(), {in.dtype(), in.shape()}));
-  Tensor& out = ctx.AllocateOutput(0, DType::kInt64, g.out);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kInt64, g.out));
+  Tensor& out = *out_ptr;
   if (out.num_elements() == 0) return Status::Ok();
   switch (in.dtype()) {
     case DType::kFloat32: ArgMaxTyped<float>(ctx, in, g.axis, out); break;
@@ -300,7 +302,8 @@ Status GatherKernel(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape shape, GatherShape({params.dtype(), params.shape()},
                                                {indices.dtype(), indices.shape()}));
-  Tensor& out = ctx.AllocateOutput(0, params.dtype(), shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, params.dtype(), shape));
+  Tensor& out = *out_ptr;
   if (indices.dtype() == DType::kInt32) return GatherTyped<int32_t>(ctx, params, indices, out);
   return GatherTyped<int64_t>(ctx, params, indices, out);
 }

@@ -150,7 +150,8 @@ Status Conv2DKernel(KernelContext& ctx) {
   const Tensor& filter = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(ctx.attrs(), {input.dtype(), input.shape()},
                                                {filter.dtype(), filter.shape()}));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, g.out);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, g.out));
+  Tensor& out = *out_ptr;
   const int64_t rows = g.n * g.wh.out * g.ww.out;
   const int64_t cout = g.out.dim(3);
   const int64_t kdim = g.kh * g.kw * g.c;
@@ -282,7 +283,8 @@ template <bool Max>
 Status PoolKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   LS_ASSIGN_OR_RETURN(Geometry g, PoolGeometry<Max>(ctx.attrs(), {input.dtype(), input.shape()}));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, g.out);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, g.out));
+  Tensor& out = *out_ptr;
   if (out.num_elements() == 0) return Status::Ok();
   const float* in = input.data<float>().data();
   float* po = out.mutable_data<float>().data();

@@ -175,7 +175,8 @@ Status BinaryKernelTyped(KernelContext& ctx, const Shape& out_shape) {
       if (v == 0) return InvalidArgument("Div: integer division by zero");
     }
   }
-  Tensor& out = ctx.AllocateOutput(0, a.dtype(), out_shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, a.dtype(), out_shape));
+  Tensor& out = *out_ptr;
   if (out.num_elements() == 0) return Status::Ok();
   const auto plan = MakePlan<2>(out_shape, {&a.shape(), &b.shape()});
   const bool a_step = plan.strides[0][plan.rank - 1] != 0;
@@ -233,7 +234,8 @@ Status BiasAddKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& bias = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape shape, BiasAddShape(x.shape(), bias.shape()));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, shape));
+  Tensor& out = *out_ptr;
   const int64_t c = bias.num_elements();
   if (out.num_elements() == 0) return Status::Ok();
   const float* px = x.data<float>().data();
@@ -277,7 +279,8 @@ Status NormalizeKernel(KernelContext& ctx) {
   const Tensor& mean = ctx.input(1);
   const Tensor& std = ctx.input(2);
   LS_ASSIGN_OR_RETURN(Shape shape, NormalizeShape(x.shape(), mean.shape(), std.shape()));
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, shape));
+  Tensor& out = *out_ptr;
   if (out.num_elements() == 0) return Status::Ok();
   const auto plan = MakePlan<3>(shape, {&x.shape(), &mean.shape(), &std.shape()});
   const int last = plan.rank - 1;

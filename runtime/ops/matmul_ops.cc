@@ -92,7 +92,8 @@ Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_sh
                const float* bias) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, out_shape);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, out_shape));
+  Tensor& out = *out_ptr;
   GemmArgs g;
   g.transpose_a = attrs.transpose_a;
   g.transpose_b = attrs.transpose_b;

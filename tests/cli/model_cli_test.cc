@@ -115,6 +115,22 @@ TEST_F(ModelCli, InputFromFile) {
   EXPECT_EQ(run.output, "{\"y\": [4.0, 1.0]}\n");
 }
 
+TEST_F(ModelCli, HostileJsonIsRefusedNotACrash) {
+  std::string bundle = (dir_ / "1").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  std::ofstream(dir_ / "deep.json") << std::string(200000, '[') << std::string(200000, ']');
+  Result deep = RunCli("run --dir " + bundle + " --input x=@" + (dir_ / "deep.json").string());
+  EXPECT_EQ(deep.exit_code, 1) << deep.output;
+  EXPECT_NE(deep.output.find("deeper than"), std::string::npos) << deep.output;
+  std::ofstream(dir_ / "objects.json") << "[" << std::string(100000, '{') << "]";
+  EXPECT_EQ(RunCli("run --dir " + bundle + " --input x=@" + (dir_ / "objects.json").string()).exit_code, 1);
+  Result huge = RunCli("run --dir " + bundle + " --input 'x=[1e300]'");
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_NE(huge.output.find("out of range for float32"), std::string::npos) << huge.output;
+  Result text = RunCli("run --dir " + bundle + " --input 'x=[\"a\"]'");
+  EXPECT_NE(text.output.find("expected a number, got a string"), std::string::npos) << text.output;
+}
+
 TEST_F(ModelCli, ThreadsFlag) {
   std::string bundle = (dir_ / "1").string();
   ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);

@@ -46,6 +46,11 @@ TEST(Shape, BasicsAndChecks) {
   // Element counts that overflow are refused, not wrapped.
   Shape huge{int64_t{1} << 40, int64_t{1} << 40};
   EXPECT_FALSE(huge.CheckedNumElements().ok());
+  // A zero does not excuse the other dimensions: their product must still be holdable.
+  EXPECT_FALSE((Shape{0, int64_t{1} << 62}).CheckedNumElements().ok());
+  std::vector<int64_t> hidden_overflow = {int64_t{1} << 32, int64_t{1} << 32, 0};
+  EXPECT_FALSE(Shape::FromDims(hidden_overflow).ok());
+  EXPECT_EQ((Shape{int64_t{1} << 32, int64_t{1} << 32, 0}).num_elements(), 0);
   EXPECT_EQ(*(Shape{0, int64_t{1} << 40}).CheckedNumElements(), 0);
 }
 

@@ -6,6 +6,7 @@
 
 #include "graph_test_util.h"
 #include "runtime/graph_builder.h"
+#include "runtime/op_registry.h"
 
 namespace lockstep {
 namespace {
@@ -155,6 +156,77 @@ TEST(Session, RejectsInvalidModels) {
   auto s = Session::Create(std::move(g).Build());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("unknown op 'NoSuchOp'"), std::string::npos);
+}
+
+TEST(Session, ShapesTooLargeToHoldAreRejectedAtCompileTime) {
+  // A zero dimension must not hide an overflowing product of the others.
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 0});
+  std::string w = g.Const("w", Tensor(DType::kFloat32, Shape{0, int64_t{1} << 62}));
+  g.Op("MatMul", {x, w}, {}, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1, 0}, "y", Shape{-1, int64_t{1} << 62}));
+  auto s = Session::Create(std::move(g).Build());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("elements"), std::string::npos) << s.status().message();
+
+  GraphBuilder h;
+  h.Input("x", DType::kFloat32, Shape{-1});
+  std::string a = h.Const("a", Tensor(DType::kFloat32, Shape{int64_t{1} << 32, 0}));
+  std::string b = h.Const("b", Tensor(DType::kFloat32, Shape{0, int64_t{1} << 32}));
+  h.Op("MatMul", {a, b}, {}, "y");
+  h.AddSignature(OneInOneOut("x", Shape{-1}, "y", Shape{int64_t{1} << 32, int64_t{1} << 32}));
+  EXPECT_FALSE(Session::Create(std::move(h).Build()).ok());
+}
+
+TEST(Session, RequestsBeyondTheMemoryBudgetFailAlone) {
+  // A broadcast turns two small inputs into a large output.
+  GraphBuilder g;
+  g.Input("a", DType::kFloat32, Shape{-1, 1});
+  g.Input("b", DType::kFloat32, Shape{1, -1});
+  g.Op("Add", {"a", "b"}, {}, "sum");
+  g.AddSignature({"serving_default", "", {{"a", "a", DType::kFloat32, Shape{-1, 1}}, {"b", "b", DType::kFloat32, Shape{1, -1}}},
+                  {{"sum", "sum", DType::kFloat32, Shape{-1, -1}}}});
+  SessionOptions options;
+  options.max_bytes_per_run = 1 << 20;
+  auto session = MustCreate(std::move(g).Build(), options);
+  std::vector<NamedTensor> out;
+  std::vector<NamedTensor> big = {{"a", Tensor(DType::kFloat32, Shape{1024, 1})}, {"b", Tensor(DType::kFloat32, Shape{1, 1024})}};
+  Status s = session->Run("serving_default", big, &out);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  std::vector<NamedTensor> small = {{"a", Tensor(DType::kFloat32, Shape{16, 1})}, {"b", Tensor(DType::kFloat32, Shape{1, 16})}};
+  EXPECT_TRUE(session->Run("serving_default", small, &out).ok());
+  // RunOp (constant folding, tests) has a fixed per-tensor limit.
+  EXPECT_EQ(RunOp("Add", std::vector<Tensor>{Tensor(DType::kFloat32, Shape{1 << 21, 1}), Tensor(DType::kFloat32, Shape{1, 1 << 20})})
+                .status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(Session, EveryInputASignatureNeedsMustBeBound) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  std::string z = g.Input("z", DType::kFloat32, Shape{-1});
+  g.Op("Add", {x, z}, {}, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1}, "y", Shape{-1}));  // z is needed but not bound
+  auto s = Session::Create(std::move(g).Build());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("Input node 'z'"), std::string::npos) << s.status().message();
+}
+
+TEST(Session, InputsMatchTheNodeShapeAndAreBoundOnce) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{2});
+  g.Op("Relu", {x}, {}, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1}, "y", Shape{-1}));  // looser than the node
+  auto session = MustCreate(g.model());
+  std::vector<NamedTensor> out, in = {{"x", Tensor(DType::kFloat32, Shape{7})}};
+  Status s = session->Run("serving_default", in, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("shape [2]"), std::string::npos) << s.message();
+
+  Model twice = g.model();
+  twice.graph.signatures[0].inputs.push_back({"x2", "x", DType::kFloat32, Shape{-1}});
+  auto t = Session::Create(twice);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("another input"), std::string::npos) << t.status().message();
 }
 
 }  // namespace
