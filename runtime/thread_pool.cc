@@ -11,7 +11,7 @@ namespace lockstep {
 // and no worker still holds the job. Both counters change under the pool's mutex where a
 // waiter could otherwise miss a wake-up.
 struct ThreadPool::Job {
-  const std::function<void(int64_t, int64_t)>* fn;
+  const RangeFn* fn;
   int64_t n;
   int64_t chunk;
   int64_t num_chunks;
@@ -76,8 +76,7 @@ bool ThreadPool::RunOneQueued(std::unique_lock<std::mutex>& lock) {
   return true;
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t min_grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t min_grain, RangeFn fn) {
   if (n <= 0) return;
   min_grain = std::max<int64_t>(1, min_grain);
   const int64_t threads = num_threads();

@@ -7,12 +7,26 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace lockstep {
+
+// A non-owning reference to a callable taking a range: unlike std::function it never
+// allocates, so handing a lambda with many captures to ParallelFor costs nothing. The callable
+// must outlive the call it is passed to (it always does: ParallelFor returns after it ran).
+class RangeFn {
+ public:
+  template <typename F>
+  RangeFn(const F& f)  // NOLINT: implicit, so that lambdas pass straight in
+      : object_(&f), call_([](const void* o, int64_t b, int64_t e) { (*static_cast<const F*>(o))(b, e); }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*, int64_t, int64_t);
+};
 
 class ThreadPool {
  public:
@@ -26,7 +40,7 @@ class ThreadPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n), each at least `min_grain` long
   // (except possibly the last), and returns when all have finished. fn must not throw.
-  void ParallelFor(int64_t n, int64_t min_grain, const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t n, int64_t min_grain, RangeFn fn);
 
   // The process-wide pool. Its size is fixed by the first call to SetDefaultThreads, or by
   // hardware concurrency if none came first.
