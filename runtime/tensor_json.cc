@@ -1,8 +1,7 @@
 #include "runtime/tensor_json.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +10,17 @@ namespace lockstep {
 std::string FormatFloat(float value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  // %g (six significant digits) as TensorFlow Serving prints, with more digits only when
+  // needed for the text to read back as the same float; nine always suffice.
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(value));
-  if (std::strtof(buf, nullptr) != value) std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(value));
-  std::string s(buf);
+  char* end = buf;
+  for (int precision = 6; precision <= 9; ++precision) {
+    end = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::general, precision).ptr;
+    float back = 0;
+    std::from_chars(buf, end, back);
+    if (back == value) break;
+  }
+  std::string s(buf, end);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
 }

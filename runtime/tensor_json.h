@@ -1,7 +1,8 @@
 // Tensors as JSON values: nested lists, row-major, one level per dimension. Used by
-// model-cli and by the REST API. Floats are written as TensorFlow Serving writes them: the
-// shortest "%g" form when it reads back exactly, otherwise 9 significant digits; whole
-// numbers keep a ".0"; NaN and infinities as NaN, Infinity, -Infinity.
+// model-cli and by the REST API. Floats are written in "%g" style with the fewest significant
+// digits (six or more) that read back as the same float, so a client parsing the text gets
+// the identical value; whole numbers keep a ".0"; NaN and infinities as NaN, Infinity,
+// -Infinity, as TensorFlow Serving does.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
