@@ -15,6 +15,7 @@
 
 #include "proto/lockstep/bundle.pb.h"
 #include "runtime/bundle/bundle.h"
+#include "tests/common/scratch_dir.h"
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/sha256.h"
 #include "runtime/graph.h"
@@ -23,30 +24,7 @@ namespace lockstep::testing_util {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::random_device rd;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "lockstep-";
-    if (info != nullptr) name += std::string(info->test_suite_name()) + "-" + info->name() + "-";
-    path_ = fs::temp_directory_path() / (name + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& rel) const { return path_ / rel; }
-
- private:
-  fs::path path_;
-};
+using ::lockstep::test::ScratchDir;
 
 inline std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,0 +1,459 @@
+#include "model_store/manager.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "model_store/source.h"
+#include "model_store/version_policy.h"
+
+namespace lockstep {
+
+std::string_view VersionStateName(VersionState state) {
+  switch (state) {
+    case VersionState::kUnknown: return "UNKNOWN";
+    case VersionState::kStart: return "START";
+    case VersionState::kLoading: return "LOADING";
+    case VersionState::kAvailable: return "AVAILABLE";
+    case VersionState::kUnloading: return "UNLOADING";
+    case VersionState::kEnd: return "END";
+  }
+  return "UNKNOWN";
+}
+
+struct ModelManager::VersionEntry {
+  VersionState state = VersionState::kStart;
+  Status status;           // the load error, for a version that failed
+  ServableHandle loaded;   // while AVAILABLE
+  std::string fingerprint; // of the directory as it was when the failed load read it
+  uint64_t failed_generation = 0;  // ModelEntry::generation when the load failed
+};
+
+struct ModelManager::ModelEntry {
+  ModelConfig config;
+  uint64_t incarnation = 0;  // a model removed and added again is a new one
+  uint64_t generation = 0;   // bumped when a config changes this model's entry
+  std::map<int64_t, VersionEntry> versions;
+  bool listed = false;             // on_disk holds a successful listing
+  std::vector<int64_t> on_disk;
+  std::vector<int64_t> aspired;
+  std::string last_source_error;  // logged once per distinct error, not on every poll
+};
+
+// Objects whose destruction may be slow (a Session and its mapped weights): collected under
+// the lock, destroyed after it is released. Declared before the lock_guard so that it dies
+// after the guard.
+struct ModelManager::Garbage {
+  std::vector<ServableHandle> handles;
+  std::vector<std::shared_ptr<const ServingSnapshot>> snapshots;
+};
+
+// One model's share of a poll: what to list, read under the lock; the listing, read without it.
+struct ModelManager::PollWork {
+  std::string name;
+  uint64_t incarnation = 0;
+  std::filesystem::path base_path;
+  std::vector<int64_t> failed;  // versions whose last load failed
+  StatusOr<std::vector<int64_t>> listing = Internal("not listed");
+  std::map<int64_t, std::string> fingerprints;  // of the failed versions' directories
+};
+
+namespace {
+
+constexpr size_t kMaxFingerprintEntries = 10000;
+
+// What identifies the contents of a version directory cheaply: its inode (WriteBundle with
+// overwrite renames a new directory into place) and every file's path, size and mtime. A
+// failed version is retried when this changes.
+std::string DirFingerprint(const std::filesystem::path& dir) {
+  std::string fp;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "missing";
+  fp += std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+        std::to_string(st.st_mtim.tv_nsec) + ";";
+  std::error_code ec;
+  std::vector<std::string> parts;
+  std::filesystem::recursive_directory_iterator it(dir, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (parts.size() >= kMaxFingerprintEntries) break;
+    struct stat fst {};
+    if (::stat(it->path().c_str(), &fst) != 0) continue;
+    parts.push_back(it->path().lexically_relative(dir).string() + ":" + std::to_string(fst.st_size) + ":" +
+                    std::to_string(fst.st_mtim.tv_sec) + "." + std::to_string(fst.st_mtim.tv_nsec));
+  }
+  std::sort(parts.begin(), parts.end());
+  for (const std::string& p : parts) fp += p + ";";
+  return fp;
+}
+
+std::string RequestString(std::string_view model, std::optional<int64_t> version) {
+  if (version) return "Specific(" + std::string(model) + ", " + std::to_string(*version) + ")";
+  return "Latest(" + std::string(model) + ")";
+}
+
+}  // namespace
+
+ModelManager::ModelManager(Options options)
+    : options_(std::move(options)), snapshot_(std::make_shared<const ServingSnapshot>()) {
+  poll_thread_ = std::thread([this] { PollLoop(); });
+  const int n = std::max(1, options_.num_load_threads);
+  for (int i = 0; i < n; ++i) load_threads_.emplace_back([this] { LoadLoop(); });
+}
+
+ModelManager::~ModelManager() { Stop(); }
+
+void ModelManager::Stop() {
+  std::call_once(stop_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    poll_cv_.notify_all();
+    load_cv_.notify_all();
+    if (poll_thread_.joinable()) poll_thread_.join();
+    for (std::thread& t : load_threads_) {
+      if (t.joinable()) t.join();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    load_queue_.clear();
+    idle_cv_.notify_all();
+  });
+}
+
+std::shared_ptr<const ServingSnapshot> ModelManager::Snapshot() const {
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  return snapshot_;
+}
+
+StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::optional<int64_t> version,
+                                               std::optional<std::string_view> label) const {
+  if (version && label) {
+    return InvalidArgument("Both model version (" + std::to_string(*version) + ") and model version label (" +
+                           std::string(*label) + ") cannot be supplied.");
+  }
+  const std::shared_ptr<const ServingSnapshot> snapshot = Snapshot();
+  const auto model_it = snapshot->models.find(model);
+  if (label) {
+    if (model_it == snapshot->models.end()) {
+      return InvalidArgument("Unrecognized servable version label: " + std::string(*label));
+    }
+    const auto label_it = model_it->second.labels.find(*label);
+    if (label_it == model_it->second.labels.end()) {
+      return InvalidArgument("Unrecognized servable version label: " + std::string(*label));
+    }
+    version = label_it->second;
+  }
+  if (model_it == snapshot->models.end()) {
+    return NotFound("Servable not found for request: " + RequestString(model, version));
+  }
+  const auto& versions = model_it->second.versions;
+  if (version) {
+    const auto it = versions.find(*version);
+    if (it == versions.end()) return NotFound("Servable not found for request: " + RequestString(model, version));
+    return it->second;
+  }
+  if (versions.empty()) return NotFound("Servable not found for request: " + RequestString(model, version));
+  return versions.rbegin()->second;
+}
+
+StatusOr<std::vector<VersionStatusInfo>> ModelManager::GetModelStatus(std::string_view model,
+                                                                      std::optional<int64_t> version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = models_.find(model);
+  if (it == models_.end() || it->second->versions.empty()) {
+    return NotFound("Could not find any versions of model " + std::string(model));
+  }
+  std::vector<VersionStatusInfo> out;
+  for (const auto& [v, entry] : it->second->versions) {
+    if (version && v != *version) continue;
+    out.push_back({v, entry.state, entry.status});
+  }
+  if (out.empty()) {
+    return NotFound("Could not find version " + std::to_string(*version) + " of model " + std::string(model));
+  }
+  return out;
+}
+
+Status ModelManager::ApplyConfig(StoreConfig config) {
+  LS_RETURN_IF_ERROR(ValidateStoreConfig(config));
+  Garbage garbage;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return FailedPrecondition("the model manager is stopped");
+
+  // Labels first, against what is loaded now, so that a rejected config changes nothing.
+  for (const ModelConfig& m : config.models) {
+    const auto existing = models_.find(m.name);
+    const ModelEntry* entry = existing == models_.end() ? nullptr : existing->second.get();
+    const bool same_source = entry != nullptr && entry->config.base_path == m.base_path;
+    for (const auto& [label, target] : m.labels) {
+      if (same_source) {
+        const auto v = entry->versions.find(target);
+        if (v != entry->versions.end() && v->second.state == VersionState::kAvailable) continue;
+      }
+      bool moves_label = false;
+      if (entry != nullptr) {
+        const auto old = entry->config.labels.find(label);
+        moves_label = old != entry->config.labels.end() && old->second != target;
+      }
+      if (options_.allow_version_labels_for_unavailable_models && !moves_label) continue;
+      return FailedPrecondition("Request to assign label to version " + std::to_string(target) + " of model " +
+                                m.name + ", which is not currently available for inference");
+    }
+  }
+
+  std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> next;
+  for (ModelConfig& m : config.models) {
+    auto existing = models_.find(m.name);
+    std::unique_ptr<ModelEntry> entry;
+    // A model whose base path changed is another source: its versions are unrelated to the
+    // loaded ones, so it starts over (a gap in availability, documented in the README).
+    if (existing != models_.end() && existing->second->config.base_path == m.base_path) {
+      entry = std::move(existing->second);
+      models_.erase(existing);
+      if (!(entry->config == m)) ++entry->generation;  // a changed entry retries failed versions
+    } else {
+      entry = std::make_unique<ModelEntry>();
+      entry->incarnation = next_incarnation_++;
+    }
+    entry->config = std::move(m);
+    next.emplace(entry->config.name, std::move(entry));
+  }
+  // Whatever is left was dropped from the config (or replaced): unload it all.
+  for (auto& [name, entry] : models_) {
+    for (auto& [v, ve] : entry->versions) {
+      if (ve.loaded) {
+        garbage.handles.push_back(std::move(ve.loaded));
+        spdlog::info("model '{}' version {}: unloaded (the model left the config or its base path changed)",
+                     name, v);
+      }
+    }
+  }
+  models_ = std::move(next);
+  // Apply the new policies to the last listing at once; the poll below refreshes it.
+  for (auto& [name, entry] : models_) {
+    if (entry->listed) ReconcileLocked(*entry, {}, &garbage);
+  }
+  PublishLocked(&garbage);
+  poll_requested_ = true;
+  poll_cv_.notify_all();
+  return Status::Ok();
+}
+
+void ModelManager::PollLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const auto wake = [this] { return stopping_ || poll_requested_; };
+    if (options_.file_system_poll_wait_seconds > 0) {
+      // Clamped to a year so that the deadline cannot overflow the clock.
+      const int64_t seconds = std::min<int64_t>(options_.file_system_poll_wait_seconds, int64_t{366} * 24 * 3600);
+      poll_cv_.wait_for(lock, std::chrono::seconds(seconds), wake);
+    } else {
+      poll_cv_.wait(lock, wake);
+    }
+    if (stopping_) break;
+    lock.unlock();
+    PollOnce();
+    lock.lock();
+  }
+}
+
+void ModelManager::PollNow() { PollOnce(); }
+
+void ModelManager::PollOnce() {
+  std::lock_guard<std::mutex> poll_lock(poll_mu_);
+  std::vector<PollWork> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    ++polls_running_;
+    poll_requested_ = false;
+    for (const auto& [name, entry] : models_) {
+      PollWork w;
+      w.name = name;
+      w.incarnation = entry->incarnation;
+      w.base_path = entry->config.base_path;
+      for (const auto& [v, ve] : entry->versions) {
+        if (ve.state == VersionState::kEnd && !ve.status.ok()) w.failed.push_back(v);
+      }
+      work.push_back(std::move(w));
+    }
+  }
+  // The disk is read without the lock: a slow file system delays polls, never requests.
+  for (PollWork& w : work) {
+    w.listing = ListVersions(w.base_path);
+    for (int64_t v : w.failed) w.fingerprints[v] = DirFingerprint(VersionDir(w.base_path, v));
+  }
+  {
+    Garbage garbage;
+    std::lock_guard<std::mutex> lock(mu_);
+    ApplyListingsLocked(work, &garbage);
+  }
+  // Idle only once what the poll released is gone, so that WaitUntilIdle means settled.
+  std::lock_guard<std::mutex> lock(mu_);
+  --polls_running_;
+  idle_cv_.notify_all();
+}
+
+void ModelManager::ApplyListingsLocked(std::vector<PollWork>& work, Garbage* garbage) {
+  for (PollWork& w : work) {
+    const auto it = models_.find(w.name);
+    if (it == models_.end() || it->second->incarnation != w.incarnation) continue;
+    ModelEntry& entry = *it->second;
+    if (!w.listing.ok()) {
+      // Keep serving what is loaded: a base path that vanishes for a moment (a remount, a
+      // sync tool) must not take the model down.
+      if (entry.last_source_error != w.listing.status().message()) {
+        entry.last_source_error = w.listing.status().message();
+        spdlog::warn("model '{}': {}", w.name, entry.last_source_error);
+      }
+      continue;
+    }
+    entry.last_source_error.clear();
+    entry.listed = true;
+    entry.on_disk = std::move(w.listing).value();
+    ReconcileLocked(entry, w.fingerprints, garbage);
+  }
+  PublishLocked(garbage);
+}
+
+void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, std::string>& fingerprints,
+                                   Garbage* garbage) {
+  entry.aspired = AspiredVersions(entry.config.policy, entry.on_disk);
+  for (int64_t v : entry.aspired) {
+    auto [it, inserted] = entry.versions.try_emplace(v);
+    VersionEntry& ve = it->second;
+    bool load = inserted;
+    if (!inserted && ve.state == VersionState::kEnd) {
+      if (ve.status.ok()) {
+        load = true;  // unloaded earlier, wanted again (a rollback)
+      } else {
+        const auto fp = fingerprints.find(v);
+        load = ve.failed_generation != entry.generation || (fp != fingerprints.end() && fp->second != ve.fingerprint);
+      }
+    }
+    if (!load) continue;
+    ve = VersionEntry{};  // START
+    load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v)});
+    load_cv_.notify_one();
+  }
+  // Forget versions that ended and whose directory is gone; their history is of no use.
+  const std::set<int64_t> on_disk(entry.on_disk.begin(), entry.on_disk.end());
+  std::erase_if(entry.versions, [&](const auto& kv) {
+    return kv.second.state == VersionState::kEnd && on_disk.count(kv.first) == 0;
+  });
+  TransitionLocked(entry, garbage);
+}
+
+void ModelManager::TransitionLocked(ModelEntry& entry, Garbage* garbage) {
+  const std::set<int64_t> aspired(entry.aspired.begin(), entry.aspired.end());
+  bool aspired_available = false;
+  std::vector<int64_t> unwanted;  // available but no longer aspired, ascending
+  for (const auto& [v, ve] : entry.versions) {
+    if (ve.state != VersionState::kAvailable) continue;
+    if (aspired.count(v) != 0) {
+      aspired_available = true;
+    } else {
+      unwanted.push_back(v);
+    }
+  }
+  // Availability preserving: while no aspired version is available (still loading, failed,
+  // or none on disk), the newest of the others keeps serving.
+  if (!aspired_available && !unwanted.empty()) unwanted.pop_back();
+  for (int64_t v : unwanted) {
+    VersionEntry& ve = entry.versions[v];
+    ve.state = VersionState::kUnloading;
+    garbage->handles.push_back(std::move(ve.loaded));
+    ve.loaded.reset();
+    // Requests in flight keep their handle; the version is freed when the last one ends.
+    ve.state = VersionState::kEnd;
+    spdlog::info("model '{}' version {}: unloaded", entry.config.name, v);
+  }
+}
+
+void ModelManager::PublishLocked(Garbage* garbage) {
+  auto snapshot = std::make_shared<ServingSnapshot>();
+  for (const auto& [name, entry] : models_) {
+    ServingSnapshot::Model& m = snapshot->models[name];
+    m.policy = entry->config.policy;
+    m.labels.insert(entry->config.labels.begin(), entry->config.labels.end());
+    for (const auto& [v, ve] : entry->versions) {
+      if (ve.state == VersionState::kAvailable) m.versions.emplace(v, ve.loaded);
+    }
+  }
+  std::shared_ptr<const ServingSnapshot> published = std::move(snapshot);
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  snapshot_.swap(published);
+  garbage->snapshots.push_back(std::move(published));
+}
+
+void ModelManager::LoadLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    load_cv_.wait(lock, [this] { return stopping_ || !load_queue_.empty(); });
+    if (stopping_) return;
+    LoadTask task = std::move(load_queue_.front());
+    load_queue_.pop_front();
+    const auto find = [&]() -> VersionEntry* {
+      const auto it = models_.find(task.model);
+      if (it == models_.end() || it->second->incarnation != task.incarnation) return nullptr;
+      const auto v = it->second->versions.find(task.version);
+      return v == it->second->versions.end() ? nullptr : &v->second;
+    };
+    VersionEntry* ve = find();
+    if (ve == nullptr || ve->state != VersionState::kStart) {
+      idle_cv_.notify_all();
+      continue;
+    }
+    ve->state = VersionState::kLoading;
+    ++loads_running_;
+    lock.unlock();
+
+    const std::string fingerprint = DirFingerprint(task.dir);
+    StatusOr<ServableHandle> loaded = LoadVersion(task.model, task.version, task.dir, options_.session_options);
+
+    Garbage garbage;
+    lock.lock();
+    ve = find();
+    if (ve != nullptr && ve->state == VersionState::kLoading) {
+      if (loaded.ok()) {
+        ve->state = VersionState::kAvailable;
+        ve->status = Status::Ok();
+        ve->loaded = std::move(loaded).value();
+        spdlog::info("model '{}' version {}: available", task.model, task.version);
+      } else {
+        ve->state = VersionState::kEnd;
+        ve->status = loaded.status();
+        ve->fingerprint = fingerprint;
+        ve->failed_generation = models_.find(task.model)->second->generation;
+        spdlog::error("model '{}' version {}: load failed: {}", task.model, task.version,
+                      loaded.status().ToString());
+      }
+      TransitionLocked(*models_.find(task.model)->second, &garbage);
+      PublishLocked(&garbage);
+    } else if (loaded.ok()) {
+      garbage.handles.push_back(std::move(loaded).value());  // its model left the config meanwhile
+    }
+    // Destroy what was released without holding the lock, and only then count the load as
+    // done, so that WaitUntilIdle means settled.
+    lock.unlock();
+    garbage = Garbage{};
+    lock.lock();
+    --loads_running_;
+    idle_cv_.notify_all();
+  }
+}
+
+bool ModelManager::IdleLocked() const {
+  return !poll_requested_ && polls_running_ == 0 && load_queue_.empty() && loads_running_ == 0;
+}
+
+bool ModelManager::WaitUntilIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [this] { return stopping_ || IdleLocked(); });
+}
+
+}  // namespace lockstep

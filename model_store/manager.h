@@ -1,0 +1,174 @@
+// The manager: keeps the versions the config asks for loaded and publishes what can serve.
+//
+// A background thread polls every model's base path (source.h), applies its version policy
+// (version_policy.h) and drives each version through TF Serving's states
+//     START(10) -> LOADING(20) -> AVAILABLE(30) -> UNLOADING(40) -> END(50)
+// with the availability-preserving policy: new versions are loaded and warmed up first, on
+// load threads that never block requests, and a version no longer aspired is unloaded only
+// once an aspired version is available (or when its model leaves the config). A failed load
+// ends in END with its error kept (GetModelStatus shows it, spdlog logs it once) and changes
+// nothing that serves; it is tried again only when its directory changes (another inode, file
+// set, size or modification time) or a config that changes that model's entry is applied,
+// never on every poll (nor on every re-read of an unchanged config file).
+//
+// Requests see an immutable ServingSnapshot. Resolve() copies one shared_ptr under a small
+// mutex (the only shared state on the request path) and hands back a refcounted handle: a
+// request in flight keeps its version alive and usable after the manager has unloaded it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "model_store/loader.h"
+#include "model_store/model_config.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+using ServableHandle = std::shared_ptr<const LoadedVersion>;
+
+// Numbered as TF Serving's ModelVersionStatus.State.
+enum class VersionState : int {
+  kUnknown = 0,
+  kStart = 10,
+  kLoading = 20,
+  kAvailable = 30,
+  kUnloading = 40,
+  kEnd = 50,
+};
+std::string_view VersionStateName(VersionState state);  // "AVAILABLE", ...
+
+struct VersionStatusInfo {
+  int64_t version = 0;
+  VersionState state = VersionState::kUnknown;
+  Status status;  // the load error for a version that failed; OK otherwise
+};
+
+// What serves, as one immutable value; replaced whole, never changed.
+struct ServingSnapshot {
+  struct Model {
+    std::map<int64_t, ServableHandle> versions;  // AVAILABLE versions only
+    std::map<std::string, int64_t, std::less<>> labels;
+    VersionPolicy policy;
+  };
+  std::map<std::string, Model, std::less<>> models;
+};
+
+class ModelManager {
+ public:
+  struct Options {
+    // Seconds between polls of the base paths. 0 (or less): poll once when a config is
+    // applied, then only on PollNow().
+    int64_t file_system_poll_wait_seconds = 1;
+    // Lets a config give a NEW label to a version that is not yet available. Moving an
+    // existing label always needs its new target available (as in TF Serving).
+    bool allow_version_labels_for_unavailable_models = false;
+    SessionOptions session_options;
+    // Threads that load and warm up versions (at least 1); requests never wait on them.
+    int num_load_threads = 2;
+  };
+
+  explicit ModelManager(Options options);
+  ~ModelManager();  // Stop()
+  ModelManager(const ModelManager&) = delete;
+  ModelManager& operator=(const ModelManager&) = delete;
+
+  // Validates `config` and, if it and its labels are acceptable, replaces the current config
+  // whole: models left out are unloaded, new ones are polled at once. On any error nothing
+  // changes and the old config keeps serving. Label errors are FailedPrecondition, as TF
+  // Serving's: "Request to assign label to version 2 of model m, which is not currently
+  // available for inference".
+  Status ApplyConfig(StoreConfig config);
+
+  // The version to serve. No version and no label: the highest available version. Errors, as
+  // TF Serving words them: NotFound "Servable not found for request: Latest(m)" or
+  // "... Specific(m, 3)"; an unknown label is InvalidArgument "Unrecognized servable version
+  // label: canary"; both a version and a label is InvalidArgument.
+  StatusOr<ServableHandle> Resolve(std::string_view model, std::optional<int64_t> version = std::nullopt,
+                                   std::optional<std::string_view> label = std::nullopt) const;
+
+  // The current snapshot (what Resolve reads), e.g. for metadata listings.
+  std::shared_ptr<const ServingSnapshot> Snapshot() const;
+
+  // The versions of `model` (or just `version`) the manager has handled and whose directory
+  // still exists, with failed ones kept, ascending. NotFound "Could not find any
+  // versions of model m" / "Could not find version 3 of model m".
+  StatusOr<std::vector<VersionStatusInfo>> GetModelStatus(std::string_view model,
+                                                          std::optional<int64_t> version = std::nullopt) const;
+
+  // Polls every base path now, on the calling thread, and queues the loads that follow.
+  void PollNow();
+  // Waits until no poll is pending or running and no load is queued or running. False on
+  // timeout. With PollNow(), lets tests step the manager without sleeping.
+  bool WaitUntilIdle(std::chrono::milliseconds timeout);
+
+  // Stops the threads (idempotent). Loaded versions stay in the snapshot until destruction.
+  void Stop();
+
+ private:
+  struct VersionEntry;
+  struct ModelEntry;
+  struct Garbage;
+  struct PollWork;
+  struct LoadTask {
+    std::string model;
+    uint64_t incarnation;
+    int64_t version;
+    std::filesystem::path dir;
+  };
+
+  void PollLoop();
+  void LoadLoop();
+  void PollOnce();
+  // Everything below runs with mu_ held. What they release goes to `garbage`, destroyed by
+  // the caller once mu_ is released.
+  // Recomputes the aspired versions from entry.on_disk, queues the loads they need (a failed
+  // version is queued again only if its fingerprint changed or the config is newer), then
+  // transitions.
+  void ReconcileLocked(ModelEntry& entry, const std::map<int64_t, std::string>& fingerprints,
+                       Garbage* garbage);
+  // Unloads the versions no longer aspired, as far as availability allows.
+  void TransitionLocked(ModelEntry& entry, Garbage* garbage);
+  // Takes a poll's listings in: reconciles every model still configured, then publishes.
+  void ApplyListingsLocked(std::vector<PollWork>& work, Garbage* garbage);
+  void PublishLocked(Garbage* garbage);
+  bool IdleLocked() const;
+
+  const Options options_;
+
+  // Serialises polls (the background one and PollNow) so two never race on the same model.
+  std::mutex poll_mu_;
+
+  mutable std::mutex mu_;  // guards everything below except snapshot_
+  std::condition_variable poll_cv_;
+  std::condition_variable load_cv_;
+  std::condition_variable idle_cv_;
+  std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> models_;
+  uint64_t next_incarnation_ = 1;
+  bool poll_requested_ = false;
+  int polls_running_ = 0;
+  std::deque<LoadTask> load_queue_;
+  int loads_running_ = 0;
+  bool stopping_ = false;
+  bool stopped_ = false;
+
+  mutable std::mutex snapshot_mu_;
+  std::shared_ptr<const ServingSnapshot> snapshot_;
+
+  std::once_flag stop_once_;
+  std::thread poll_thread_;
+  std::vector<std::thread> load_threads_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,84 @@
+#include "model_store/model_config.h"
+
+#include <filesystem>
+#include <set>
+#include <string_view>
+
+namespace lockstep {
+namespace {
+
+constexpr size_t kMaxModelNameLength = 255;
+
+Status CheckName(std::string_view name, size_t index) {
+  const std::string where = "model_config_list.config[" + std::to_string(index) + "].name";
+  if (name.empty()) return InvalidArgument(where + " is empty");
+  if (name.size() > kMaxModelNameLength) {
+    return InvalidArgument(where + " is longer than " + std::to_string(kMaxModelNameLength) + " characters");
+  }
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return InvalidArgument(where + " '" + std::string(name) + "' has a control character");
+    if (c == '/' || c == '\\') {
+      return InvalidArgument(where + " '" + std::string(name) + "' has a path separator");
+    }
+  }
+  if (name.find("..") != std::string_view::npos || name == ".") {
+    return InvalidArgument(where + " '" + std::string(name) + "' may not be '.' or contain '..'");
+  }
+  return Status::Ok();
+}
+
+Status CheckModel(const ModelConfig& m) {
+  const std::string who = "model '" + m.name + "': ";
+  if (m.base_path.empty()) return InvalidArgument(who + "base_path is empty");
+  if (!std::filesystem::path(m.base_path).lexically_normal().is_absolute()) {
+    return InvalidArgument(who + "base_path '" + m.base_path + "' is not an absolute path");
+  }
+  switch (m.policy.kind) {
+    case VersionPolicy::kLatest:
+      if (m.policy.num_versions < 1) {
+        return InvalidArgument(who + "model_version_policy.latest.num_versions must be at least 1");
+      }
+      break;
+    case VersionPolicy::kAll:
+      break;
+    case VersionPolicy::kSpecific:
+      if (m.policy.versions.empty()) {
+        return InvalidArgument(who + "model_version_policy.specific.versions is empty");
+      }
+      for (int64_t v : m.policy.versions) {
+        if (v <= 0) {
+          return InvalidArgument(who + "model_version_policy.specific.versions has " + std::to_string(v) +
+                                 "; versions are positive");
+        }
+      }
+      break;
+    default:
+      return InvalidArgument(who + "model_version_policy has an unknown kind");
+  }
+  for (const auto& [label, version] : m.labels) {
+    if (label.empty()) return InvalidArgument(who + "version_labels has an empty label");
+    if (version <= 0) {
+      return InvalidArgument(who + "version_labels['" + label + "'] is " + std::to_string(version) +
+                             "; versions are positive");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateStoreConfig(const StoreConfig& config) {
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < config.models.size(); ++i) {
+    const ModelConfig& m = config.models[i];
+    LS_RETURN_IF_ERROR(CheckName(m.name, i));
+    if (!names.insert(m.name).second) {
+      return InvalidArgument("model '" + m.name + "': name appears more than once in model_config_list");
+    }
+    LS_RETURN_IF_ERROR(CheckModel(m));
+  }
+  return Status::Ok();
+}
+
+}  // namespace lockstep

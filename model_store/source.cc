@@ -1,0 +1,52 @@
+#include "model_store/source.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <system_error>
+
+namespace lockstep {
+
+std::optional<int64_t> ParseVersionDirName(std::string_view name) {
+  if (name.empty() || name.size() > 19 || name[0] == '0') return std::nullopt;
+  int64_t value = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const int digit = c - '0';
+    if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+std::filesystem::path VersionDir(const std::filesystem::path& base_path, int64_t version) {
+  return base_path / std::to_string(version);
+}
+
+StatusOr<std::vector<int64_t>> ListVersions(const std::filesystem::path& base_path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(base_path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return FailedPrecondition("cannot read base path " + base_path.string() + ": " + ec.message());
+    }
+    return NotFound("base path " + base_path.string() + " does not exist");
+  }
+  if (!std::filesystem::is_directory(st)) {
+    return FailedPrecondition("base path " + base_path.string() + " is not a directory");
+  }
+  std::vector<int64_t> versions;
+  std::filesystem::directory_iterator it(base_path, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::optional<int64_t> v = ParseVersionDirName(it->path().filename().native());
+    if (!v) continue;
+    std::error_code dir_ec;
+    if (!it->is_directory(dir_ec) || dir_ec) continue;  // a file named "3" is not a version
+    versions.push_back(*v);
+  }
+  if (ec) return FailedPrecondition("cannot list base path " + base_path.string() + ": " + ec.message());
+  std::sort(versions.begin(), versions.end());
+  return versions;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,305 @@
+#include "server/tensor_proto.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+namespace {
+
+// tensor_content is little-endian on the wire; we copy it as is.
+static_assert(std::endian::native == std::endian::little,
+              "the tensor_content codec assumes a little-endian host");
+
+std::string ShapeString(const tensorflow::TensorShapeProto& proto) {
+  std::string out = "[";
+  for (int i = 0; i < proto.dim_size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(proto.dim(i).size());
+  }
+  return out + "]";
+}
+
+// The element count and byte cost of a decoded tensor, checked against the cap before
+// anything is allocated.
+Status CheckBytes(DType dtype, const Shape& shape, int64_t n, int64_t extra_bytes,
+                  int64_t max_bytes) {
+  const int64_t element_size = static_cast<int64_t>(DTypeSize(dtype));
+  // n <= Shape::kMaxElements (2^40) and element_size <= 32, so the product cannot overflow;
+  // extra_bytes is bounded separately by the caller.
+  const int64_t bytes = n * element_size;
+  if (bytes > max_bytes || extra_bytes > max_bytes - bytes) {
+    return InvalidArgument("tensor " + std::string(DTypeName(dtype)) + shape.ToString() +
+                           " would take more than the limit of " + std::to_string(max_bytes) +
+                           " bytes");
+  }
+  return Status::Ok();
+}
+
+// Says how many values a typed field must hold.
+Status CountMismatch(tensorflow::DataType dtype, const Shape& shape, int64_t n,
+                     const char* field, int64_t got) {
+  return InvalidArgument(DataTypeName(dtype) + " tensor of shape " + shape.ToString() +
+                         " needs " + std::to_string(n) + " values (or 1, repeated) in " + field +
+                         ", got " + std::to_string(got));
+}
+
+// Fills a numeric tensor from a typed repeated field, applying the splat rule. `convert` turns
+// one wire value into one element.
+template <typename T, typename Field, typename Convert>
+StatusOr<Tensor> FromField(tensorflow::DataType wire_dtype, const Shape& shape, int64_t n,
+                           const Field& field, const char* field_name, int64_t max_bytes,
+                           Convert convert) {
+  const int64_t got = field.size();
+  if (got != n && !(got == 1 && n > 1)) return CountMismatch(wire_dtype, shape, n, field_name, got);
+  LS_RETURN_IF_ERROR(CheckBytes(DTypeOf<T>::value, shape, n, 0, max_bytes));
+  Tensor t(DTypeOf<T>::value, shape);
+  std::span<T> out = t.mutable_data<T>();
+  if (got == 1 && n > 1) {
+    const T value = convert(field.Get(0));
+    for (T& e : out) e = value;
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = convert(field.Get(static_cast<int>(i)));
+  }
+  return t;
+}
+
+StatusOr<Tensor> FromContent(const tensorflow::TensorProto& proto, DType dtype,
+                             const Shape& shape, int64_t n, int64_t max_bytes) {
+  if (dtype == DType::kString) {
+    // TensorFlow's string tensor_content is a varint-prefixed encoding no serving client
+    // sends; asking for string_val keeps the decoder small.
+    return InvalidArgument("tensor_content is not supported for DT_STRING; send string_val");
+  }
+  const std::string& content = proto.tensor_content();
+  const int64_t element_size = static_cast<int64_t>(DTypeSize(dtype));
+  if (static_cast<int64_t>(content.size()) != n * element_size) {
+    return InvalidArgument(DataTypeName(proto.dtype()) + " tensor of shape " + shape.ToString() +
+                           " needs " + std::to_string(n * element_size) +
+                           " bytes of tensor_content (" + std::to_string(n) + " x " +
+                           std::to_string(element_size) + "), got " +
+                           std::to_string(content.size()));
+  }
+  // The content is as large as the tensor, so this check only matters for tiny caps.
+  LS_RETURN_IF_ERROR(CheckBytes(dtype, shape, n, 0, max_bytes));
+  Tensor t(dtype, shape);
+  if (dtype == DType::kBool) {
+    // Any non-zero byte is true; copying raw bytes into bool storage could create a bool that
+    // is neither true nor false.
+    std::span<bool> out = t.mutable_data<bool>();
+    for (int64_t i = 0; i < n; ++i) out[i] = content[static_cast<size_t>(i)] != 0;
+  } else if (n > 0) {
+    std::memcpy(t.mutable_raw_data(), content.data(), content.size());
+  }
+  return t;
+}
+
+StatusOr<Tensor> FromStrings(const tensorflow::TensorProto& proto, const Shape& shape, int64_t n,
+                             int64_t max_bytes) {
+  const auto& field = proto.string_val();
+  const int64_t got = field.size();
+  const bool splat = got == 1 && n > 1;
+  if (got != n && !splat) return CountMismatch(proto.dtype(), shape, n, "string_val", got);
+  // Element bytes: the payload once per element (a splat copies it n times). Each string is
+  // below 2 GiB (a protobuf limit) and n <= 2^40, but their product can overflow: divide.
+  int64_t payload = 0;
+  if (splat) {
+    const int64_t len = static_cast<int64_t>(field.Get(0).size());
+    if (len > 0 && n > max_bytes / len) {
+      return InvalidArgument("tensor string" + shape.ToString() +
+                             " would take more than the limit of " + std::to_string(max_bytes) +
+                             " bytes");
+    }
+    payload = len * n;
+  } else {
+    for (const std::string& s : field) payload += static_cast<int64_t>(s.size());
+  }
+  LS_RETURN_IF_ERROR(CheckBytes(DType::kString, shape, n, payload, max_bytes));
+  Tensor t(DType::kString, shape);
+  std::span<std::string> out = t.mutable_data<std::string>();
+  for (int64_t i = 0; i < n; ++i) out[i] = field.Get(splat ? 0 : static_cast<int>(i));
+  return t;
+}
+
+template <typename T, typename Field>
+void CopyOut(std::span<const T> values, Field* field) {
+  field->Resize(static_cast<int>(values.size()), typename Field::value_type{});
+  if (!values.empty()) std::memcpy(field->mutable_data(), values.data(), values.size_bytes());
+}
+
+}  // namespace
+
+tensorflow::DataType DTypeToDataType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return tensorflow::DT_FLOAT;
+    case DType::kBFloat16: return tensorflow::DT_BFLOAT16;
+    case DType::kInt32: return tensorflow::DT_INT32;
+    case DType::kInt64: return tensorflow::DT_INT64;
+    case DType::kBool: return tensorflow::DT_BOOL;
+    case DType::kString: return tensorflow::DT_STRING;
+    case DType::kInvalid: break;
+  }
+  return tensorflow::DT_INVALID;
+}
+
+StatusOr<DType> DataTypeToDType(tensorflow::DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_FLOAT: return DType::kFloat32;
+    case tensorflow::DT_BFLOAT16: return DType::kBFloat16;
+    case tensorflow::DT_INT32: return DType::kInt32;
+    case tensorflow::DT_INT64: return DType::kInt64;
+    case tensorflow::DT_BOOL: return DType::kBool;
+    case tensorflow::DT_STRING: return DType::kString;
+    default: break;
+  }
+  return InvalidArgument("dtype " + DataTypeName(dtype) +
+                         " is not supported; Lockstep serves DT_FLOAT, DT_BFLOAT16, DT_INT32, "
+                         "DT_INT64, DT_BOOL and DT_STRING");
+}
+
+std::string DataTypeName(int dtype) {
+  if (tensorflow::DataType_IsValid(dtype)) {
+    return tensorflow::DataType_Name(static_cast<tensorflow::DataType>(dtype));
+  }
+  return "DataType(" + std::to_string(dtype) + ")";
+}
+
+StatusOr<Shape> ShapeFromProto(const tensorflow::TensorShapeProto& proto) {
+  if (proto.unknown_rank()) return InvalidArgument("tensor_shape has unknown rank");
+  if (proto.dim_size() > Shape::kMaxRank) {
+    return InvalidArgument("tensor_shape has rank " + std::to_string(proto.dim_size()) +
+                           ", above the maximum of " + std::to_string(Shape::kMaxRank));
+  }
+  int64_t dims[Shape::kMaxRank];
+  for (int i = 0; i < proto.dim_size(); ++i) {
+    dims[i] = proto.dim(i).size();
+    if (dims[i] < 0) {
+      return InvalidArgument("tensor_shape " + ShapeString(proto) + " has dimension " +
+                             std::to_string(i) + " of " + std::to_string(dims[i]) +
+                             "; a tensor with values needs every dimension known");
+    }
+  }
+  auto shape = Shape::FromDims(std::span<const int64_t>(dims, static_cast<size_t>(proto.dim_size())));
+  if (!shape.ok()) return shape.status().WithPrefix("tensor_shape");
+  return shape;
+}
+
+void ShapeToProto(const Shape& shape, tensorflow::TensorShapeProto* proto) {
+  proto->Clear();
+  for (int64_t d : shape.dims()) proto->add_dim()->set_size(d);
+}
+
+StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes) {
+  LS_ASSIGN_OR_RETURN(DType dtype, DataTypeToDType(proto.dtype()));
+  LS_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(proto.tensor_shape()));
+  LS_ASSIGN_OR_RETURN(int64_t n, shape.CheckedNumElements());
+
+  if (!proto.tensor_content().empty()) return FromContent(proto, dtype, shape, n, max_bytes);
+
+  const tensorflow::DataType wire = proto.dtype();
+  switch (dtype) {
+    case DType::kFloat32:
+      return FromField<float>(wire, shape, n, proto.float_val(), "float_val", max_bytes,
+                              [](float v) { return v; });
+    case DType::kBFloat16:
+      return FromField<bfloat16>(wire, shape, n, proto.half_val(), "half_val", max_bytes,
+                                 [](int32_t v) {
+                                   return bfloat16::FromBits(static_cast<uint16_t>(v & 0xffff));
+                                 });
+    case DType::kInt32:
+      return FromField<int32_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
+                                [](int32_t v) { return v; });
+    case DType::kInt64:
+      return FromField<int64_t>(wire, shape, n, proto.int64_val(), "int64_val", max_bytes,
+                                [](int64_t v) { return v; });
+    case DType::kBool:
+      return FromField<bool>(wire, shape, n, proto.bool_val(), "bool_val", max_bytes,
+                             [](bool v) { return v; });
+    case DType::kString:
+      return FromStrings(proto, shape, n, max_bytes);
+    case DType::kInvalid:
+      break;
+  }
+  return Internal("unreachable dtype in TensorFromProto");
+}
+
+Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
+  proto->Clear();
+  // Repeated fields count in int; a larger tensor could not be sent anyway (messages stop at
+  // 2 GiB), but must not overflow the count.
+  if (tensor.num_elements() > std::numeric_limits<int>::max()) {
+    return ResourceExhausted("tensor " + std::string(DTypeName(tensor.dtype())) +
+                             tensor.shape().ToString() + " has too many elements to encode");
+  }
+  proto->set_dtype(DTypeToDataType(tensor.dtype()));
+  ShapeToProto(tensor.shape(), proto->mutable_tensor_shape());
+  switch (tensor.dtype()) {
+    case DType::kFloat32:
+      CopyOut(tensor.data<float>(), proto->mutable_float_val());
+      break;
+    case DType::kBFloat16: {
+      auto* field = proto->mutable_half_val();
+      std::span<const bfloat16> values = tensor.data<bfloat16>();
+      field->Reserve(static_cast<int>(values.size()));
+      for (bfloat16 v : values) field->AddAlreadyReserved(v.bits);
+      break;
+    }
+    case DType::kInt32:
+      CopyOut(tensor.data<int32_t>(), proto->mutable_int_val());
+      break;
+    case DType::kInt64: {
+      // int64_t and protobuf's int64 are both 64-bit but may be distinct types (long vs long
+      // long), so copy element by element rather than reinterpret.
+      auto* field = proto->mutable_int64_val();
+      std::span<const int64_t> values = tensor.data<int64_t>();
+      field->Reserve(static_cast<int>(values.size()));
+      for (int64_t v : values) field->AddAlreadyReserved(v);
+      break;
+    }
+    case DType::kBool: {
+      auto* field = proto->mutable_bool_val();
+      std::span<const bool> values = tensor.data<bool>();
+      field->Reserve(static_cast<int>(values.size()));
+      for (bool v : values) field->AddAlreadyReserved(v);
+      break;
+    }
+    case DType::kString: {
+      auto* field = proto->mutable_string_val();
+      std::span<const std::string> values = tensor.data<std::string>();
+      field->Reserve(static_cast<int>(values.size()));
+      for (const std::string& v : values) field->Add()->assign(v);
+      break;
+    }
+    case DType::kInvalid:
+      break;
+  }
+  return Status::Ok();
+}
+
+tensorflow::TensorInfo TensorInfoFromBinding(const TensorBinding& binding) {
+  tensorflow::TensorInfo info;
+  info.set_name(binding.tensor);
+  info.set_dtype(DTypeToDataType(binding.dtype));
+  ShapeToProto(binding.shape, info.mutable_tensor_shape());
+  return info;
+}
+
+tensorflow::SignatureDef SignatureDefFromSignature(const Signature& signature) {
+  tensorflow::SignatureDef def;
+  for (const TensorBinding& b : signature.inputs) (*def.mutable_inputs())[b.key] = TensorInfoFromBinding(b);
+  for (const TensorBinding& b : signature.outputs) (*def.mutable_outputs())[b.key] = TensorInfoFromBinding(b);
+  def.set_method_name(signature.method_name);
+  return def;
+}
+
+tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph) {
+  tensorflow::serving::SignatureDefMap map;
+  for (const Signature& s : graph.signatures) {
+    (*map.mutable_signature_def())[s.name] = SignatureDefFromSignature(s);
+  }
+  return map;
+}
+
+}  // namespace lockstep
