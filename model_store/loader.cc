@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -25,11 +24,14 @@ StatusOr<std::string> ReadSmallFile(const std::filesystem::path& path) {
     return InvalidArgument(path.string() + " is " + std::to_string(size) + " bytes; the limit is " +
                            std::to_string(kMaxWarmupFileBytes));
   }
+  // Read exactly the size checked above, never more, whatever happens to the file meanwhile.
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (!in.good() && !in.eof()) return FailedPrecondition("cannot read " + path.string());
-  return out.str();
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (!in || in.gcount() != static_cast<std::streamsize>(size)) {
+    return FailedPrecondition("cannot read " + path.string());
+  }
+  return text;
 }
 
 Status RunOneWarmupRequest(const Session& session, const nlohmann::json& request) {
@@ -90,7 +92,10 @@ StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& mo
 
   const std::filesystem::path warmup = dir / kBundleAssetsDir / kWarmupRequestsAsset;
   std::error_code ec;
-  if (std::filesystem::exists(warmup, ec)) {
+  const bool has_warmup = std::filesystem::exists(warmup, ec);
+  // Cannot tell whether there are warm-up requests: fail rather than serve un-warmed.
+  if (ec) return FailedPrecondition(who + ": cannot check " + warmup.string() + ": " + ec.message());
+  if (has_warmup) {
     StatusOr<std::string> text = ReadSmallFile(warmup);
     if (!text.ok()) return text.status().WithPrefix(who + ": warm-up");
     Status s = RunWarmupRequests(**session, *text);

@@ -44,7 +44,7 @@ namespace lockstep {
 
 // The default cap on one decoded tensor's memory: the largest gRPC message TensorFlow Serving
 // accepts is about 2 GiB, and a tensor of half that is already far past any real request.
-inline constexpr int64_t kDefaultMaxTensorBytes = int64_t{1} << 30;
+inline constexpr int64_t kMaxRequestTensorBytes = int64_t{1} << 30;
 
 // DType -> DataType. kInvalid maps to DT_INVALID.
 tensorflow::DataType DTypeToDataType(DType dtype);
@@ -61,7 +61,7 @@ void ShapeToProto(const Shape& shape, tensorflow::TensorShapeProto* proto);
 
 // Decodes a request tensor; see the rules at the top of this file. The result is owned.
 StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto,
-                                 int64_t max_bytes = kDefaultMaxTensorBytes);
+                                 int64_t max_bytes = kMaxRequestTensorBytes);
 // Encodes `tensor` into `proto` (cleared first): dtype, tensor_shape, and the values in the
 // dtype's typed field, one per element (float_val, half_val, int_val, int64_val, bool_val,
 // string_val), as TensorFlow Serving answers by default. Fails (ResourceExhausted) only for a

@@ -186,7 +186,7 @@ TEST(ModelManagerTransitions, LatestOneUnloadsTheOldVersionOnlyOnceTheNewOneIsAv
       saw_loading = true;
     }
     return states[1] == VersionState::kEnd;
-  });
+  }, std::chrono::seconds(60));  // a slow warm-up on purpose; generous for loaded sanitizer runs
   EXPECT_TRUE(done);
   EXPECT_TRUE(saw_loading);
   EXPECT_EQ(Serve(manager, "m"), 2.0f);

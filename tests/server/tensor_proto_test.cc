@@ -40,7 +40,7 @@ void ExpectRoundTrip(const Tensor& t) {
 }
 
 void ExpectInvalid(const TensorProto& p, const std::string& fragment,
-                   int64_t max_bytes = kDefaultMaxTensorBytes) {
+                   int64_t max_bytes = kMaxRequestTensorBytes) {
   auto t = TensorFromProto(p, max_bytes);
   ASSERT_FALSE(t.ok()) << "decoded " << t->DebugString();
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().ToString();
