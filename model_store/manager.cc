@@ -189,10 +189,20 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     const auto existing = models_.find(m.name);
     const ModelEntry* entry = existing == models_.end() ? nullptr : existing->second.get();
     const bool same_source = entry != nullptr && entry->config.base_path == m.base_path;
+    // What the new policy keeps of what is on disk: a label on anything else would dangle as
+    // soon as this config's reconcile unloads its target.
+    std::set<int64_t> kept;
+    if (same_source) {
+      for (int64_t v : AspiredVersions(m.policy, entry->on_disk)) kept.insert(v);
+    }
     for (const auto& [label, target] : m.labels) {
       if (same_source) {
         const auto v = entry->versions.find(target);
-        if (v != entry->versions.end() && v->second.state == VersionState::kAvailable) continue;
+        if (v != entry->versions.end() && v->second.state == VersionState::kAvailable) {
+          if (kept.count(target) != 0) continue;
+          return FailedPrecondition("version_labels of model " + m.name + ": label '" + label + "' points at version " +
+                                    std::to_string(target) + ", which the model's version policy would unload");
+        }
       }
       bool moves_label = false;
       if (entry != nullptr) {
@@ -214,7 +224,11 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     if (existing != models_.end() && existing->second->config.base_path == m.base_path) {
       entry = std::move(existing->second);
       models_.erase(existing);
-      if (!(entry->config == m)) ++entry->generation;  // a changed entry retries failed versions
+      // A changed source or policy retries failed versions; moving a label does not (a canary
+      // flip must not reload every broken bundle of the model).
+      ModelConfig without_labels = m;
+      without_labels.labels = entry->config.labels;
+      if (!(entry->config == without_labels)) ++entry->generation;
     } else {
       entry = std::make_unique<ModelEntry>();
       entry->incarnation = next_incarnation_++;

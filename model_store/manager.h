@@ -8,8 +8,9 @@
 // once an aspired version is available (or when its model leaves the config). A failed load
 // ends in END with its error kept (GetModelStatus shows it, spdlog logs it once) and changes
 // nothing that serves; it is tried again only when its directory changes (another inode, file
-// set, size or modification time) or a config that changes that model's entry is applied,
-// never on every poll (nor on every re-read of an unchanged config file).
+// set, size or modification time) or a config that changes that model's base path, platform
+// or policy is applied (moving a label does not), never on every poll (nor on every re-read
+// of an unchanged config file).
 //
 // Requests see an immutable ServingSnapshot. Resolve() copies one shared_ptr under a small
 // mutex (the only shared state on the request path) and hands back a refcounted handle: a
@@ -88,7 +89,8 @@ class ModelManager {
   // whole: models left out are unloaded, new ones are polled at once. On any error nothing
   // changes and the old config keeps serving. Label errors are FailedPrecondition, as TF
   // Serving's: "Request to assign label to version 2 of model m, which is not currently
-  // available for inference".
+  // available for inference"; a label on a version the new policy would unload is refused
+  // too, so that no config leaves a label pointing at nothing.
   Status ApplyConfig(StoreConfig config);
 
   // The version to serve. No version and no label: the highest available version. Errors, as

@@ -48,6 +48,14 @@ TEST(ModelManagerLabels, LabelMustPointAtAnAvailableVersion) {
   EXPECT_EQ(Serve(manager, "m", std::nullopt, "canary"), 2.0f);
   EXPECT_EQ(Serve(manager, "m", std::nullopt, "stable"), 1.0f);
   EXPECT_EQ(Serve(manager, "m"), 2.0f);
+
+  // A label on a version the same config's policy drops would dangle at once: refused, and
+  // the old config keeps serving.
+  s = manager.ApplyConfig(Config({MakeModel("m", dir.path(), Specific({2}), {{"stable", 1}})}));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("would unload"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(Settle(manager));
+  EXPECT_EQ(Serve(manager, "m", std::nullopt, "stable"), 1.0f);
 }
 
 TEST(ModelManagerLabels, AllowFlagCoversOnlyNewLabels) {
