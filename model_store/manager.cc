@@ -139,11 +139,11 @@ StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::opti
   const auto model_it = snapshot->models.find(model);
   if (label) {
     if (model_it == snapshot->models.end()) {
-      return InvalidArgument("Unrecognized servable version label: " + std::string(*label));
+      return NotFound("Unrecognized servable version label: " + std::string(*label));
     }
     const auto label_it = model_it->second.labels.find(*label);
     if (label_it == model_it->second.labels.end()) {
-      return InvalidArgument("Unrecognized servable version label: " + std::string(*label));
+      return NotFound("Unrecognized servable version label: " + std::string(*label));
     }
     version = label_it->second;
   }

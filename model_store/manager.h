@@ -95,8 +95,10 @@ class ModelManager {
 
   // The version to serve. No version and no label: the highest available version. Errors, as
   // TF Serving words them: NotFound "Servable not found for request: Latest(m)" or
-  // "... Specific(m, 3)"; an unknown label is InvalidArgument "Unrecognized servable version
-  // label: canary"; both a version and a label is InvalidArgument.
+  // "... Specific(m, 3)"; an unknown label is "Unrecognized servable version label: canary",
+  // NotFound (TF Serving says InvalidArgument, but a label is a name like a model's or a
+  // version's, and REST clients expect 404 for all three); both a version and a label is
+  // InvalidArgument.
   StatusOr<ServableHandle> Resolve(std::string_view model, std::optional<int64_t> version = std::nullopt,
                                    std::optional<std::string_view> label = std::nullopt) const;
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "runtime/base64.h"
+
 namespace lockstep {
 
 std::string FormatFloat(float value) {
@@ -27,28 +29,44 @@ std::string FormatFloat(float value) {
 
 namespace {
 
-void AppendElement(const Tensor& t, int64_t i, std::string* out) {
+// Standard JSON has no NaN or Infinity; TensorFlow Serving reads and writes them as bare
+// tokens. ParseJson rewrites the tokens to these doubles, which lie beyond float's range, so
+// no float a client means can collide with them (a client sending one of these very numbers
+// would have got an out-of-range error anyway).
+constexpr const char* kJsonNaNSentinelText = "1.25e308";
+constexpr const char* kJsonInfinitySentinelText = "1.5e308";
+constexpr double kJsonNaNSentinel = 1.25e308;
+constexpr double kJsonInfinitySentinel = 1.5e308;
+
+void AppendElement(const Tensor& t, int64_t i, const TensorJsonOptions& options, std::string* out) {
   switch (t.dtype()) {
     case DType::kFloat32: *out += FormatFloat(t.data<float>()[i]); break;
     case DType::kBFloat16: *out += FormatFloat(Bfloat16ToFloat(t.data<bfloat16>()[i])); break;
     case DType::kInt32: *out += std::to_string(t.data<int32_t>()[i]); break;
     case DType::kInt64: *out += std::to_string(t.data<int64_t>()[i]); break;
     case DType::kBool: *out += t.data<bool>()[i] ? "true" : "false"; break;
-    case DType::kString: *out += nlohmann::json(t.data<std::string>()[i]).dump(-1, ' ', false,
-                                     nlohmann::json::error_handler_t::replace); break;
+    case DType::kString:
+      if (options.strings_as_b64) {
+        *out += "{\"b64\": \"";
+        *out += Base64Encode(t.data<std::string>()[i]);
+        *out += "\"}";
+      } else {
+        *out += nlohmann::json(t.data<std::string>()[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      }
+      break;
     case DType::kInvalid: *out += "null"; break;
   }
 }
 
-void AppendLevel(const Tensor& t, int dim, int64_t& next, std::string* out) {
+void AppendLevel(const Tensor& t, int dim, int64_t& next, const TensorJsonOptions& options, std::string* out) {
   if (dim == t.shape().rank()) {
-    AppendElement(t, next++, out);
+    AppendElement(t, next++, options, out);
     return;
   }
   *out += "[";
   for (int64_t i = 0; i < t.shape()[dim]; ++i) {
     if (i) *out += ", ";
-    AppendLevel(t, dim + 1, next, out);
+    AppendLevel(t, dim + 1, next, options, out);
   }
   *out += "]";
 }
@@ -85,6 +103,14 @@ Status ToNumber(const nlohmann::json& v, T* out) {
     }
   } else {
     const double d = v.get<double>();
+    if (d == kJsonNaNSentinel) {
+      *out = static_cast<T>(std::numeric_limits<float>::quiet_NaN());
+      return Status::Ok();
+    }
+    if (std::fabs(d) == kJsonInfinitySentinel) {
+      *out = static_cast<T>(d > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
+      return Status::Ok();
+    }
     // Converting a double beyond float's range is undefined behaviour, and no JSON number
     // is meant as infinity.
     if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
@@ -93,6 +119,18 @@ Status ToNumber(const nlohmann::json& v, T* out) {
     *out = static_cast<T>(d);
   }
   return Status::Ok();
+}
+
+// {"b64": "..."}: TensorFlow Serving's way of sending bytes in JSON. An object with exactly
+// that one key; anything else that is an object is an error.
+StatusOr<std::string> DecodeB64Object(const nlohmann::json& v) {
+  if (v.size() != 1 || !v.contains("b64")) {
+    return InvalidArgument("JSON object: " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 200) +
+                           " must have exactly one key \"b64\"");
+  }
+  const nlohmann::json& text = v["b64"];
+  if (!text.is_string()) return InvalidArgument("\"b64\" must be a string");
+  return Base64Decode(text.get_ref<const std::string&>());
 }
 
 Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int64_t& next) {
@@ -106,6 +144,10 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
   }
   if (v.is_array()) return InvalidArgument("JSON lists are not rectangular: unexpected nested list");
   const int64_t i = next++;
+  if (v.is_object() && t.dtype() != DType::kString) {
+    return InvalidArgument("JSON object: a {\"b64\": ...} value can only be used with DT_STRING, not " +
+                           std::string(DTypeName(t.dtype())));
+  }
   switch (t.dtype()) {
     case DType::kFloat32: return ToNumber(v, &t.mutable_data<float>()[i]);
     case DType::kBFloat16: {
@@ -121,6 +163,10 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
       t.mutable_data<bool>()[i] = v.get<bool>();
       return Status::Ok();
     case DType::kString:
+      if (v.is_object()) {
+        LS_ASSIGN_OR_RETURN(t.mutable_data<std::string>()[i], DecodeB64Object(v));
+        return Status::Ok();
+      }
       if (!v.is_string()) return InvalidArgument(std::string("expected a string, got a ") + v.type_name());
       t.mutable_data<std::string>()[i] = v.get<std::string>();
       return Status::Ok();
@@ -133,9 +179,11 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
 
 StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
   // nlohmann's parser is iterative, but printing or walking a value recursively is not: a
-  // request of a million '[' must be refused before it becomes a value.
+  // request of a million '[' must be refused before it becomes a value. The same scan finds
+  // the NaN / Infinity tokens standard JSON lacks, which are rewritten to their sentinels.
   int depth = 0;
   bool in_string = false, escaped = false;
+  bool has_special_tokens = false;
   for (char c : text) {
     if (in_string) {
       if (escaped) escaped = false;
@@ -148,16 +196,51 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
       if (++depth > max_depth) return InvalidArgument("JSON nests deeper than " + std::to_string(max_depth) + " levels");
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == 'N' || c == 'I') {
+      has_special_tokens = true;
     }
+  }
+  std::string rewritten;
+  if (has_special_tokens) {
+    rewritten.reserve(text.size() + 64);
+    in_string = escaped = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (c == '\\') escaped = true;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (text.compare(i, 3, "NaN") == 0) {
+        rewritten += kJsonNaNSentinelText;
+        i += 2;
+        continue;
+      } else if (text.compare(i, 8, "Infinity") == 0) {
+        rewritten += kJsonInfinitySentinelText;
+        i += 7;
+        continue;
+      }
+      rewritten += c;
+    }
+    text = rewritten;
   }
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return InvalidArgument("not valid JSON");
   return value;
 }
 
-void AppendTensorJson(const Tensor& tensor, std::string* out) {
+void AppendTensorJson(const Tensor& tensor, std::string* out, const TensorJsonOptions& options) {
   int64_t next = 0;
-  AppendLevel(tensor, 0, next, out);
+  AppendLevel(tensor, 0, next, options, out);
+}
+
+void AppendTensorRowJson(const Tensor& tensor, int64_t row, std::string* out, const TensorJsonOptions& options) {
+  const Shape& shape = tensor.shape();
+  int64_t row_elements = 1;
+  for (int d = 1; d < shape.rank(); ++d) row_elements *= shape[d];
+  int64_t next = row * row_elements;
+  AppendLevel(tensor, 1, next, options, out);
 }
 
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype) {

@@ -2,7 +2,8 @@
 // model-cli and by the REST API. Floats are written in "%g" style with the fewest significant
 // digits (six or more) that read back as the same float, so a client parsing the text gets
 // the identical value; whole numbers keep a ".0"; NaN and infinities as NaN, Infinity,
-// -Infinity, as TensorFlow Serving does.
+// -Infinity, as TensorFlow Serving does, and read back the same way. Bytes may travel as
+// {"b64": "<base64>"} objects, as in TensorFlow Serving's REST API.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -15,15 +16,25 @@ namespace lockstep {
 
 std::string FormatFloat(float value);
 
-// Parses JSON text, refusing (before parsing) any that nests deeper than `max_depth`.
+// Parses JSON text, refusing (before parsing) any that nests deeper than `max_depth`. Bare
+// NaN, Infinity and -Infinity outside strings are accepted; TensorFromJson reads them into
+// float tensors (anywhere else they read as numbers beyond float's range).
 StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth = 64);
 
+struct TensorJsonOptions {
+  // Strings as {"b64": "..."} (TF Serving does so for outputs whose key ends in "_bytes").
+  bool strings_as_b64 = false;
+};
+
 // Appends the tensor as JSON to `out`.
-void AppendTensorJson(const Tensor& tensor, std::string* out);
+void AppendTensorJson(const Tensor& tensor, std::string* out, const TensorJsonOptions& options = {});
+// Appends tensor[row], the slice at `row` of the first dimension (rank >= 1, row in range).
+void AppendTensorRowJson(const Tensor& tensor, int64_t row, std::string* out, const TensorJsonOptions& options = {});
 
 // Builds a tensor of `dtype` from a JSON value. The shape is the nesting of the lists, which
 // must be rectangular; integer dtypes take only integers within their range, float dtypes
-// any number within float range (rounded to nearest); strings for kString, true/false for kBool.
+// any number within float range (rounded to nearest); strings (or {"b64": ...} objects) for
+// kString, true/false for kBool.
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype);
 
 }  // namespace lockstep

@@ -17,6 +17,15 @@ Model HalfPlusTwo() {
   g.AddSignature({std::string(kDefaultSignature), "tensorflow/serving/predict",
                   {{"x", x, DType::kFloat32, Shape{-1}}},
                   {{"y", y, DType::kFloat32, Shape{-1}}}});
+  // TF Serving's half_plus_two also answers classify and regress on tf.Examples with a
+  // feature "x"; so does ours (the signature input key names the feature).
+  g.AddSignature({"regress_x_to_y", "tensorflow/serving/regress",
+                  {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"outputs", y, DType::kFloat32, Shape{-1}}}});
+  std::string scores = g.Op("Reshape", {y}, {{"shape", std::vector<int64_t>{-1, 1}}}, "scores");
+  g.AddSignature({"classify_x_to_y", "tensorflow/serving/classify",
+                  {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"scores", scores, DType::kFloat32, Shape{-1, 1}}}});
   g.SetMetadata("name", "half_plus_two");
   g.SetMetadata("description", "y = 0.5 * x + 2");
   return std::move(g).Build();

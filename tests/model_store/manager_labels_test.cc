@@ -38,7 +38,7 @@ TEST(ModelManagerLabels, LabelMustPointAtAnAvailableVersion) {
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(), kUnavailable);
   EXPECT_EQ(Serve(manager, "m", std::nullopt, "stable"), 1.0f);
-  EXPECT_EQ(manager.Resolve("m", std::nullopt, "canary").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager.Resolve("m", std::nullopt, "canary").status().code(), StatusCode::kNotFound);
 
   // Once version 2 is available, the label may point at it.
   WriteVersion(dir.path(), 2);

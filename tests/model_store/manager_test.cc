@@ -107,7 +107,7 @@ TEST(ModelManager, ResolveErrorsFollowTfServing) {
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(), "Servable not found for request: Specific(m, 3)");
   r = manager.Resolve("m", std::nullopt, "canary");
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(), "Unrecognized servable version label: canary");
   r = manager.Resolve("m", 1, "canary");
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);

@@ -15,6 +15,7 @@
 
 #include "proto/lockstep/bundle.pb.h"
 #include "runtime/bundle/bundle.h"
+#include "tests/common/file_util.h"
 #include "tests/common/scratch_dir.h"
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/sha256.h"
@@ -26,18 +27,8 @@ namespace fs = std::filesystem;
 
 using ::lockstep::test::ScratchDir;
 
-inline std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-inline void WriteFile(const fs::path& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << contents;
-  ASSERT_TRUE(out.good()) << path;
-}
+using ::lockstep::test::ReadFile;
+using ::lockstep::test::WriteFile;
 
 inline void FlipByte(const fs::path& path, size_t offset, unsigned char mask = 0x01) {
   std::string bytes = ReadFile(path);

@@ -1,0 +1,190 @@
+#include "server/flags.h"
+
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+namespace lockstep {
+
+namespace {
+
+constexpr std::string_view kVersion = "0.3.0";
+
+struct FlagSpec {
+  std::string_view name;
+  std::variant<int ServerFlags::*, int64_t ServerFlags::*, bool ServerFlags::*, std::string ServerFlags::*> field;
+  std::string_view help;
+  bool ours = false;  // a Lockstep flag, not tensorflow_model_server's
+};
+
+const FlagSpec kFlags[] = {
+    {"port", &ServerFlags::port, "Port for the gRPC API (0: an ephemeral port, logged at start)."},
+    {"rest_api_port", &ServerFlags::rest_api_port,
+     "Port for the HTTP/REST API; 0 turns REST off. Must differ from --port."},
+    {"rest_api_num_threads", &ServerFlags::rest_api_num_threads,
+     "Threads that serve REST connections and run their requests (0: 4 x CPUs)."},
+    {"rest_api_timeout_in_ms", &ServerFlags::rest_api_timeout_in_ms,
+     "Timeout for reading a REST request and writing its response, and for an idle keep-alive connection."},
+    {"rest_api_enable_cors_support", &ServerFlags::rest_api_enable_cors_support,
+     "Add CORS headers (Access-Control-Allow-Origin: *) to REST responses."},
+    {"rest_api_max_request_bytes", &ServerFlags::rest_api_max_request_bytes,
+     "Largest REST request body accepted; larger ones get HTTP 413.", true},
+    {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Most threads serving gRPC calls (0: no cap). A call that finds them all busy is refused with RESOURCE_EXHAUSTED."},
+    {"model_name", &ServerFlags::model_name, "Name of the model, without --model_config_file."},
+    {"model_base_path", &ServerFlags::model_base_path,
+     "Directory holding the model's versions <base_path>/<version>/, without --model_config_file."},
+    {"model_config_file", &ServerFlags::model_config_file,
+     "ModelServerConfig in text format (model_config_list); overrides --model_name and --model_base_path."},
+    {"model_config_file_poll_wait_seconds", &ServerFlags::model_config_file_poll_wait_seconds,
+     "Seconds between reads of --model_config_file; 0 reads it once at start."},
+    {"file_system_poll_wait_seconds", &ServerFlags::file_system_poll_wait_seconds,
+     "Seconds between polls of the base paths for new versions; 0 polls once at start."},
+    {"allow_version_labels_for_unavailable_models", &ServerFlags::allow_version_labels_for_unavailable_models,
+     "Let a config assign a new label to a version that is not loaded yet (moving a label still needs it loaded)."},
+    {"num_load_threads", &ServerFlags::num_load_threads, "Threads that load versions (0: 2)."},
+    {"tensorflow_intra_op_parallelism", &ServerFlags::tensorflow_intra_op_parallelism,
+     "Threads one request's kernels may use (0: the number of CPUs)."},
+    {"help", &ServerFlags::help, "Print this help and exit."},
+    {"version", &ServerFlags::version, "Print the version and exit."},
+};
+
+const FlagSpec* FindFlag(std::string_view name) {
+  for (const FlagSpec& f : kFlags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+template <typename T>
+Status ParseInteger(std::string_view name, std::string_view text, T* out) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return InvalidArgument("--" + std::string(name) + ": '" + std::string(text) + "' is not an integer" +
+                           (ec == std::errc::result_out_of_range ? " in range" : ""));
+  }
+  *out = value;
+  return Status::Ok();
+}
+
+Status ParseBool(std::string_view name, std::string_view text, bool* out) {
+  if (text == "true" || text == "1") {
+    *out = true;
+  } else if (text == "false" || text == "0") {
+    *out = false;
+  } else {
+    return InvalidArgument("--" + std::string(name) + ": '" + std::string(text) + "' is not true or false");
+  }
+  return Status::Ok();
+}
+
+std::string DefaultText(const FlagSpec& f) {
+  const ServerFlags defaults;
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& value = defaults.*member;
+        using V = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<V, bool>) return value ? "true" : "false";
+        else if constexpr (std::is_same_v<V, std::string>) return "\"" + value + "\"";
+        else return std::to_string(value);
+      },
+      f.field);
+}
+
+}  // namespace
+
+StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args) {
+  ServerFlags flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (!arg.starts_with("--") || arg.size() == 2) {
+      return InvalidArgument("unexpected argument '" + std::string(arg) + "' (flags are --name=value; see --help)");
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    const std::string_view name = arg.substr(0, eq);
+    const FlagSpec* spec = FindFlag(name);
+    if (spec == nullptr) return InvalidArgument("unknown flag --" + std::string(name) + " (see --help)");
+    std::optional<std::string_view> value;
+    if (eq != std::string_view::npos) value = arg.substr(eq + 1);
+    const bool is_bool = std::holds_alternative<bool ServerFlags::*>(spec->field);
+    if (!value && !is_bool) {
+      if (i + 1 >= args.size()) return InvalidArgument("--" + std::string(name) + " needs a value");
+      value = args[++i];
+    }
+    Status status = std::visit(
+        [&](auto member) -> Status {
+          auto& field = flags.*member;
+          using V = std::decay_t<decltype(field)>;
+          if constexpr (std::is_same_v<V, bool>) {
+            if (!value) {
+              field = true;
+              return Status::Ok();
+            }
+            return ParseBool(name, *value, &field);
+          } else if constexpr (std::is_same_v<V, std::string>) {
+            field = std::string(*value);
+            return Status::Ok();
+          } else {
+            return ParseInteger(name, *value, &field);
+          }
+        },
+        spec->field);
+    LS_RETURN_IF_ERROR(status);
+  }
+  return flags;
+}
+
+Status ValidateServerFlags(const ServerFlags& flags) {
+  auto check_port = [](std::string_view name, int port) {
+    if (port < 0 || port > 65535) {
+      return InvalidArgument("--" + std::string(name) + "=" + std::to_string(port) + " is not a port (0..65535)");
+    }
+    return Status::Ok();
+  };
+  LS_RETURN_IF_ERROR(check_port("port", flags.port));
+  LS_RETURN_IF_ERROR(check_port("rest_api_port", flags.rest_api_port));
+  if (flags.rest_api_port != 0 && flags.rest_api_port == flags.port) {
+    return InvalidArgument("--rest_api_port and --port must differ (both are " + std::to_string(flags.port) + ")");
+  }
+  auto check_non_negative = [](std::string_view name, int64_t value) {
+    if (value < 0) return InvalidArgument("--" + std::string(name) + " must not be negative");
+    return Status::Ok();
+  };
+  LS_RETURN_IF_ERROR(check_non_negative("rest_api_num_threads", flags.rest_api_num_threads));
+  LS_RETURN_IF_ERROR(check_non_negative("grpc_max_threads", flags.grpc_max_threads));
+  LS_RETURN_IF_ERROR(check_non_negative("num_load_threads", flags.num_load_threads));
+  LS_RETURN_IF_ERROR(check_non_negative("tensorflow_intra_op_parallelism", flags.tensorflow_intra_op_parallelism));
+  LS_RETURN_IF_ERROR(check_non_negative("model_config_file_poll_wait_seconds", flags.model_config_file_poll_wait_seconds));
+  LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));
+  if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
+  if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
+  if (flags.model_config_file.empty() && flags.model_base_path.empty()) {
+    return InvalidArgument("give --model_config_file, or --model_base_path (with --model_name)");
+  }
+  return Status::Ok();
+}
+
+std::string ServerUsage() {
+  std::string out =
+      "usage: model-server [--flag=value ...]\n"
+      "\n"
+      "Serves Lockstep bundles with TensorFlow Serving's gRPC and REST APIs. Examples:\n"
+      "  model-server --rest_api_port=8501 --model_name=half_plus_two --model_base_path=/models/half_plus_two\n"
+      "  model-server --port=8500 --rest_api_port=8501 --model_config_file=/models/models.config\n"
+      "\n"
+      "Flags (those marked [lockstep] are not tensorflow_model_server's):\n";
+  for (const FlagSpec& f : kFlags) {
+    out += "  --" + std::string(f.name) + " (default " + DefaultText(f) + ")" + (f.ours ? " [lockstep]" : "") +
+           "\n      " + std::string(f.help) + "\n";
+  }
+  return out;
+}
+
+std::string ServerVersionString() {
+  return "model-server " + std::string(kVersion) + " (Lockstep; TensorFlow Serving API compatible)";
+}
+
+}  // namespace lockstep

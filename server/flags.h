@@ -1,0 +1,48 @@
+// model-server's command line: tensorflow_model_server's flags, names and defaults, plus a few
+// of Lockstep's own (marked so in --help). Flags are written --name=value or --name value;
+// booleans also as --name alone. An unknown flag or a bad value is an error naming the flag.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace lockstep {
+
+struct ServerFlags {
+  int port = 8500;
+  int rest_api_port = 0;       // 0: REST off, as upstream
+  int rest_api_num_threads = 0;  // 0: 4 x CPUs, as upstream
+  int64_t rest_api_timeout_in_ms = 30000;
+  bool rest_api_enable_cors_support = false;
+  int64_t rest_api_max_request_bytes = int64_t{64} << 20;  // Lockstep's: 413 beyond it
+  int grpc_max_threads = 0;      // 0: no cap (upstream: 4 x CPUs; see model_server.cc)
+  std::string model_name = "default";
+  std::string model_base_path;
+  std::string model_config_file;
+  int64_t model_config_file_poll_wait_seconds = 0;
+  int64_t file_system_poll_wait_seconds = 1;
+  bool allow_version_labels_for_unavailable_models = false;
+  int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
+  int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv[1..]. The result is not yet checked for consistency: see ValidateServerFlags.
+StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args);
+
+// Ranges and combinations: ports in 0..65535 (--port may be 0 for an ephemeral gRPC port),
+// REST and gRPC ports different, a model to serve (--model_config_file or
+// --model_base_path), positive timeouts.
+Status ValidateServerFlags(const ServerFlags& flags);
+
+// The --help text: every flag, its default and what it does.
+std::string ServerUsage();
+
+// "model-server <version> (TensorFlow Serving API compatible)".
+std::string ServerVersionString();
+
+}  // namespace lockstep

@@ -1,0 +1,180 @@
+#include "server/grpc_services.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <set>
+
+#include "server/inference.h"
+#include "server/model_info.h"
+#include "server/status_mapping.h"
+#include "server/tensor_proto.h"
+
+namespace lockstep {
+
+namespace tfs = tensorflow::serving;
+
+grpc::Status ToGrpcStatus(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
+}
+
+namespace {
+
+// The gRPC deadline bounds the request as TF Serving's RunOptions timeout does: a request
+// whose deadline has passed, or whose client has gone, is not run.
+Status CheckStillWanted(const grpc::ServerContext& context) {
+  if (context.IsCancelled()) return Status(StatusCode::kCancelled, "the client cancelled the request");
+  if (context.deadline() < std::chrono::system_clock::now()) {
+    return Status(StatusCode::kDeadlineExceeded, "the request's deadline passed before it could run");
+  }
+  return Status::Ok();
+}
+
+grpc::Status Finish(std::string_view method, const Status& status) {
+  if (!status.ok() && HttpStatusFor(status.code()) >= 500) {
+    spdlog::warn("event=grpc_error method={} code={} error=\"{}\"", method, StatusCodeName(status.code()),
+                 status.message());
+  }
+  return ToGrpcStatus(status);
+}
+
+Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
+                 tfs::PredictResponse* response) {
+  LS_ASSIGN_OR_RETURN(const ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
+  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
+  const Session& session = servable->session();
+  LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
+
+  // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
+  // few wire bytes can stand for many elements) cannot add up past the cap.
+  int64_t budget = kMaxRequestTensorBytes;
+  std::vector<NamedTensor> inputs;
+  inputs.reserve(request.inputs_size());
+  for (const TensorBinding& binding : signature->inputs) {
+    const auto it = request.inputs().find(binding.key);
+    if (it == request.inputs().end()) {
+      return InvalidArgument("input '" + binding.key + "' of signature '" + signature->name + "' is missing");
+    }
+    StatusOr<Tensor> tensor = TensorFromProto(it->second, budget);
+    if (!tensor.ok()) return tensor.status().WithPrefix("input '" + binding.key + "'");
+    budget -= static_cast<int64_t>(tensor->byte_size());
+    inputs.push_back({binding.key, std::move(tensor).value()});
+  }
+  if (inputs.size() != static_cast<size_t>(request.inputs_size())) {
+    for (const auto& [key, value] : request.inputs()) {
+      bool known = false;
+      for (const TensorBinding& b : signature->inputs) known = known || b.key == key;
+      if (!known) return InvalidArgument("input '" + key + "' is not an input of signature '" + signature->name + "'");
+    }
+  }
+  LS_RETURN_IF_ERROR(CheckStillWanted(context));
+  const std::vector<std::string> filter(request.output_filter().begin(), request.output_filter().end());
+  std::vector<NamedTensor> outputs;
+  LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, filter, &outputs));
+  auto& out = *response->mutable_outputs();
+  for (const NamedTensor& output : outputs) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
+  FillServedSpec(*servable, spec.signature_name, response->mutable_model_spec());
+  return Status::Ok();
+}
+
+template <typename Result>
+Status DoExamples(const ModelManager& manager, const grpc::ServerContext& context, const tfs::ModelSpec& model_spec,
+                  const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec) {
+  LS_ASSIGN_OR_RETURN(const ServableRequest spec, ServableRequestFromSpec(model_spec));
+  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
+  const Session& session = servable->session();
+  LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
+  LS_RETURN_IF_ERROR(CheckStillWanted(context));
+  if constexpr (std::is_same_v<Result, tfs::ClassificationResult>) {
+    LS_RETURN_IF_ERROR(RunClassify(session, *signature, input, result));
+  } else {
+    LS_RETURN_IF_ERROR(RunRegress(session, *signature, input, result));
+  }
+  FillServedSpec(*servable, spec.signature_name, served_spec);
+  return Status::Ok();
+}
+
+// MultiInference as TF Serving defines it: classify and regress tasks over one input, all on
+// one model (and version), each on its own signature.
+Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& context,
+                        const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response) {
+  if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
+  std::set<std::string> signatures;
+  for (const tfs::InferenceTask& task : request.tasks()) {
+    if (task.model_spec().name() != request.tasks(0).model_spec().name()) {
+      return InvalidArgument("All ModelSpecs in a MultiInferenceRequest must access the same model name.");
+    }
+    const std::string& name = task.model_spec().signature_name();
+    if (!signatures.insert(name.empty() ? std::string(kDefaultSignature) : name).second) {
+      return InvalidArgument("Duplicate evaluation of signature: " + name);
+    }
+    if (task.method_name() != kClassifyMethod && task.method_name() != kRegressMethod) {
+      return Unimplemented("Unsupported signature method_name: " + task.method_name());
+    }
+  }
+  // Resolve once, so that every task runs on the same version even if a newer one arrives.
+  LS_ASSIGN_OR_RETURN(const ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
+  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, first));
+  const Session& session = servable->session();
+  LS_RETURN_IF_ERROR(CheckStillWanted(context));
+  for (const tfs::InferenceTask& task : request.tasks()) {
+    LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, task.model_spec().signature_name()));
+    tfs::InferenceResult* result = response->add_results();
+    if (task.method_name() == kClassifyMethod) {
+      LS_RETURN_IF_ERROR(RunClassify(session, *signature, request.input(), result->mutable_classification_result()));
+    } else {
+      LS_RETURN_IF_ERROR(RunRegress(session, *signature, request.input(), result->mutable_regression_result()));
+    }
+    FillServedSpec(*servable, task.model_spec().signature_name(), result->mutable_model_spec());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
+                                            tfs::PredictResponse* response) {
+  return Finish("Predict", DoPredict(manager_, *context, *request, response));
+}
+
+grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
+                                             tfs::ClassificationResponse* response) {
+  return Finish("Classify", DoExamples(manager_, *context, request->model_spec(), request->input(),
+                                       response->mutable_result(), response->mutable_model_spec()));
+}
+
+grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const tfs::RegressionRequest* request,
+                                            tfs::RegressionResponse* response) {
+  return Finish("Regress", DoExamples(manager_, *context, request->model_spec(), request->input(),
+                                      response->mutable_result(), response->mutable_model_spec()));
+}
+
+grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext* context,
+                                                   const tfs::MultiInferenceRequest* request,
+                                                   tfs::MultiInferenceResponse* response) {
+  return Finish("MultiInference", DoMultiInference(manager_, *context, *request, response));
+}
+
+grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*, const tfs::GetModelMetadataRequest* request,
+                                                     tfs::GetModelMetadataResponse* response) {
+  StatusOr<tfs::GetModelMetadataResponse> metadata = lockstep::GetModelMetadata(manager_, *request);
+  if (metadata.ok()) *response = std::move(metadata).value();
+  return Finish("GetModelMetadata", metadata.status());
+}
+
+grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*, const tfs::GetModelStatusRequest* request,
+                                              tfs::GetModelStatusResponse* response) {
+  StatusOr<tfs::GetModelStatusResponse> status = lockstep::GetModelStatus(manager_, *request);
+  if (status.ok()) *response = std::move(status).value();
+  return Finish("GetModelStatus", status.status());
+}
+
+grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext*, const tfs::ReloadConfigRequest* request,
+                                                         tfs::ReloadConfigResponse* response) {
+  const Status status = reload_(request->config());
+  StatusToProto(status, response->mutable_status());
+  return ToGrpcStatus(status);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+// TensorFlow Serving's gRPC services over the model store: PredictionService (Predict,
+// Classify, Regress, MultiInference, GetModelMetadata) and ModelService (GetModelStatus,
+// HandleReloadConfigRequest). Errors are gRPC status codes with the same messages as REST
+// (both go through server/inference.h and server/model_info.h).
+#pragma once
+
+#include <functional>
+
+#include "model_store/manager.h"
+#include "runtime/status.h"
+#include "tensorflow_serving/apis/model_service.grpc.pb.h"
+#include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
+
+namespace lockstep {
+
+grpc::Status ToGrpcStatus(const Status& status);
+
+class PredictionServiceImpl final : public tensorflow::serving::PredictionService::Service {
+ public:
+  explicit PredictionServiceImpl(const ModelManager& manager) : manager_(manager) {}
+
+  grpc::Status Predict(grpc::ServerContext* context, const tensorflow::serving::PredictRequest* request,
+                       tensorflow::serving::PredictResponse* response) override;
+  grpc::Status Classify(grpc::ServerContext* context, const tensorflow::serving::ClassificationRequest* request,
+                        tensorflow::serving::ClassificationResponse* response) override;
+  grpc::Status Regress(grpc::ServerContext* context, const tensorflow::serving::RegressionRequest* request,
+                       tensorflow::serving::RegressionResponse* response) override;
+  grpc::Status MultiInference(grpc::ServerContext* context, const tensorflow::serving::MultiInferenceRequest* request,
+                              tensorflow::serving::MultiInferenceResponse* response) override;
+  grpc::Status GetModelMetadata(grpc::ServerContext* context,
+                                const tensorflow::serving::GetModelMetadataRequest* request,
+                                tensorflow::serving::GetModelMetadataResponse* response) override;
+
+ private:
+  const ModelManager& manager_;
+};
+
+// Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.
+using ReloadConfigFn = std::function<Status(const tensorflow::serving::ModelServerConfig&)>;
+
+class ModelServiceImpl final : public tensorflow::serving::ModelService::Service {
+ public:
+  ModelServiceImpl(const ModelManager& manager, ReloadConfigFn reload)
+      : manager_(manager), reload_(std::move(reload)) {}
+
+  grpc::Status GetModelStatus(grpc::ServerContext* context, const tensorflow::serving::GetModelStatusRequest* request,
+                              tensorflow::serving::GetModelStatusResponse* response) override;
+  grpc::Status HandleReloadConfigRequest(grpc::ServerContext* context,
+                                         const tensorflow::serving::ReloadConfigRequest* request,
+                                         tensorflow::serving::ReloadConfigResponse* response) override;
+
+ private:
+  const ModelManager& manager_;
+  const ReloadConfigFn reload_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,49 @@
+// The REST transport: an HTTP/1.1 server on Boost.Beast with keep-alive and pipelining, a
+// pool of I/O threads (--rest_api_num_threads) that also run the requests, a cap on request
+// bodies (413 beyond it), and a timeout on every read and write (--rest_api_timeout_in_ms),
+// so a slow or idle client holds a connection for at most that long.
+//
+// Every response is JSON and carries X-Request-Id (the client's, when it sent a sane one,
+// else a fresh id) and, for inference, X-Model-Version.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/status.h"
+#include "server/rest_api.h"
+
+namespace lockstep {
+
+struct HttpServerOptions {
+  std::string address = "0.0.0.0";
+  int port = 0;  // 0: an ephemeral port (see HttpServer::port())
+  int num_threads = 4;
+  std::chrono::milliseconds timeout{30000};
+  size_t max_body_bytes = size_t{64} << 20;
+  // Access-Control-Allow-* headers on every response, as --rest_api_enable_cors_support.
+  bool enable_cors = false;
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the threads; the server answers from then on.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, const RestApi& api);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const;
+  // Stops accepting, closes connections and joins the threads (idempotent).
+  void Stop();
+
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep

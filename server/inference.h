@@ -1,0 +1,76 @@
+// What a request does once its protocol is decoded, shared by REST and gRPC so that both
+// answer the same way with the same messages: find the servable (model, version or label),
+// find the signature, check the method, run it, and shape the answer.
+//
+// Predict runs any signature on named tensors. Classify and Regress run signatures whose
+// method_name says so, on tf.Example inputs: each signature input key names an Example
+// feature, and the feature's values across the examples (after merging the context's
+// features in, example values winning) become a tensor [num_examples, <input shape[1:]>].
+// Their outputs follow TensorFlow's names:
+//   classify: "scores" float [N] or [N, C] (required here), "classes" string [N, C] (labels;
+//             optional: without it every Class carries an empty label, as TensorFlow's does)
+//   regress:  "outputs" float [N] or [N, 1]
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model_store/manager.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "tensorflow_serving/apis/classification.pb.h"
+#include "tensorflow_serving/apis/input.pb.h"
+#include "tensorflow_serving/apis/model.pb.h"
+#include "tensorflow_serving/apis/regression.pb.h"
+
+namespace lockstep {
+
+inline constexpr std::string_view kPredictMethod = "tensorflow/serving/predict";
+inline constexpr std::string_view kClassifyMethod = "tensorflow/serving/classify";
+inline constexpr std::string_view kRegressMethod = "tensorflow/serving/regress";
+
+// A request's model spec in protocol-neutral form. An empty signature name means
+// serving_default.
+struct ServableRequest {
+  std::string_view model;
+  std::optional<int64_t> version;
+  std::optional<std::string_view> label;
+  std::string_view signature_name;
+};
+
+// ModelSpec -> ServableRequest (views into `spec`). An empty model name is InvalidArgument.
+StatusOr<ServableRequest> ServableRequestFromSpec(const tensorflow::serving::ModelSpec& spec);
+
+// The servable that answers `request`; the manager's TF Serving messages on failure.
+StatusOr<ServableHandle> ResolveServable(const ModelManager& manager, const ServableRequest& request);
+
+// The signature called `name` (serving_default when empty). InvalidArgument, as TF Serving
+// words it: "Serving signature name: \"x\" not found in signature def".
+StatusOr<const Signature*> FindServingSignature(const Session& session, std::string_view name);
+
+// Fills a ModelSpec naming what served a request: model, version, signature name.
+void FillServedSpec(const LoadedVersion& servable, std::string_view signature_name,
+                    tensorflow::serving::ModelSpec* spec);
+
+// Runs `signature` on `inputs`. With a non-empty `output_filter` (gRPC's), only those output
+// keys are returned, in the filter's order; an unknown or repeated key is InvalidArgument.
+Status RunPredict(const Session& session, const Signature& signature, std::span<const NamedTensor> inputs,
+                  std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs);
+
+// Classify / Regress on `input`'s examples with `signature`, which must carry the matching
+// method_name (else InvalidArgument "Expected classification signature method_name to be
+// tensorflow/serving/classify. Was: ...").
+Status RunClassify(const Session& session, const Signature& signature, const tensorflow::serving::Input& input,
+                   tensorflow::serving::ClassificationResult* result);
+Status RunRegress(const Session& session, const Signature& signature, const tensorflow::serving::Input& input,
+                  tensorflow::serving::RegressionResult* result);
+
+// Exposed for tests: the tensors `signature`'s inputs get from `input`'s examples.
+StatusOr<std::vector<NamedTensor>> TensorsFromExamples(const Signature& signature,
+                                                       const tensorflow::serving::Input& input);
+
+}  // namespace lockstep

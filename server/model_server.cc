@@ -1,0 +1,193 @@
+#include "server/model_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <climits>
+#include <set>
+
+#include "runtime/thread_pool.h"
+#include "server/model_server_config.h"
+
+namespace lockstep {
+
+namespace {
+
+// How long a config application waits for the first loads of new models before applying
+// their labels. Loads that take longer leave the labels refused (and say so).
+constexpr auto kFirstLoadWait = std::chrono::minutes(5);
+
+int DefaultThreads() {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return 4 * static_cast<int>(cpus == 0 ? 1 : cpus);
+}
+
+ModelManager::Options ManagerOptions(const ServerFlags& flags) {
+  ModelManager::Options options;
+  options.file_system_poll_wait_seconds = flags.file_system_poll_wait_seconds;
+  options.allow_version_labels_for_unavailable_models = flags.allow_version_labels_for_unavailable_models;
+  options.num_load_threads = flags.num_load_threads > 0 ? flags.num_load_threads : 2;
+  return options;
+}
+
+StatusOr<StoreConfig> InitialConfig(const ServerFlags& flags, std::string* config_text) {
+  if (flags.model_config_file.empty()) return SingleModelConfig(flags.model_name, flags.model_base_path);
+  LS_ASSIGN_OR_RETURN(*config_text, ReadConfigFileText(flags.model_config_file));
+  LS_ASSIGN_OR_RETURN(const tensorflow::serving::ModelServerConfig proto,
+                      ParseModelServerConfig(*config_text, flags.model_config_file));
+  StatusOr<StoreConfig> config = StoreConfigFromProto(proto);
+  if (!config.ok()) return config.status().WithPrefix(flags.model_config_file);
+  return config;
+}
+
+}  // namespace
+
+ModelServer::ModelServer(const ServerFlags& flags)
+    : flags_(flags),
+      manager_(ManagerOptions(flags)),
+      rest_api_(manager_),
+      prediction_service_(manager_),
+      model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
+        return ReloadConfig(proto);
+      }) {}
+
+ModelServer::~ModelServer() { Shutdown(); }
+
+StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& flags) {
+  LS_RETURN_IF_ERROR(ValidateServerFlags(flags));
+  if (flags.tensorflow_intra_op_parallelism > 0) ThreadPool::SetDefaultThreads(flags.tensorflow_intra_op_parallelism);
+  auto server = std::make_unique<ModelServer>(flags);
+
+  std::string config_text;
+  LS_ASSIGN_OR_RETURN(StoreConfig config, InitialConfig(flags, &config_text));
+  server->last_config_text_ = config_text;
+  LS_RETURN_IF_ERROR(server->ApplyStoreConfig(std::move(config)));
+  // Open the ports once the first loads are done, so that a client that can connect finds
+  // the models available (as TF Serving does).
+  if (!server->manager_.WaitUntilIdle(kFirstLoadWait)) {
+    spdlog::warn("event=startup_loads_slow wait_s={}", std::chrono::seconds(kFirstLoadWait).count());
+  }
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port), grpc::InsecureServerCredentials(),
+                           &server->grpc_port_);
+  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxSendMessageSize(INT_MAX);
+  // gRPC's synchronous server answers RESOURCE_EXHAUSTED to a call that finds all its
+  // threads busy rather than queueing it, so a cap is set only when asked for: by default the
+  // server grows threads with the calls in flight.
+  if (flags.grpc_max_threads > 0) {
+    grpc::ResourceQuota quota("model-server");
+    quota.SetMaxThreads(flags.grpc_max_threads);
+    builder.SetResourceQuota(quota);
+  }
+  builder.RegisterService(&server->prediction_service_);
+  builder.RegisterService(&server->model_service_);
+  server->grpc_server_ = builder.BuildAndStart();
+  if (!server->grpc_server_ || server->grpc_port_ == 0) {
+    return Status(StatusCode::kUnavailable, "cannot listen for gRPC on 0.0.0.0:" + std::to_string(flags.port));
+  }
+
+  if (flags.rest_api_port != 0) {
+    HttpServerOptions http;
+    http.port = flags.rest_api_port;
+    http.num_threads = flags.rest_api_num_threads > 0 ? flags.rest_api_num_threads : DefaultThreads();
+    http.timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
+    http.max_body_bytes = static_cast<size_t>(flags.rest_api_max_request_bytes);
+    http.enable_cors = flags.rest_api_enable_cors_support;
+    LS_ASSIGN_OR_RETURN(server->http_, HttpServer::Start(http, server->rest_api_));
+  }
+
+  if (!flags.model_config_file.empty() && flags.model_config_file_poll_wait_seconds > 0) {
+    ModelServer* raw = server.get();
+    server->config_poll_thread_ = std::thread([raw] { raw->ConfigFilePollLoop(); });
+  }
+  return server;
+}
+
+Status ModelServer::ReloadConfig(const tensorflow::serving::ModelServerConfig& proto) {
+  LS_ASSIGN_OR_RETURN(StoreConfig config, StoreConfigFromProto(proto));
+  return ApplyStoreConfig(std::move(config));
+}
+
+Status ModelServer::ApplyStoreConfig(StoreConfig config) {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  // Labels of models that are new here (or read from another base path) wait for the loads.
+  std::set<std::pair<std::string, std::string>> known;
+  for (const ModelConfig& m : applied_.models) known.insert({m.name, m.base_path});
+  StoreConfig first = config;
+  bool deferred = false;
+  if (!flags_.allow_version_labels_for_unavailable_models) {
+    for (ModelConfig& m : first.models) {
+      if (!m.labels.empty() && known.count({m.name, m.base_path}) == 0) {
+        m.labels.clear();
+        deferred = true;
+      }
+    }
+  }
+  if (deferred) {
+    LS_RETURN_IF_ERROR(manager_.ApplyConfig(first));
+    applied_ = std::move(first);
+    if (!manager_.WaitUntilIdle(kFirstLoadWait)) {
+      spdlog::warn("event=config_labels_waiting reason=\"loads still running\"");
+    }
+  }
+  const Status status = manager_.ApplyConfig(config);
+  if (!status.ok()) {
+    if (deferred) {
+      return status.WithPrefix("the config's models are being served, but its version_labels were refused");
+    }
+    return status;
+  }
+  applied_ = std::move(config);
+  std::string names;
+  for (const ModelConfig& m : applied_.models) names += (names.empty() ? "" : ",") + m.name;
+  spdlog::info("event=config_applied models={}", names);
+  return Status::Ok();
+}
+
+void ModelServer::ConfigFilePollLoop() {
+  const auto wait = std::chrono::seconds(flags_.model_config_file_poll_wait_seconds);
+  std::unique_lock<std::mutex> lock(poll_mu_);
+  while (!poll_cv_.wait_for(lock, wait, [this] { return stopping_; })) {
+    lock.unlock();
+    StatusOr<std::string> text = ReadConfigFileText(flags_.model_config_file);
+    Status status;
+    bool checked = true;
+    if (!text.ok()) {
+      status = text.status();
+    } else if (*text != last_config_text_) {
+      last_config_text_ = *text;
+      StatusOr<tensorflow::serving::ModelServerConfig> proto = ParseModelServerConfig(*text, flags_.model_config_file);
+      status = proto.ok() ? ReloadConfig(*proto).WithPrefix(flags_.model_config_file) : proto.status();
+      if (status.ok()) spdlog::info("event=config_file_reloaded file={}", flags_.model_config_file);
+    } else {
+      checked = false;  // unchanged since it was last read
+    }
+    // A bad or unreadable file is reported once, not on every poll.
+    if (checked) {
+      if (!status.ok() && status.message() != last_config_error_) {
+        spdlog::error("event=config_file_rejected file={} error=\"{}\" action=\"keeping the running config\"",
+                      flags_.model_config_file, status.message());
+      }
+      last_config_error_ = status.message();
+    }
+    lock.lock();
+  }
+}
+
+void ModelServer::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(poll_mu_);
+      stopping_ = true;
+    }
+    poll_cv_.notify_all();
+    if (config_poll_thread_.joinable()) config_poll_thread_.join();
+    if (grpc_server_) grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (http_) http_->Stop();
+    manager_.Stop();
+  });
+}
+
+}  // namespace lockstep

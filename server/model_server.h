@@ -1,0 +1,70 @@
+// model-server, assembled: the model store, the config (from flags or a file, polled, and
+// reloadable over gRPC), the gRPC services and the REST server.
+//
+// Configs are applied whole or not at all (a bad one leaves the running one serving). A model
+// new to the server has no versions loaded yet, so its version_labels could not point at an
+// available version when the config arrives; as TF Serving does, the server applies such a
+// config without those labels first, waits for the loads, then applies it with them.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "model_store/manager.h"
+#include "runtime/status.h"
+#include "server/flags.h"
+#include "server/grpc_services.h"
+#include "server/http_server.h"
+#include "server/rest_api.h"
+#include "tensorflow_serving/config/model_server_config.pb.h"
+
+namespace lockstep {
+
+class ModelServer {
+ public:
+  // Applies the initial config, waits for its first loads, then opens the gRPC and REST ports.
+  static StatusOr<std::unique_ptr<ModelServer>> Start(const ServerFlags& flags);
+  ~ModelServer();  // Shutdown()
+  ModelServer(const ModelServer&) = delete;
+  ModelServer& operator=(const ModelServer&) = delete;
+
+  int grpc_port() const { return grpc_port_; }
+  int rest_api_port() const { return http_ ? http_->port() : 0; }
+
+  // What HandleReloadConfigRequest and the config file poll call.
+  Status ReloadConfig(const tensorflow::serving::ModelServerConfig& proto);
+
+  // Stops the ports, the config poll and the model store (idempotent).
+  void Shutdown();
+
+  explicit ModelServer(const ServerFlags& flags);
+
+ private:
+  Status ApplyStoreConfig(StoreConfig config);
+  void ConfigFilePollLoop();
+
+  const ServerFlags flags_;
+  ModelManager manager_;
+  RestApi rest_api_;
+  PredictionServiceImpl prediction_service_;
+  ModelServiceImpl model_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int grpc_port_ = 0;
+  std::unique_ptr<HttpServer> http_;
+
+  std::mutex config_mu_;  // serialises config applications
+  StoreConfig applied_;   // the config the manager holds now
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool stopping_ = false;
+  std::string last_config_text_;   // the file's text when it was last read
+  std::string last_config_error_;  // why the file was last refused; empty when it was not
+  std::thread config_poll_thread_;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,112 @@
+#include "server/model_server_config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace lockstep {
+
+namespace tfs = tensorflow::serving;
+
+namespace {
+
+// Collects the first parse error with its position; protobuf would otherwise log it.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (error.empty()) error = std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  std::string error;
+};
+
+}  // namespace
+
+StatusOr<tfs::ModelServerConfig> ParseModelServerConfig(std::string_view text, std::string_view source) {
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  tfs::ModelServerConfig config;
+  if (!parser.ParseFromString(std::string(text), &config)) {
+    return InvalidArgument(std::string(source) + ":" + (errors.error.empty() ? "0:0: not a ModelServerConfig" : errors.error));
+  }
+  return config;
+}
+
+StatusOr<std::string> ReadConfigFileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open the model config file");
+  std::string text;
+  text.resize(kMaxConfigFileBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return DataLoss(path + ": cannot read the model config file");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigFileBytes) {
+    return InvalidArgument(path + ": the model config file is larger than " + std::to_string(kMaxConfigFileBytes) +
+                           " bytes");
+  }
+  return text;
+}
+
+StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) {
+  if (proto.config_case() == tfs::ModelServerConfig::kCustomModelConfig) {
+    return Unimplemented("custom_model_config is not supported; use model_config_list");
+  }
+  StoreConfig config;
+  const auto& list = proto.model_config_list().config();
+  for (int i = 0; i < list.size(); ++i) {
+    const tfs::ModelConfig& m = list[i];
+    ModelConfig model;
+    model.name = m.name();
+    model.base_path = m.base_path();
+    model.platform = m.model_platform().empty() ? std::string(kSupportedPlatforms[0]) : m.model_platform();
+    if (std::find(std::begin(kSupportedPlatforms), std::end(kSupportedPlatforms), model.platform) ==
+        std::end(kSupportedPlatforms)) {
+      return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
+                             "'): model_platform '" + model.platform + "' is not supported (use tensorflow or lockstep)");
+    }
+    const auto& policy = m.model_version_policy();
+    using Policy = tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy;
+    switch (policy.policy_choice_case()) {
+      case Policy::kAll:
+        model.policy.kind = VersionPolicy::kAll;
+        break;
+      case Policy::kSpecific:
+        model.policy.kind = VersionPolicy::kSpecific;
+        model.policy.versions.assign(policy.specific().versions().begin(), policy.specific().versions().end());
+        break;
+      case Policy::kLatest:
+        model.policy.kind = VersionPolicy::kLatest;
+        // An unset num_versions means 1, as upstream.
+        model.policy.num_versions = policy.latest().num_versions() == 0 ? 1 : policy.latest().num_versions();
+        break;
+      default:
+        break;  // latest 1
+    }
+    model.labels.insert(m.version_labels().begin(), m.version_labels().end());
+    config.models.push_back(std::move(model));
+  }
+  LS_RETURN_IF_ERROR(ValidateStoreConfig(config));
+  return config;
+}
+
+StatusOr<StoreConfig> SingleModelConfig(const std::string& name, const std::string& base_path) {
+  StoreConfig config;
+  ModelConfig model;
+  model.name = name;
+  // A relative path is taken from the working directory, as a shell user expects.
+  std::error_code ec;
+  const std::filesystem::path absolute = base_path.empty() ? std::filesystem::path() : std::filesystem::absolute(base_path, ec);
+  model.base_path = ec ? base_path : absolute.lexically_normal().string();
+  model.platform = std::string(kSupportedPlatforms[0]);
+  config.models.push_back(std::move(model));
+  Status status = ValidateStoreConfig(config);
+  if (!status.ok()) return status.WithPrefix("--model_name/--model_base_path");
+  return config;
+}
+
+}  // namespace lockstep

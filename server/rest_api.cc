@@ -1,0 +1,211 @@
+#include "server/rest_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+
+#include "server/inference.h"
+#include "server/model_info.h"
+#include "server/rest_json.h"
+#include "server/status_mapping.h"
+
+namespace lockstep {
+
+namespace tfs = tensorflow::serving;
+
+namespace {
+
+bool ConsumePrefixIgnoringCase(std::string_view* s, std::string_view prefix) {
+  if (s->size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>((*s)[i])) != prefix[i]) return false;
+  }
+  s->remove_prefix(prefix.size());
+  return true;
+}
+
+bool EqualsIgnoringCase(std::string_view s, std::string_view lower) {
+  return s.size() == lower.size() && ConsumePrefixIgnoringCase(&s, lower);
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX decoding ('+' stays '+': this is a path, not a form).
+std::optional<std::string> UrlDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+// The next path segment: up to '/' or ':' (exclusive).
+std::string_view TakeSegment(std::string_view* s) {
+  size_t end = s->find_first_of("/:");
+  if (end == std::string_view::npos) end = s->size();
+  std::string_view segment = s->substr(0, end);
+  s->remove_prefix(end);
+  return segment;
+}
+
+}  // namespace
+
+StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  const Status malformed = InvalidArgument("Malformed request: " + std::string(method) + " " + std::string(target));
+  std::string_view rest = path;
+  if (!ConsumePrefixIgnoringCase(&rest, "/v1/")) return NotFound("Unknown path: " + std::string(path));
+  const bool get = method == "GET";
+  if (!get && method != "POST") return malformed;
+  if (!ConsumePrefixIgnoringCase(&rest, "models")) return malformed;
+  if (rest.empty() || rest == "/") return InvalidArgument("Missing model name in request.");
+  if (!ConsumePrefixIgnoringCase(&rest, "/")) return malformed;
+
+  RestPath parsed;
+  std::optional<std::string> name = UrlDecode(TakeSegment(&rest));
+  if (!name) return malformed;
+  if (name->empty()) return InvalidArgument("Missing model name in request.");
+  parsed.model = std::move(*name);
+
+  while (!rest.empty() && rest.front() == '/') {
+    std::string_view probe = rest;
+    if (ConsumePrefixIgnoringCase(&probe, "/versions/")) {
+      const std::string_view digits = TakeSegment(&probe);
+      if (parsed.version || digits.empty() || digits.size() > 18) return malformed;
+      int64_t v = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return malformed;
+        v = v * 10 + (c - '0');
+      }
+      parsed.version = v;
+    } else if (ConsumePrefixIgnoringCase(&probe, "/labels/")) {
+      std::optional<std::string> label = UrlDecode(TakeSegment(&probe));
+      if (parsed.label || !label || label->empty()) return malformed;
+      parsed.label = std::move(*label);
+    } else {
+      break;
+    }
+    rest = probe;
+  }
+  if (parsed.version && parsed.label) {
+    return InvalidArgument("Both model version (" + std::to_string(*parsed.version) + ") and model version label (" +
+                           *parsed.label + ") cannot be supplied.");
+  }
+
+  if (get) {
+    if (rest.empty()) {
+      parsed.kind = RestPath::Kind::kStatus;
+    } else if (EqualsIgnoringCase(rest, "/metadata")) {
+      parsed.kind = RestPath::Kind::kMetadata;
+    } else {
+      return malformed;
+    }
+    return parsed;
+  }
+  if (EqualsIgnoringCase(rest, ":predict")) {
+    parsed.kind = RestPath::Kind::kPredict;
+  } else if (EqualsIgnoringCase(rest, ":classify")) {
+    parsed.kind = RestPath::Kind::kClassify;
+  } else if (EqualsIgnoringCase(rest, ":regress")) {
+    parsed.kind = RestPath::Kind::kRegress;
+  } else {
+    return malformed;
+  }
+  return parsed;
+}
+
+void RestApi::Handle(std::string_view method, std::string_view target, std::string_view body,
+                     std::string_view request_id, RestResponse* response) const {
+  response->model_version = -1;
+  const Status status = Dispatch(method, target, body, response);
+  if (status.ok()) {
+    response->http_status = 200;
+    return;
+  }
+  response->http_status = HttpStatusFor(status.code());
+  response->body = ErrorJson(status.message());
+  if (response->http_status >= 500) {
+    spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", request_id, method,
+                 target, response->http_status, status.message());
+  } else {
+    spdlog::debug("event=rest_rejected request_id={} method={} target={} http_status={} error=\"{}\"", request_id,
+                  method, target, response->http_status, status.message());
+  }
+}
+
+Status RestApi::Dispatch(std::string_view method, std::string_view target, std::string_view body,
+                         RestResponse* response) const {
+  LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(method, target));
+  tfs::ModelSpec spec;
+  spec.set_name(path.model);
+  if (path.version) spec.mutable_version()->set_value(*path.version);
+  if (path.label) spec.set_version_label(*path.label);
+
+  switch (path.kind) {
+    case RestPath::Kind::kStatus: {
+      tfs::GetModelStatusRequest request;
+      *request.mutable_model_spec() = spec;
+      LS_ASSIGN_OR_RETURN(const tfs::GetModelStatusResponse status, GetModelStatus(manager_, request));
+      response->body = ModelStatusJson(status);
+      return Status::Ok();
+    }
+    case RestPath::Kind::kMetadata: {
+      tfs::GetModelMetadataRequest request;
+      *request.mutable_model_spec() = spec;
+      request.add_metadata_field("signature_def");
+      LS_ASSIGN_OR_RETURN(const tfs::GetModelMetadataResponse metadata, GetModelMetadata(manager_, request));
+      LS_ASSIGN_OR_RETURN(response->body, ModelMetadataJson(metadata));
+      return Status::Ok();
+    }
+    case RestPath::Kind::kPredict: {
+      LS_ASSIGN_OR_RETURN(const PredictBody predict, ParsePredictBody(body));
+      LS_ASSIGN_OR_RETURN(ServableRequest request, ServableRequestFromSpec(spec));
+      LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
+      const Session& session = servable->session();
+      LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, predict.signature_name));
+      LS_ASSIGN_OR_RETURN(const std::vector<NamedTensor> inputs, DecodePredictInputs(predict, *signature));
+      std::vector<NamedTensor> outputs;
+      LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, {}, &outputs));
+      LS_RETURN_IF_ERROR(WritePredictResponse(predict.row_format, outputs, &response->body));
+      response->model_version = servable->version();
+      return Status::Ok();
+    }
+    case RestPath::Kind::kClassify:
+    case RestPath::Kind::kRegress: {
+      std::string signature_name;
+      LS_ASSIGN_OR_RETURN(const tfs::Input input, InputFromJson(body, &signature_name));
+      LS_ASSIGN_OR_RETURN(ServableRequest request, ServableRequestFromSpec(spec));
+      LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
+      const Session& session = servable->session();
+      LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, signature_name));
+      if (path.kind == RestPath::Kind::kClassify) {
+        tfs::ClassificationResult result;
+        LS_RETURN_IF_ERROR(RunClassify(session, *signature, input, &result));
+        WriteClassifyResponse(result, &response->body);
+      } else {
+        tfs::RegressionResult result;
+        LS_RETURN_IF_ERROR(RunRegress(session, *signature, input, &result));
+        WriteRegressResponse(result, &response->body);
+      }
+      response->model_version = servable->version();
+      return Status::Ok();
+    }
+  }
+  return Internal("unhandled REST path kind");
+}
+
+}  // namespace lockstep

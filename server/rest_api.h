@@ -1,0 +1,58 @@
+// TensorFlow Serving's REST API, independent of the HTTP transport: a request's method,
+// target and body in, a status code and a JSON body out.
+//
+//   GET  /v1/models/{m}[/versions/{v} | /labels/{l}]             model status
+//   GET  /v1/models/{m}[/versions/{v} | /labels/{l}]/metadata    model metadata
+//   POST /v1/models/{m}[/versions/{v} | /labels/{l}]:predict     also :classify, :regress
+//
+// As in TF Serving the path is matched case-insensitively, the model name and label are
+// URL-decoded, and the version must be digits. Errors are {"error": "..."} with the HTTP
+// status of the error's code (status_mapping.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model_store/manager.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+// A REST path taken apart.
+struct RestPath {
+  enum class Kind { kStatus, kMetadata, kPredict, kClassify, kRegress };
+  Kind kind = Kind::kStatus;
+  std::string model;
+  std::optional<int64_t> version;
+  std::optional<std::string> label;
+};
+
+// Parses `target` (query string ignored) for `method` ("GET" or "POST"). NotFound for paths
+// outside /v1/, InvalidArgument "Malformed request: ..." for the rest, "Missing model name in
+// request." for /v1/models alone, and the both-version-and-label message.
+StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target);
+
+struct RestResponse {
+  int http_status = 200;
+  std::string body;            // JSON
+  int64_t model_version = -1;  // the version that served a predict/classify/regress; -1 if none
+};
+
+class RestApi {
+ public:
+  explicit RestApi(const ModelManager& manager) : manager_(manager) {}
+
+  // Thread-safe. `request_id` goes into the log lines of failed requests.
+  void Handle(std::string_view method, std::string_view target, std::string_view body, std::string_view request_id,
+              RestResponse* response) const;
+
+ private:
+  Status Dispatch(std::string_view method, std::string_view target, std::string_view body,
+                  RestResponse* response) const;
+
+  const ModelManager& manager_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,248 @@
+// End-to-end tests start the real model-server binary (MODEL_SERVER_PATH) on 127.0.0.1 with
+// ephemeral ports and talk to it with real clients: a Beast HTTP client and a gRPC stub.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/bundle/bundle.h"
+#include "runtime/graph_builder.h"
+#include "tensorflow_serving/apis/model_service.grpc.pb.h"
+#include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
+#include "tests/common/file_util.h"
+#include "tests/common/scratch_dir.h"
+
+namespace lockstep::e2e {
+
+namespace fs = std::filesystem;
+using ::lockstep::test::ScratchDir;
+
+// A port nobody listens on right now: the kernel picks it, we release it for the server.
+inline int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+using ::lockstep::test::ReadFile;
+using ::lockstep::test::WriteFile;
+
+// Polls `pred` every 10 ms for at most `timeout`.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+// y = a * x + b over a float vector x, with TF Serving half_plus_two's three signatures
+// (serving_default, regress_x_to_y, classify_x_to_y).
+inline Model AffineModel(float a, float b) {
+  GraphBuilder g;
+  const std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  const std::string y = g.Op("Add", {g.Op("Mul", {x, g.Const("a", Tensor::Scalar<float>(a))}),
+                                     g.Const("b", Tensor::Scalar<float>(b))}, {}, "y");
+  g.AddSignature({std::string(kDefaultSignature), "tensorflow/serving/predict",
+                  {{"x", x, DType::kFloat32, Shape{-1}}}, {{"y", y, DType::kFloat32, Shape{-1}}}});
+  g.AddSignature({"regress_x_to_y", "tensorflow/serving/regress",
+                  {{"x", x, DType::kFloat32, Shape{-1}}}, {{"outputs", y, DType::kFloat32, Shape{-1}}}});
+  const std::string scores = g.Op("Reshape", {y}, {{"shape", std::vector<int64_t>{-1, 1}}}, "scores");
+  g.AddSignature({"classify_x_to_y", "tensorflow/serving/classify",
+                  {{"x", x, DType::kFloat32, Shape{-1}}}, {{"scores", scores, DType::kFloat32, Shape{-1, 1}}}});
+  return std::move(g).Build();
+}
+
+// half_plus_two (y = 0.5 x + 2) as version `version` under `base`.
+inline void WriteHalfPlusTwo(const fs::path& base, int64_t version) {
+  BundleWriteOptions options;
+  options.overwrite = true;
+  const Status s = WriteBundle(AffineModel(0.5f, 2.0f), base / std::to_string(version), options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+// y = version * x: the answer for x = 1 says which version served.
+inline void WriteVersionModel(const fs::path& base, int64_t version) {
+  BundleWriteOptions options;
+  options.overwrite = true;
+  const Status s = WriteBundle(AffineModel(static_cast<float>(version), 0.0f), base / std::to_string(version), options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+// The model-server process. Its stderr (the log) goes to a file in `dir`.
+class ServerProcess {
+ public:
+  // Starts model-server with `flags` plus --port and --rest_api_port on fresh ports, and
+  // waits for its "event=server_ready" line. `expect_ready` false: waits for it to exit.
+  ServerProcess(const fs::path& dir, std::vector<std::string> flags, bool expect_ready = true)
+      : log_path_(dir / ("server-" + std::to_string(counter_++) + ".log")) {
+    grpc_port_ = FreePort();
+    rest_port_ = FreePort();
+    while (rest_port_ == grpc_port_) rest_port_ = FreePort();
+    std::vector<std::string> args = {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
+                                     "--rest_api_port=" + std::to_string(rest_port_)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    if (!expect_ready) return;
+    const bool ready = WaitFor([&] { return Log().find("event=server_ready") != std::string::npos || Exited(); },
+                               std::chrono::seconds(60));
+    EXPECT_TRUE(ready && !Exited()) << "model-server did not become ready; log:\n" << Log();
+  }
+
+  ~ServerProcess() { Stop(); }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int grpc_port() const { return grpc_port_; }
+  int rest_port() const { return rest_port_; }
+  std::string grpc_target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
+  std::string Log() const { return ReadFile(log_path_); }
+
+  // True once the process has exited (its status is then in exit_status()).
+  bool Exited() {
+    if (exited_) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      exit_status_ = status;
+    }
+    return exited_;
+  }
+  // Waits for the process to exit by itself; its exit code, or -1 on timeout.
+  int WaitExit(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    if (!WaitFor([&] { return Exited(); }, timeout)) return -1;
+    return WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : 128 + WTERMSIG(exit_status_);
+  }
+
+  // SIGTERM, then SIGKILL after 10 s. Returns the exit code.
+  int Stop() {
+    if (Exited()) return WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : -1;
+    kill(pid_, SIGTERM);
+    int code = WaitExit(std::chrono::seconds(10));
+    if (code == -1) {
+      kill(pid_, SIGKILL);
+      code = WaitExit(std::chrono::seconds(10));
+    }
+    return code;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path log_path_;
+  pid_t pid_ = -1;
+  int grpc_port_ = 0;
+  int rest_port_ = 0;
+  bool exited_ = false;
+  int exit_status_ = 0;
+};
+
+struct HttpResult {
+  int status = 0;  // 0: the request failed at the transport
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string error;
+};
+
+// A keep-alive HTTP/1.1 client on one connection.
+class HttpClient {
+ public:
+  explicit HttpClient(int port) : port_(port) {}
+
+  HttpResult Request(const std::string& method, const std::string& target, const std::string& body = "",
+                     const std::map<std::string, std::string>& headers = {}) {
+    namespace beast = boost::beast;
+    namespace http = beast::http;
+    HttpResult result;
+    try {
+      if (!stream_) Connect();
+      http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::content_type, "application/json");
+      for (const auto& [k, v] : headers) req.set(k, v);
+      req.keep_alive(true);
+      req.body() = body;
+      if (method != "GET" || !body.empty()) req.prepare_payload();
+      http::write(*stream_, req);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(size_t{1} << 30);
+      http::read(*stream_, buffer_, parser);
+      auto res = parser.release();
+      result.status = res.result_int();
+      result.body = res.body();
+      for (const auto& field : res) {
+        std::string name(field.name_string());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        result.headers[name] = std::string(field.value());
+      }
+      if (!res.keep_alive()) stream_.reset();
+    } catch (const std::exception& e) {
+      result.status = 0;
+      result.error = e.what();
+      stream_.reset();
+    }
+    return result;
+  }
+  HttpResult Get(const std::string& target) { return Request("GET", target); }
+  HttpResult Post(const std::string& target, const std::string& body) { return Request("POST", target, body); }
+
+ private:
+  void Connect() {
+    stream_ = std::make_unique<boost::beast::tcp_stream>(ioc_);
+    stream_->connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                                    static_cast<unsigned short>(port_)));
+    buffer_.clear();
+  }
+
+  int port_;
+  boost::asio::io_context ioc_;
+  std::unique_ptr<boost::beast::tcp_stream> stream_;
+  boost::beast::flat_buffer buffer_;
+};
+
+inline std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace lockstep::e2e

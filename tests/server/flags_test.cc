@@ -1,0 +1,68 @@
+// tensorflow_model_server's flag syntax and defaults, and clear errors for bad ones.
+#include <gtest/gtest.h>
+
+#include "server/flags.h"
+
+namespace lockstep {
+namespace {
+
+TEST(ServerFlagsTest, DefaultsAreTfServings) {
+  StatusOr<ServerFlags> f = ParseServerFlags({});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->port, 8500);
+  EXPECT_EQ(f->rest_api_port, 0);
+  EXPECT_EQ(f->rest_api_timeout_in_ms, 30000);
+  EXPECT_EQ(f->model_name, "default");
+  EXPECT_EQ(f->file_system_poll_wait_seconds, 1);
+  EXPECT_EQ(f->model_config_file_poll_wait_seconds, 0);
+  EXPECT_FALSE(f->allow_version_labels_for_unavailable_models);
+}
+
+TEST(ServerFlagsTest, ParsesBothSpellingsAndBooleans) {
+  StatusOr<ServerFlags> f = ParseServerFlags({"--port=9000", "--rest_api_port", "9001", "--model_name=m",
+                                              "--model_base_path=/models/m", "--allow_version_labels_for_unavailable_models",
+                                              "--rest_api_enable_cors_support=false", "--rest_api_timeout_in_ms=5"});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->port, 9000);
+  EXPECT_EQ(f->rest_api_port, 9001);
+  EXPECT_EQ(f->model_name, "m");
+  EXPECT_EQ(f->model_base_path, "/models/m");
+  EXPECT_TRUE(f->allow_version_labels_for_unavailable_models);
+  EXPECT_FALSE(f->rest_api_enable_cors_support);
+  EXPECT_EQ(f->rest_api_timeout_in_ms, 5);
+  EXPECT_TRUE(ValidateServerFlags(*f).ok());
+}
+
+TEST(ServerFlagsTest, NamesTheFlagInEveryError) {
+  auto error = [](std::vector<std::string> args) {
+    StatusOr<ServerFlags> f = ParseServerFlags(args);
+    if (f.ok()) return ValidateServerFlags(*f).message();
+    return f.status().message();
+  };
+  EXPECT_NE(error({"--enable_batchingg"}).find("unknown flag --enable_batchingg"), std::string::npos);
+  EXPECT_NE(error({"--port=http"}).find("--port"), std::string::npos);
+  EXPECT_NE(error({"--port=99999999999"}).find("--port"), std::string::npos);
+  EXPECT_NE(error({"--port"}).find("--port needs a value"), std::string::npos);
+  EXPECT_NE(error({"--help=maybe"}).find("--help"), std::string::npos);
+  EXPECT_NE(error({"model"}).find("unexpected argument 'model'"), std::string::npos);
+  EXPECT_NE(error({"--model_base_path=/m", "--port=70000"}).find("--port=70000"), std::string::npos);
+  EXPECT_NE(error({"--model_base_path=/m", "--port=8500", "--rest_api_port=8500"}).find("must differ"),
+            std::string::npos);
+  EXPECT_NE(error({}).find("--model_config_file"), std::string::npos);
+  EXPECT_NE(error({"--model_base_path=/m", "--rest_api_timeout_in_ms=0"}).find("--rest_api_timeout_in_ms"),
+            std::string::npos);
+}
+
+TEST(ServerFlagsTest, UsageListsEveryFlag) {
+  const std::string usage = ServerUsage();
+  for (const char* flag : {"--port", "--rest_api_port", "--rest_api_num_threads", "--rest_api_timeout_in_ms",
+                           "--model_name", "--model_base_path", "--model_config_file",
+                           "--model_config_file_poll_wait_seconds", "--file_system_poll_wait_seconds",
+                           "--allow_version_labels_for_unavailable_models", "--grpc_max_threads", "--version",
+                           "--help"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

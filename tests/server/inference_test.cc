@@ -1,0 +1,139 @@
+// Classify and regress on tf.Examples, the output filter, and the method checks, on a real
+// Session (y = 0.5 x + 2, with TF Serving half_plus_two's signatures).
+#include <gtest/gtest.h>
+
+#include "runtime/graph_builder.h"
+#include "server/inference.h"
+
+namespace lockstep {
+namespace {
+
+namespace tfs = tensorflow::serving;
+
+std::unique_ptr<Session> HalfPlusTwo() {
+  GraphBuilder g;
+  const std::string x = g.Input("x", DType::kFloat32, Shape{-1});
+  const std::string y = g.Op("Add", {g.Op("Mul", {x, g.Const("a", Tensor::Scalar<float>(0.5f))}),
+                                     g.Const("b", Tensor::Scalar<float>(2.0f))}, {}, "y");
+  const std::string scores = g.Op("Reshape", {y}, {{"shape", std::vector<int64_t>{-1, 1}}}, "scores");
+  g.AddSignature({"serving_default", std::string(kPredictMethod), {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"y", y, DType::kFloat32, Shape{-1}}, {"scores", scores, DType::kFloat32, Shape{-1, 1}}}});
+  g.AddSignature({"regress", std::string(kRegressMethod), {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"outputs", y, DType::kFloat32, Shape{-1}}}});
+  g.AddSignature({"classify", std::string(kClassifyMethod), {{"x", x, DType::kFloat32, Shape{-1}}},
+                  {{"scores", scores, DType::kFloat32, Shape{-1, 1}}}});
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(g).Build());
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  return std::move(session).value();
+}
+
+tfs::Input Examples(std::initializer_list<float> xs, std::optional<float> context_x = std::nullopt) {
+  tfs::Input input;
+  auto* list = input.mutable_example_list_with_context();
+  for (float x : xs) (*list->add_examples()->mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(x);
+  if (context_x) {
+    (*list->mutable_context()->mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(*context_x);
+  }
+  return input;
+}
+
+TEST(InferenceTest, RegressAndClassifyOnExamples) {
+  auto session = HalfPlusTwo();
+  tfs::RegressionResult regression;
+  ASSERT_TRUE(RunRegress(*session, *session->FindSignature("regress"), Examples({1, 2, 5}), &regression).ok());
+  ASSERT_EQ(regression.regressions_size(), 3);
+  EXPECT_EQ(regression.regressions(2).value(), 4.5f);
+
+  tfs::ClassificationResult classification;
+  ASSERT_TRUE(RunClassify(*session, *session->FindSignature("classify"), Examples({2}), &classification).ok());
+  ASSERT_EQ(classification.classifications_size(), 1);
+  ASSERT_EQ(classification.classifications(0).classes_size(), 1);
+  EXPECT_EQ(classification.classifications(0).classes(0).score(), 3.0f);
+  EXPECT_EQ(classification.classifications(0).classes(0).label(), "");
+}
+
+TEST(InferenceTest, ContextFillsMissingFeaturesAndExamplesWin) {
+  auto session = HalfPlusTwo();
+  tfs::Input input = Examples({4}, /*context_x=*/8);
+  input.mutable_example_list_with_context()->add_examples();  // takes x from the context
+  tfs::RegressionResult regression;
+  ASSERT_TRUE(RunRegress(*session, *session->FindSignature("regress"), input, &regression).ok());
+  ASSERT_EQ(regression.regressions_size(), 2);
+  EXPECT_EQ(regression.regressions(0).value(), 4.0f);
+  EXPECT_EQ(regression.regressions(1).value(), 6.0f);
+}
+
+TEST(InferenceTest, ExampleErrorsNameTheExampleAndFeature) {
+  auto session = HalfPlusTwo();
+  const Signature& regress = *session->FindSignature("regress");
+  tfs::RegressionResult result;
+  Status s = RunRegress(*session, regress, tfs::Input(), &result);
+  EXPECT_EQ(s.message(), "Input is empty.");
+
+  tfs::Input missing = Examples({1});
+  missing.mutable_example_list_with_context()->add_examples();
+  s = RunRegress(*session, regress, missing, &result);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("example 1 has no feature 'x'"), std::string::npos) << s.message();
+
+  tfs::Input wrong_kind;
+  (*wrong_kind.mutable_example_list()->add_examples()->mutable_features()->mutable_feature())["x"]
+      .mutable_bytes_list()->add_value("a");
+  s = RunRegress(*session, regress, wrong_kind, &result);
+  EXPECT_NE(s.message().find("feature 'x' must be a float_list"), std::string::npos) << s.message();
+
+  tfs::Input two_values = Examples({1});
+  (*two_values.mutable_example_list_with_context()->mutable_examples(0)->mutable_features()->mutable_feature())["x"]
+      .mutable_float_list()->add_value(2);
+  s = RunRegress(*session, regress, two_values, &result);
+  EXPECT_NE(s.message().find("has 2 values; the signature wants 1"), std::string::npos) << s.message();
+}
+
+TEST(InferenceTest, MethodsMustMatch) {
+  auto session = HalfPlusTwo();
+  tfs::ClassificationResult result;
+  const Status s = RunClassify(*session, *session->FindSignature("serving_default"), Examples({1}), &result);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "Expected classification signature method_name to be tensorflow/serving/classify. Was: "
+            "tensorflow/serving/predict");
+  tfs::RegressionResult regression;
+  EXPECT_EQ(RunRegress(*session, *session->FindSignature("classify"), Examples({1}), &regression).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(InferenceTest, OutputFilterSelectsAndOrders) {
+  auto session = HalfPlusTwo();
+  const Signature& predict = *session->FindSignature("serving_default");
+  std::vector<NamedTensor> inputs;
+  inputs.push_back({"x", Tensor::FromVector<float>(Shape{2}, {1, 2})});
+  std::vector<NamedTensor> outputs;
+  const std::vector<std::string> filter = {"scores"};
+  ASSERT_TRUE(RunPredict(*session, predict, inputs, filter, &outputs).ok());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].name, "scores");
+  const std::vector<std::string> unknown = {"z"};
+  Status s = RunPredict(*session, predict, inputs, unknown, &outputs);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("output tensor alias not found in signature: z"), std::string::npos);
+  const std::vector<std::string> twice = {"y", "y"};
+  EXPECT_EQ(RunPredict(*session, predict, inputs, twice, &outputs).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(InferenceTest, FindsSignaturesAndSpecs) {
+  auto session = HalfPlusTwo();
+  EXPECT_EQ((*FindServingSignature(*session, ""))->name, "serving_default");
+  EXPECT_EQ(FindServingSignature(*session, "nope").status().message(),
+            "Serving signature name: \"nope\" not found in signature def");
+  tfs::ModelSpec spec;
+  EXPECT_EQ(ServableRequestFromSpec(spec).status().code(), StatusCode::kInvalidArgument);
+  spec.set_name("m");
+  spec.set_version_label("stable");
+  StatusOr<ServableRequest> request = ServableRequestFromSpec(spec);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->label, "stable");
+  EXPECT_FALSE(request->version);
+}
+
+}  // namespace
+}  // namespace lockstep

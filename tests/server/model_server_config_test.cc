@@ -1,0 +1,83 @@
+// ModelServerConfig text -> StoreConfig: TF Serving's fields and defaults, and errors that
+// name the file, the line and the field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server/model_server_config.h"
+
+namespace lockstep {
+namespace {
+
+TEST(ModelServerConfigTest, TranslatesEveryField) {
+  StatusOr<tensorflow::serving::ModelServerConfig> proto = ParseModelServerConfig(R"pb(
+    model_config_list {
+      config { name: 'a' base_path: '/models/a' model_platform: 'tensorflow'
+               model_version_policy { specific { versions: 42 versions: 43 } }
+               version_labels { key: 'stable' value: 42 } version_labels { key: 'canary' value: 43 } }
+      config { name: 'b' base_path: '/models/b' model_version_policy { all {} } }
+      config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
+               model_version_policy { latest { num_versions: 3 } } }
+      config { name: 'd' base_path: '/models/d' }
+    })pb",
+                                                                                    "models.config");
+  ASSERT_TRUE(proto.ok()) << proto.status().ToString();
+  StatusOr<StoreConfig> config = StoreConfigFromProto(*proto);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->models.size(), 4u);
+  const ModelConfig& a = config->models[0];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(a.base_path, "/models/a");
+  EXPECT_EQ(a.policy.kind, VersionPolicy::kSpecific);
+  EXPECT_EQ(a.policy.versions, (std::vector<int64_t>{42, 43}));
+  EXPECT_EQ(a.labels.at("stable"), 42);
+  EXPECT_EQ(a.labels.at("canary"), 43);
+  EXPECT_EQ(config->models[1].policy.kind, VersionPolicy::kAll);
+  EXPECT_EQ(config->models[2].policy.kind, VersionPolicy::kLatest);
+  EXPECT_EQ(config->models[2].policy.num_versions, 3u);
+  EXPECT_EQ(config->models[3].policy.kind, VersionPolicy::kLatest);  // the default: latest 1
+  EXPECT_EQ(config->models[3].policy.num_versions, 1u);
+  EXPECT_EQ(config->models[3].platform, "tensorflow");
+}
+
+TEST(ModelServerConfigTest, ParseErrorsNameFileLineAndColumn) {
+  StatusOr<tensorflow::serving::ModelServerConfig> proto =
+      ParseModelServerConfig("model_config_list {\n  config { nmae: 'a' }\n}\n", "/etc/models.config");
+  ASSERT_FALSE(proto.ok());
+  EXPECT_EQ(proto.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(proto.status().message().find("/etc/models.config:2:"), std::string::npos) << proto.status().message();
+  EXPECT_NE(proto.status().message().find("nmae"), std::string::npos) << proto.status().message();
+  EXPECT_FALSE(ParseModelServerConfig("garbage", "f").ok());
+}
+
+TEST(ModelServerConfigTest, RefusesImpossibleConfigs) {
+  auto error = [](const std::string& text) {
+    StatusOr<tensorflow::serving::ModelServerConfig> proto = ParseModelServerConfig(text, "f");
+    EXPECT_TRUE(proto.ok()) << proto.status().ToString();
+    return StoreConfigFromProto(*proto).status();
+  };
+  EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' model_platform: 'pytorch' } }")
+                .message()
+                .find("model_platform 'pytorch'"),
+            std::string::npos);
+  EXPECT_NE(error("model_config_list { config { name: 'a' base_path: 'relative/m' } }").message().find("absolute"),
+            std::string::npos);
+  EXPECT_NE(error("model_config_list { config { name: '../a' base_path: '/m' } }").message().find("name"),
+            std::string::npos);
+  EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' } config { name: 'a' base_path: '/n' } }")
+                .message()
+                .find("more than once"),
+            std::string::npos);
+  EXPECT_EQ(error("custom_model_config { }").code(), StatusCode::kUnimplemented);
+}
+
+TEST(ModelServerConfigTest, SingleModelFromFlags) {
+  StatusOr<StoreConfig> config = SingleModelConfig("half", "relative/half");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->models.size(), 1u);
+  EXPECT_TRUE(std::filesystem::path(config->models[0].base_path).is_absolute());
+  EXPECT_FALSE(SingleModelConfig("a/b", "/m").ok());
+}
+
+}  // namespace
+}  // namespace lockstep
