@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -39,20 +41,38 @@ bool SaneRequestId(std::string_view id) {
 
 }  // namespace
 
+namespace {
+class Connection;
+}  // namespace
+
 struct HttpServer::Impl {
   Impl(const HttpServerOptions& opts, const RestApi& rest_api)
-      : options(opts), api(rest_api), ioc(opts.num_threads), acceptor(net::make_strand(ioc)) {
+      : options(opts),
+        api(rest_api),
+        sweep_period(std::clamp<std::chrono::milliseconds>(opts.timeout / 4, std::chrono::milliseconds(10),
+                                                            std::chrono::milliseconds(250))),
+        ioc(opts.num_threads),
+        acceptor(net::make_strand(ioc)),
+        sweep_timer(ioc) {
     std::random_device random;
     id_prefix = fmt::format("{:08x}", random());
   }
 
   std::string NextRequestId() { return fmt::format("{}-{:x}", id_prefix, next_id.fetch_add(1)); }
   void Accept();
+  void Sweep();
 
   const HttpServerOptions options;
   const RestApi& api;
+  const std::chrono::milliseconds sweep_period;
+  // Every open connection, for the sweeper. Declared before the io_context: connections that
+  // die with the io_context's pending handlers unregister themselves here.
+  std::mutex connections_mu;
+  std::list<std::weak_ptr<Connection>> connections;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer sweep_timer;
+  std::vector<std::shared_ptr<Connection>> sweeping;  // the sweeper's, reused
   int bound_port = 0;
   std::vector<std::thread> threads;
   std::once_flag stop_once;
@@ -62,23 +82,61 @@ struct HttpServer::Impl {
 
 namespace {
 
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // One client connection: read a request, answer it, repeat while keep-alive holds. Requests
 // on one connection are answered in order, so pipelined requests just queue in the buffer.
+//
+// Timeouts: each read and write arms a deadline (one atomic store); the server's sweeper
+// closes connections whose deadline has passed. A timer per operation, as beast::tcp_stream
+// keeps, costs two extra handler runs per request, a third of a small request's time.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+  Connection(tcp::socket socket, HttpServer::Impl& server) : socket_(std::move(socket)), server_(server) {}
+  ~Connection() {
+    std::lock_guard<std::mutex> lock(server_.connections_mu);
+    server_.connections.erase(registration_);
+  }
 
   void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+    {
+      std::lock_guard<std::mutex> lock(server_.connections_mu);
+      registration_ = server_.connections.insert(server_.connections.end(), weak_from_this());
+    }
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // Called by the sweeper: closes the connection if its deadline passed (on its strand, where
+  // the deadline may have been renewed meanwhile).
+  void ExpireIfDue(int64_t now) {
+    const int64_t deadline = deadline_ns_.load(std::memory_order_relaxed);
+    if (deadline == 0 || deadline > now) return;
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      const int64_t due = self->deadline_ns_.load(std::memory_order_relaxed);
+      if (due != 0 && due <= NowNanos()) {
+        self->timed_out_ = true;
+        beast::error_code ignored;
+        self->socket_.cancel(ignored);
+      }
+    });
   }
 
  private:
+  void Arm() {
+    deadline_ns_.store(NowNanos() + std::chrono::nanoseconds(server_.options.timeout).count(),
+                       std::memory_order_relaxed);
+  }
+  void Disarm() { deadline_ns_.store(0, std::memory_order_relaxed); }
+
   void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(server_.options.max_body_bytes);
-    stream_.expires_after(server_.options.timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
+    Arm();
+    http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
@@ -88,19 +146,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto& request = parser_->get();
     if (beast::iequals(request[http::field::expect], "100-continue")) {
       continue_.emplace(http::status::continue_, request.version());
-      stream_.expires_after(server_.options.timeout);
-      http::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code ec, size_t) {
-        if (ec) return self->Close();
+      Arm();
+      http::async_write(socket_, *continue_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec) return self->OnReadError(ec);
         self->ReadBody();
       });
       return;
     }
+    // A small request usually arrives whole: parse its body from the buffer, no I/O needed.
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) return OnReadError(ec);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return Handle();
     ReadBody();
   }
 
   void ReadBody() {
-    stream_.expires_after(server_.options.timeout);
-    http::async_read(stream_, buffer_, *parser_,
+    Arm();
+    http::async_read(socket_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
@@ -110,13 +177,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnReadError(beast::error_code ec) {
+    Disarm();
     if (ec == http::error::body_limit) {
       return ReplyError(413, "request body is larger than the limit of " +
                                  std::to_string(server_.options.max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) return ReplyError(431, "request header is too large");
     // Closed, reset or timed out: nobody to answer. A malformed request gets a 400 first.
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
+    if (timed_out_ || ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
         ec == http::error::partial_message) {
       return Close();
@@ -128,6 +196,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Handle() {
+    Disarm();
     const auto& request = parser_->get();
     const std::string_view client_id = View(request["X-Request-Id"]);
     request_id_ = SaneRequestId(client_id) ? std::string(client_id) : server_.NextRequestId();
@@ -170,8 +239,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Write(bool close) {
-    stream_.expires_after(server_.options.timeout);
-    http::async_write(stream_, response_, [self = shared_from_this(), close](beast::error_code ec, size_t) {
+    Arm();
+    http::async_write(socket_, response_, [self = shared_from_this(), close](beast::error_code ec, size_t) {
+      self->Disarm();
       self->body_.swap(self->response_.body());
       self->body_.clear();
       if (ec || close) return self->Close();
@@ -180,13 +250,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Close() {
+    Disarm();
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
   HttpServer::Impl& server_;
+  std::list<std::weak_ptr<Connection>>::iterator registration_;
+  std::atomic<int64_t> deadline_ns_{0};  // steady-clock nanoseconds; 0: no I/O pending
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> continue_;
@@ -212,6 +286,24 @@ void HttpServer::Impl::Accept() {
   });
 }
 
+void HttpServer::Impl::Sweep() {
+  sweep_timer.expires_after(sweep_period);
+  sweep_timer.async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    const int64_t now = NowNanos();
+    {
+      std::lock_guard<std::mutex> lock(connections_mu);
+      for (const std::weak_ptr<Connection>& weak : connections) {
+        if (std::shared_ptr<Connection> connection = weak.lock()) sweeping.push_back(std::move(connection));
+      }
+    }
+    // Outside the lock: dropping the last reference runs a destructor that takes it.
+    for (const std::shared_ptr<Connection>& connection : sweeping) connection->ExpireIfDue(now);
+    sweeping.clear();
+    Sweep();
+  });
+}
+
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -233,6 +325,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   }
   impl->bound_port = impl->acceptor.local_endpoint().port();
   impl->Accept();
+  impl->Sweep();
   Impl* raw = impl.get();
   for (int i = 0; i < options.num_threads; ++i) impl->threads.emplace_back([raw] { raw->ioc.run(); });
   return std::make_unique<HttpServer>(std::move(impl));

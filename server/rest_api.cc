@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cctype>
-
 #include "server/inference.h"
 #include "server/model_info.h"
 #include "server/rest_json.h"
@@ -15,10 +13,13 @@ namespace tfs = tensorflow::serving;
 
 namespace {
 
+// ASCII only, and without std::tolower's locale lookup: paths are matched per request.
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 bool ConsumePrefixIgnoringCase(std::string_view* s, std::string_view prefix) {
   if (s->size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>((*s)[i])) != prefix[i]) return false;
+    if (AsciiLower((*s)[i]) != prefix[i]) return false;
   }
   s->remove_prefix(prefix.size());
   return true;
@@ -150,30 +151,37 @@ void RestApi::Handle(std::string_view method, std::string_view target, std::stri
 Status RestApi::Dispatch(std::string_view method, std::string_view target, std::string_view body,
                          RestResponse* response) const {
   LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(method, target));
-  tfs::ModelSpec spec;
-  spec.set_name(path.model);
-  if (path.version) spec.mutable_version()->set_value(*path.version);
-  if (path.label) spec.set_version_label(*path.label);
+  // Status and metadata take a ModelSpec; inference goes straight to the servable.
+  auto spec = [&path] {
+    tfs::ModelSpec spec;
+    spec.set_name(path.model);
+    if (path.version) spec.mutable_version()->set_value(*path.version);
+    if (path.label) spec.set_version_label(*path.label);
+    return spec;
+  };
+  ServableRequest request;
+  request.model = path.model;
+  request.version = path.version;
+  if (path.label) request.label = *path.label;
 
   switch (path.kind) {
     case RestPath::Kind::kStatus: {
-      tfs::GetModelStatusRequest request;
-      *request.mutable_model_spec() = spec;
-      LS_ASSIGN_OR_RETURN(const tfs::GetModelStatusResponse status, GetModelStatus(manager_, request));
+      tfs::GetModelStatusRequest status_request;
+      *status_request.mutable_model_spec() = spec();
+      LS_ASSIGN_OR_RETURN(const tfs::GetModelStatusResponse status, GetModelStatus(manager_, status_request));
       response->body = ModelStatusJson(status);
       return Status::Ok();
     }
     case RestPath::Kind::kMetadata: {
-      tfs::GetModelMetadataRequest request;
-      *request.mutable_model_spec() = spec;
-      request.add_metadata_field("signature_def");
-      LS_ASSIGN_OR_RETURN(const tfs::GetModelMetadataResponse metadata, GetModelMetadata(manager_, request));
+      tfs::GetModelMetadataRequest metadata_request;
+      *metadata_request.mutable_model_spec() = spec();
+      metadata_request.add_metadata_field("signature_def");
+      LS_ASSIGN_OR_RETURN(const tfs::GetModelMetadataResponse metadata, GetModelMetadata(manager_, metadata_request));
       LS_ASSIGN_OR_RETURN(response->body, ModelMetadataJson(metadata));
       return Status::Ok();
     }
     case RestPath::Kind::kPredict: {
       LS_ASSIGN_OR_RETURN(const PredictBody predict, ParsePredictBody(body));
-      LS_ASSIGN_OR_RETURN(ServableRequest request, ServableRequestFromSpec(spec));
       LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
       const Session& session = servable->session();
       LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, predict.signature_name));
@@ -188,7 +196,6 @@ Status RestApi::Dispatch(std::string_view method, std::string_view target, std::
     case RestPath::Kind::kRegress: {
       std::string signature_name;
       LS_ASSIGN_OR_RETURN(const tfs::Input input, InputFromJson(body, &signature_name));
-      LS_ASSIGN_OR_RETURN(ServableRequest request, ServableRequestFromSpec(spec));
       LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
       const Session& session = servable->session();
       LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, signature_name));

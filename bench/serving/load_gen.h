@@ -1,0 +1,98 @@
+// What the load generator's REST and gRPC drivers share: one concurrency level's settings and
+// the tally of its requests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockstep::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// Requests still outstanding this long after a level's end are abandoned, so that a hung server
+// ends the run instead of stalling it; they count as errors.
+inline constexpr std::chrono::seconds kGrace{10};
+
+struct LevelSpec {
+  std::string host;
+  std::string port;
+  std::string model;
+  int concurrency = 1;
+  Clock::duration warmup{};
+  Clock::duration duration{};
+  std::string rest_body;       // POSTed to /v1/models/<model>:predict
+  std::vector<float> grpc_x;   // inputs["x"].float_val
+  std::vector<float> expect;   // the predictions / outputs["y"].float_val a correct answer holds
+  int grpc_channels = 1;
+};
+
+// Counts what completes inside the measured window, which follows the warm-up: connection
+// set-up and cold caches are not what is being measured.
+class Tally {
+ public:
+  Tally(Clock::time_point start, const LevelSpec& spec)
+      : measure_start_(start + spec.warmup), end_(measure_start_ + spec.duration) {
+    // Sized for a fast server so that recording never reallocates mid-run in the usual case.
+    latencies_us_.reserve(1 << 20);
+  }
+
+  // Records a request sent at `sent` and completed (well or not) at `done`. Returns whether the
+  // level is still running, i.e. whether the caller should send another.
+  bool Record(Clock::time_point sent, Clock::time_point done, bool ok) {
+    if (done >= end_) {
+      // Calls in flight at the end are normal in a closed loop and are not counted, but a
+      // failure reported this long after the end can only be a call that hung until abandoned.
+      if (!ok && done >= end_ + kGrace / 2) ++errors_;
+      return false;
+    }
+    if (done < measure_start_) return true;
+    if (ok) {
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(done - sent).count();
+      latencies_us_.push_back(static_cast<uint32_t>(us));
+    } else {
+      ++errors_;
+    }
+    return true;
+  }
+
+  // Keeps the first error's description (`describe()` is called only then), for stderr: a
+  // count alone does not say what went wrong.
+  template <typename Describe>
+  void NoteError(Describe describe) {
+    if (first_error_.empty()) first_error_ = describe();
+  }
+  const std::string& first_error() const { return first_error_; }
+
+  bool Over(Clock::time_point now) const { return now >= end_; }
+  Clock::time_point end() const { return end_; }
+  uint64_t errors() const { return errors_; }
+  double seconds() const { return std::chrono::duration<double>(end_ - measure_start_).count(); }
+  std::vector<uint32_t>& latencies_us() { return latencies_us_; }
+
+ private:
+  Clock::time_point measure_start_;
+  Clock::time_point end_;
+  uint64_t errors_ = 0;
+  std::string first_error_;
+  std::vector<uint32_t> latencies_us_;
+};
+
+// Whether the target accepts connections (REST: TCP; gRPC: the channel gets READY) within a
+// few seconds; false with `error` saying why.
+bool ProbeRest(const LevelSpec& spec, std::string* error);
+bool ProbeGrpc(const LevelSpec& spec, std::string* error);
+
+// Runs one level, closed loop, on the calling thread; false with `error` set only when the
+// level could not start at all (an unresolvable host).
+bool RunRestLevel(const LevelSpec& spec, Tally* tally, std::string* error);
+bool RunGrpcLevel(const LevelSpec& spec, Tally* tally, std::string* error);
+
+// Whether a REST predict body holds `"predictions": [...]` equal to `expect`, value by value
+// (text read back as float), without building a JSON document per response.
+bool RestBodyMatches(std::string_view body, std::span<const float> expect);
+
+}  // namespace lockstep::bench
