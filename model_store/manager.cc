@@ -241,7 +241,7 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     for (auto& [v, ve] : entry->versions) {
       if (ve.loaded) {
         garbage.handles.push_back(std::move(ve.loaded));
-        spdlog::info("model '{}' version {}: unloaded (the model left the config or its base path changed)",
+        spdlog::info("event=version_unloaded model={} version={} reason=\"the model left the config or its base path changed\"",
                      name, v);
       }
     }
@@ -322,7 +322,7 @@ void ModelManager::ApplyListingsLocked(std::vector<PollWork>& work, Garbage* gar
       // sync tool) must not take the model down.
       if (entry.last_source_error != w.listing.status().message()) {
         entry.last_source_error = w.listing.status().message();
-        spdlog::warn("model '{}': {}", w.name, entry.last_source_error);
+        spdlog::warn("event=source_error model={} error=\"{}\"", w.name, entry.last_source_error);
       }
       continue;
     }
@@ -384,7 +384,7 @@ void ModelManager::TransitionLocked(ModelEntry& entry, Garbage* garbage) {
     ve.loaded.reset();
     // Requests in flight keep their handle; the version is freed when the last one ends.
     ve.state = VersionState::kEnd;
-    spdlog::info("model '{}' version {}: unloaded", entry.config.name, v);
+    spdlog::info("event=version_unloaded model={} version={}", entry.config.name, v);
   }
 }
 
@@ -437,13 +437,13 @@ void ModelManager::LoadLoop() {
         ve->state = VersionState::kAvailable;
         ve->status = Status::Ok();
         ve->loaded = std::move(loaded).value();
-        spdlog::info("model '{}' version {}: available", task.model, task.version);
+        spdlog::info("event=version_available model={} version={}", task.model, task.version);
       } else {
         ve->state = VersionState::kEnd;
         ve->status = loaded.status();
         ve->fingerprint = fingerprint;
         ve->failed_generation = models_.find(task.model)->second->generation;
-        spdlog::error("model '{}' version {}: load failed: {}", task.model, task.version,
+        spdlog::error("event=version_load_failed model={} version={} error=\"{}\"", task.model, task.version,
                       loaded.status().ToString());
       }
       TransitionLocked(*models_.find(task.model)->second, &garbage);

@@ -61,11 +61,14 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   std::string config_text;
   LS_ASSIGN_OR_RETURN(StoreConfig config, InitialConfig(flags, &config_text));
   server->last_config_text_ = config_text;
-  LS_RETURN_IF_ERROR(server->ApplyStoreConfig(std::move(config)));
-  // Open the ports once the first loads are done, so that a client that can connect finds
-  // the models available (as TF Serving does).
-  if (!server->manager_.WaitUntilIdle(kFirstLoadWait)) {
-    spdlog::warn("event=startup_loads_slow wait_s={}", std::chrono::seconds(kFirstLoadWait).count());
+  // Returns once the first loads are done, so the ports open with the models available (as
+  // TF Serving does). A model with nothing to serve yet does not stop the server: its first
+  // version may still be exported into its base path.
+  const Status applied = server->ApplyStoreConfig(std::move(config));
+  if (applied.code() == StatusCode::kUnknown) {
+    spdlog::warn("event=startup_models_unavailable error=\"{}\"", applied.message());
+  } else if (!applied.ok()) {
+    return applied;
   }
 
   grpc::ServerBuilder builder;
@@ -110,11 +113,27 @@ Status ModelServer::ReloadConfig(const tensorflow::serving::ModelServerConfig& p
   return ApplyStoreConfig(std::move(config));
 }
 
+bool ModelServer::WaitForLoads() {
+  const auto deadline = std::chrono::steady_clock::now() + kFirstLoadWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (manager_.WaitUntilIdle(std::chrono::milliseconds(100))) return true;
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    if (stopping_) return false;
+  }
+  spdlog::warn("event=config_loads_slow wait_s={}", std::chrono::seconds(kFirstLoadWait).count());
+  return false;
+}
+
 Status ModelServer::ApplyStoreConfig(StoreConfig config) {
   std::lock_guard<std::mutex> lock(config_mu_);
-  // Labels of models that are new here (or read from another base path) wait for the loads.
+  // Models new here (or read from another base path) have nothing loaded yet: the config
+  // returns once they have loaded, and their labels wait for that.
   std::set<std::pair<std::string, std::string>> known;
   for (const ModelConfig& m : applied_.models) known.insert({m.name, m.base_path});
+  std::vector<std::string> added;
+  for (const ModelConfig& m : config.models) {
+    if (known.count({m.name, m.base_path}) == 0) added.push_back(m.name);
+  }
   StoreConfig first = config;
   bool deferred = false;
   if (!flags_.allow_version_labels_for_unavailable_models) {
@@ -128,9 +147,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config) {
   if (deferred) {
     LS_RETURN_IF_ERROR(manager_.ApplyConfig(first));
     applied_ = std::move(first);
-    if (!manager_.WaitUntilIdle(kFirstLoadWait)) {
-      spdlog::warn("event=config_labels_waiting reason=\"loads still running\"");
-    }
+    WaitForLoads();
   }
   const Status status = manager_.ApplyConfig(config);
   if (!status.ok()) {
@@ -140,9 +157,25 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config) {
     return status;
   }
   applied_ = std::move(config);
+  if (!added.empty() && !deferred) WaitForLoads();
   std::string names;
   for (const ModelConfig& m : applied_.models) names += (names.empty() ? "" : ",") + m.name;
   spdlog::info("event=config_applied models={}", names);
+
+  // As TF Serving's reload does, a config whose new models serve nothing says so (the config
+  // stays applied: their versions may yet appear or be fixed on disk).
+  std::string unavailable;
+  const std::shared_ptr<const ServingSnapshot> snapshot = manager_.Snapshot();
+  for (const std::string& name : added) {
+    const auto it = snapshot->models.find(name);
+    if (it == snapshot->models.end() || it->second.versions.empty()) {
+      unavailable += (unavailable.empty() ? "" : ", ") + name;
+    }
+  }
+  if (!unavailable.empty()) {
+    return Status(StatusCode::kUnknown, "the config is applied, but these models have no version available "
+                                        "(see their model status): " + unavailable);
+  }
   return Status::Ok();
 }
 

@@ -4,7 +4,9 @@
 // Configs are applied whole or not at all (a bad one leaves the running one serving). A model
 // new to the server has no versions loaded yet, so its version_labels could not point at an
 // available version when the config arrives; as TF Serving does, the server applies such a
-// config without those labels first, waits for the loads, then applies it with them.
+// config without those labels first, waits for the loads, then applies it with them. A
+// config that adds models returns once their first loads are done (as TF Serving's
+// ReloadConfig does), so that a reload's caller can use them at once.
 #pragma once
 
 #include <condition_variable>
@@ -43,7 +45,11 @@ class ModelServer {
   explicit ModelServer(const ServerFlags& flags);
 
  private:
+  // Applies `config` (see the top of this file). UNKNOWN when models it adds have no version
+  // available once their loads are done; the config is applied all the same.
   Status ApplyStoreConfig(StoreConfig config);
+  // Waits (at most kFirstLoadWait, less if the server stops) for the manager's loads.
+  bool WaitForLoads();
   void ConfigFilePollLoop();
 
   const ServerFlags flags_;
