@@ -22,9 +22,9 @@ grpc::Status ToGrpcStatus(const Status& status) {
 namespace {
 
 // The gRPC deadline bounds the request as TF Serving's RunOptions timeout does: a request
-// whose deadline has passed, or whose client has gone, is not run.
+// whose deadline has passed is not run. (ServerContext::IsCancelled is not asked: on the
+// synchronous server it polls the call's completion queue, which cost 25 us a request.)
 Status CheckStillWanted(const grpc::ServerContext& context) {
-  if (context.IsCancelled()) return Status(StatusCode::kCancelled, "the client cancelled the request");
   if (context.deadline() < std::chrono::system_clock::now()) {
     return Status(StatusCode::kDeadlineExceeded, "the request's deadline passed before it could run");
   }
