@@ -4,6 +4,8 @@
 #include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "runtime/base64.h"
 
@@ -37,6 +39,14 @@ constexpr const char* kJsonNaNSentinelText = "1.25e308";
 constexpr const char* kJsonInfinitySentinelText = "1.5e308";
 constexpr double kJsonNaNSentinel = 1.25e308;
 constexpr double kJsonInfinitySentinel = 1.5e308;
+
+// The shortest text that reads back as `d`: a JSON number as the client wrote it, not
+// std::to_string's 40 digits of %f.
+std::string FormatDouble(double d) {
+  char buf[32];
+  char* end = std::to_chars(buf, buf + sizeof(buf), d).ptr;
+  return std::string(buf, end);
+}
 
 void AppendElement(const Tensor& t, int64_t i, const TensorJsonOptions& options, std::string* out) {
   switch (t.dtype()) {
@@ -114,7 +124,7 @@ Status ToNumber(const nlohmann::json& v, T* out) {
     // Converting a double beyond float's range is undefined behaviour, and no JSON number
     // is meant as infinity.
     if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
-      return InvalidArgument(std::to_string(d) + " is out of range for float32");
+      return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
     }
     *out = static_cast<T>(d);
   }
@@ -201,6 +211,9 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
     }
   }
   std::string rewritten;
+  // Where each rewrite ended in `rewritten`, and how much longer than the original the text
+  // was from there on: error offsets are reported in the client's text.
+  std::vector<std::pair<size_t, int64_t>> growth;
   if (has_special_tokens) {
     rewritten.reserve(text.size() + 64);
     in_string = escaped = false;
@@ -215,19 +228,37 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
       } else if (text.compare(i, 3, "NaN") == 0) {
         rewritten += kJsonNaNSentinelText;
         i += 2;
+        growth.emplace_back(rewritten.size(), static_cast<int64_t>(rewritten.size()) - static_cast<int64_t>(i + 1));
         continue;
       } else if (text.compare(i, 8, "Infinity") == 0) {
         rewritten += kJsonInfinitySentinelText;
         i += 7;
+        growth.emplace_back(rewritten.size(), static_cast<int64_t>(rewritten.size()) - static_cast<int64_t>(i + 1));
         continue;
       }
       rewritten += c;
     }
     text = rewritten;
   }
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) return InvalidArgument("not valid JSON");
-  return value;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Say what is wrong and where, as TF Serving does ("... at offset: 17"), without
+    // nlohmann's exception tag and line/column (a request body is usually one line).
+    std::string what = e.what();
+    const size_t column = what.find("column ");
+    const size_t detail = column == std::string::npos ? std::string::npos : what.find(": ", column);
+    if (detail != std::string::npos) what.erase(0, detail + 2);
+    const size_t at = e.byte == 0 ? 0 : e.byte - 1;  // e.byte counts from 1
+    int64_t offset = static_cast<int64_t>(at);
+    for (auto it = growth.rbegin(); it != growth.rend(); ++it) {
+      if (it->first <= at) {
+        offset -= it->second;
+        break;
+      }
+    }
+    return InvalidArgument("not valid JSON: " + what + " at offset: " + std::to_string(offset));
+  }
 }
 
 void AppendTensorJson(const Tensor& tensor, std::string* out, const TensorJsonOptions& options) {

@@ -7,6 +7,7 @@
 
 #include "server/inference.h"
 #include "server/model_info.h"
+#include "server/request_id.h"
 #include "server/status_mapping.h"
 #include "server/tensor_proto.h"
 
@@ -31,11 +32,19 @@ Status CheckStillWanted(const grpc::ServerContext& context) {
   return Status::Ok();
 }
 
-grpc::Status Finish(std::string_view method, const Status& status) {
-  if (!status.ok() && HttpStatusFor(status.code()) >= 500) {
-    spdlog::warn("event=grpc_error method={} code={} error=\"{}\"", method, StatusCodeName(status.code()),
-                 status.message());
-  }
+// A failed call gets a request id (the client's x-request-id metadata, else a new one) in its
+// trailing metadata and in the log line about it; 5xx-like failures are warnings.
+grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  std::string id;
+  const auto& metadata = context->client_metadata();
+  if (auto it = metadata.find("x-request-id"); it != metadata.end()) id.assign(it->second.data(), it->second.size());
+  if (!IsUsableRequestId(id)) id = NewRequestId();
+  context->AddTrailingMetadata("x-request-id", id);
+  const bool server_side = HttpStatusFor(status.code()) >= 500;
+  spdlog::log(server_side ? spdlog::level::warn : spdlog::level::debug,
+              "event=grpc_error request_id={} method={} code={} error=\"{}\"", id, method,
+              StatusCodeName(status.code()), status.message());
   return ToGrpcStatus(status);
 }
 
@@ -135,46 +144,51 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
 
 grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                                             tfs::PredictResponse* response) {
-  return Finish("Predict", DoPredict(manager_, *context, *request, response));
+  return Finish(context, "Predict", DoPredict(manager_, *context, *request, response));
 }
 
 grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
                                              tfs::ClassificationResponse* response) {
-  return Finish("Classify", DoExamples(manager_, *context, request->model_spec(), request->input(),
+  return Finish(context, "Classify", DoExamples(manager_, *context, request->model_spec(), request->input(),
                                        response->mutable_result(), response->mutable_model_spec()));
 }
 
 grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const tfs::RegressionRequest* request,
                                             tfs::RegressionResponse* response) {
-  return Finish("Regress", DoExamples(manager_, *context, request->model_spec(), request->input(),
+  return Finish(context, "Regress", DoExamples(manager_, *context, request->model_spec(), request->input(),
                                       response->mutable_result(), response->mutable_model_spec()));
 }
 
 grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext* context,
                                                    const tfs::MultiInferenceRequest* request,
                                                    tfs::MultiInferenceResponse* response) {
-  return Finish("MultiInference", DoMultiInference(manager_, *context, *request, response));
+  return Finish(context, "MultiInference", DoMultiInference(manager_, *context, *request, response));
 }
 
-grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*, const tfs::GetModelMetadataRequest* request,
+grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext* context, const tfs::GetModelMetadataRequest* request,
                                                      tfs::GetModelMetadataResponse* response) {
   StatusOr<tfs::GetModelMetadataResponse> metadata = lockstep::GetModelMetadata(manager_, *request);
   if (metadata.ok()) *response = std::move(metadata).value();
-  return Finish("GetModelMetadata", metadata.status());
+  return Finish(context, "GetModelMetadata", metadata.status());
 }
 
-grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*, const tfs::GetModelStatusRequest* request,
+grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext* context, const tfs::GetModelStatusRequest* request,
                                               tfs::GetModelStatusResponse* response) {
   StatusOr<tfs::GetModelStatusResponse> status = lockstep::GetModelStatus(manager_, *request);
   if (status.ok()) *response = std::move(status).value();
-  return Finish("GetModelStatus", status.status());
+  return Finish(context, "GetModelStatus", status.status());
 }
 
-grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext*, const tfs::ReloadConfigRequest* request,
+grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext* context,
+                                                         const tfs::ReloadConfigRequest* request,
                                                          tfs::ReloadConfigResponse* response) {
   const Status status = reload_(request->config());
   StatusToProto(status, response->mutable_status());
-  return ToGrpcStatus(status);
+  if (!status.ok()) {
+    // An operator's action: worth a warning whatever its code.
+    spdlog::warn("event=reload_config_refused error=\"{}\"", status.message());
+  }
+  return Finish(context, "HandleReloadConfigRequest", status);
 }
 
 }  // namespace lockstep

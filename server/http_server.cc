@@ -10,10 +10,10 @@
 #include <list>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 #include <vector>
 
+#include "server/request_id.h"
 #include "server/rest_json.h"
 
 namespace lockstep {
@@ -26,18 +26,8 @@ using tcp = net::ip::tcp;
 namespace {
 
 constexpr uint32_t kMaxHeaderBytes = 16 * 1024;
-constexpr size_t kMaxClientRequestIdLength = 64;
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
-
-// A client's X-Request-Id is echoed and logged only if it is short and printable.
-bool SaneRequestId(std::string_view id) {
-  if (id.empty() || id.size() > kMaxClientRequestIdLength) return false;
-  for (char c : id) {
-    if (c <= ' ' || c > '~' || c == '"') return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -54,11 +44,8 @@ struct HttpServer::Impl {
         ioc(opts.num_threads),
         acceptor(net::make_strand(ioc)),
         sweep_timer(ioc) {
-    std::random_device random;
-    id_prefix = fmt::format("{:08x}", random());
   }
 
-  std::string NextRequestId() { return fmt::format("{}-{:x}", id_prefix, next_id.fetch_add(1)); }
   void Accept();
   void Sweep();
 
@@ -76,8 +63,6 @@ struct HttpServer::Impl {
   int bound_port = 0;
   std::vector<std::thread> threads;
   std::once_flag stop_once;
-  std::string id_prefix;
-  std::atomic<uint64_t> next_id{1};
 };
 
 namespace {
@@ -199,16 +184,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Disarm();
     const auto& request = parser_->get();
     const std::string_view client_id = View(request["X-Request-Id"]);
-    request_id_ = SaneRequestId(client_id) ? std::string(client_id) : server_.NextRequestId();
+    request_id_ = IsUsableRequestId(client_id) ? std::string(client_id) : NewRequestId();
 
     rest_.body.swap(body_);  // reuse the last response's buffer
-    server_.api.Handle(View(request.method_string()), View(request.target()), request.body(), request_id_, &rest_);
+    if (request.method() == http::verb::options && server_.options.enable_cors) {
+      // A browser's CORS preflight: the headers below are the answer.
+      rest_.http_status = 204;
+      rest_.model_version = -1;
+      rest_.body.clear();
+    } else {
+      server_.api.Handle(View(request.method_string()), View(request.target()), request.body(), request_id_, &rest_);
+    }
 
     response_.clear();
     response_.result(rest_.http_status);
     response_.version(request.version());
     response_.keep_alive(request.keep_alive());
-    response_.set(http::field::content_type, "application/json");
+    if (rest_.http_status != 204) response_.set(http::field::content_type, "application/json");
     response_.set("X-Request-Id", request_id_);
     if (rest_.model_version >= 0) response_.set("X-Model-Version", std::to_string(rest_.model_version));
     SetCors();

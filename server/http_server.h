@@ -23,7 +23,8 @@ struct HttpServerOptions {
   int num_threads = 4;
   std::chrono::milliseconds timeout{30000};
   size_t max_body_bytes = size_t{64} << 20;
-  // Access-Control-Allow-* headers on every response, as --rest_api_enable_cors_support.
+  // Access-Control-Allow-* headers on every response, as --rest_api_enable_cors_support, and
+  // OPTIONS (a browser's preflight) answered 204.
   bool enable_cors = false;
 };
 

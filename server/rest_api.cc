@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "server/inference.h"
 #include "server/model_info.h"
 #include "server/rest_json.h"
@@ -86,12 +88,10 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
     std::string_view probe = rest;
     if (ConsumePrefixIgnoringCase(&probe, "/versions/")) {
       const std::string_view digits = TakeSegment(&probe);
-      if (parsed.version || digits.empty() || digits.size() > 18) return malformed;
+      if (parsed.version || digits.empty()) return malformed;
       int64_t v = 0;
-      for (char c : digits) {
-        if (c < '0' || c > '9') return malformed;
-        v = v * 10 + (c - '0');
-      }
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec != std::errc() || end != digits.data() + digits.size() || digits.front() == '-') return malformed;
       parsed.version = v;
     } else if (ConsumePrefixIgnoringCase(&probe, "/labels/")) {
       std::optional<std::string> label = UrlDecode(TakeSegment(&probe));

@@ -16,6 +16,8 @@ TEST(RestPathTest, ParsesEveryForm) {
   EXPECT_FALSE(p->version);
   EXPECT_FALSE(p->label);
 
+  EXPECT_EQ(ParseRestPath("GET", "/v1/models/half/versions/9223372036854775807")->version, INT64_MAX);
+
   p = ParseRestPath("GET", "/v1/models/half/versions/42/metadata");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->kind, RestPath::Kind::kMetadata);
@@ -54,7 +56,7 @@ TEST(RestPathTest, RejectsWithTfServingMessages) {
 
   EXPECT_EQ(ParseRestPath("GET", "/v2/models/m").status().code(), StatusCode::kNotFound);
   for (const char* bad : {"/v1/models/m:predict", "/v1/models/m/metadata/x", "/v1/modelsx/m", "/v1/models/m/versions/",
-                          "/v1/models/m/versions/1234567890123456789", "/v1/models/m%zz"}) {
+                          "/v1/models/m/versions/92233720368547758070", "/v1/models/m/versions/-1", "/v1/models/m%zz"}) {
     EXPECT_EQ(ParseRestPath("GET", bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
   for (const char* bad : {"/v1/models/m", "/v1/models/m:explain", "/v1/models/m/metadata"}) {
