@@ -11,9 +11,15 @@
 
 namespace lockstep {
 
-std::string FormatFloat(float value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+void AppendFloat(float value, std::string* out) {
+  if (std::isnan(value)) {
+    *out += "NaN";
+    return;
+  }
+  if (std::isinf(value)) {
+    *out += value > 0 ? "Infinity" : "-Infinity";
+    return;
+  }
   // %g (six significant digits) as TensorFlow Serving prints, with more digits only when
   // needed for the text to read back as the same float; nine always suffice.
   char buf[32];
@@ -24,8 +30,15 @@ std::string FormatFloat(float value) {
     std::from_chars(buf, end, back);
     if (back == value) break;
   }
-  std::string s(buf, end);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  out->append(buf, end);
+  if (std::string_view(buf, static_cast<size_t>(end - buf)).find_first_of(".e") == std::string_view::npos) {
+    *out += ".0";
+  }
+}
+
+std::string FormatFloat(float value) {
+  std::string s;
+  AppendFloat(value, &s);
   return s;
 }
 
@@ -50,8 +63,8 @@ std::string FormatDouble(double d) {
 
 void AppendElement(const Tensor& t, int64_t i, const TensorJsonOptions& options, std::string* out) {
   switch (t.dtype()) {
-    case DType::kFloat32: *out += FormatFloat(t.data<float>()[i]); break;
-    case DType::kBFloat16: *out += FormatFloat(Bfloat16ToFloat(t.data<bfloat16>()[i])); break;
+    case DType::kFloat32: AppendFloat(t.data<float>()[i], out); break;
+    case DType::kBFloat16: AppendFloat(Bfloat16ToFloat(t.data<bfloat16>()[i]), out); break;
     case DType::kInt32: *out += std::to_string(t.data<int32_t>()[i]); break;
     case DType::kInt64: *out += std::to_string(t.data<int64_t>()[i]); break;
     case DType::kBool: *out += t.data<bool>()[i] ? "true" : "false"; break;

@@ -15,6 +15,7 @@
 namespace lockstep {
 
 std::string FormatFloat(float value);
+void AppendFloat(float value, std::string* out);  // FormatFloat without a temporary
 
 // Parses JSON text, refusing (before parsing) any that nests deeper than `max_depth`. Bare
 // NaN, Infinity and -Infinity outside strings are accepted; TensorFromJson reads them into

@@ -3,8 +3,9 @@
 // bodies (413 beyond it), and a timeout on every read and write (--rest_api_timeout_in_ms),
 // so a slow or idle client holds a connection for at most that long.
 //
-// Every response is JSON and carries X-Request-Id (the client's, when it sent a sane one,
-// else a fresh id) and, for inference, X-Model-Version.
+// Every response is JSON. It carries X-Request-Id when the client sent a usable one (echoed)
+// or when it is an error (a fresh id, also in the log line about it); inference responses
+// carry X-Model-Version.
 #pragma once
 
 #include <chrono>

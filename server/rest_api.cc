@@ -6,6 +6,7 @@
 
 #include "server/inference.h"
 #include "server/model_info.h"
+#include "server/request_id.h"
 #include "server/rest_json.h"
 #include "server/status_mapping.h"
 
@@ -130,20 +131,21 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
 }
 
 void RestApi::Handle(std::string_view method, std::string_view target, std::string_view body,
-                     std::string_view request_id, RestResponse* response) const {
+                     std::string* request_id, RestResponse* response) const {
   response->model_version = -1;
   const Status status = Dispatch(method, target, body, response);
   if (status.ok()) {
     response->http_status = 200;
     return;
   }
+  if (request_id->empty()) *request_id = NewRequestId();
   response->http_status = HttpStatusFor(status.code());
   response->body = ErrorJson(status.message());
   if (response->http_status >= 500) {
-    spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", request_id, method,
+    spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id, method,
                  target, response->http_status, status.message());
   } else {
-    spdlog::debug("event=rest_rejected request_id={} method={} target={} http_status={} error=\"{}\"", request_id,
+    spdlog::debug("event=rest_rejected request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
                   method, target, response->http_status, status.message());
   }
 }

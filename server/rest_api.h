@@ -44,8 +44,9 @@ class RestApi {
  public:
   explicit RestApi(const ModelManager& manager) : manager_(manager) {}
 
-  // Thread-safe. `request_id` goes into the log lines of failed requests.
-  void Handle(std::string_view method, std::string_view target, std::string_view body, std::string_view request_id,
+  // Thread-safe. `request_id` is the client's id or empty; a failed request that has none
+  // gets a fresh one, which goes into its log line (and should go back to the client).
+  void Handle(std::string_view method, std::string_view target, std::string_view body, std::string* request_id,
               RestResponse* response) const;
 
  private:

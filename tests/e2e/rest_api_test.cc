@@ -870,12 +870,20 @@ TEST_F(RestApiTest, RequestIdIsEchoedOrMade) {
   HttpResult r = client.Request("GET", "/v1/models/half_plus_two", "", {{"X-Request-Id", "trace-42"}});
   ASSERT_EQ(r.status, 200) << r.error;
   EXPECT_EQ(r.headers.at("x-request-id"), "trace-42");
+  // A success without a client id needs none; a failure gets a fresh one each time (it is
+  // also in the server's log line about the failure).
   r = client.Get("/v1/models/half_plus_two");
   ASSERT_EQ(r.status, 200) << r.error;
+  EXPECT_EQ(r.headers.count("x-request-id"), 0u);
+  r = client.Get("/v1/models/nope");
+  ASSERT_EQ(r.status, 404) << r.error;
   const std::string first = r.headers.at("x-request-id");
-  r = client.Get("/v1/models/half_plus_two");
   EXPECT_FALSE(first.empty());
+  r = client.Get("/v1/models/nope");
   EXPECT_NE(r.headers.at("x-request-id"), first);
+  // An unusable client id (a space in it) is replaced, not echoed.
+  r = client.Request("GET", "/v1/models/nope", "", {{"X-Request-Id", "a b"}});
+  EXPECT_NE(r.headers.at("x-request-id"), "a b");
 }
 
 TEST_F(RestApiTest, KeepAliveServesManyRequestsOnOneConnection) {
