@@ -1,6 +1,5 @@
-// Every gRPC method of model-server (PredictionService and ModelService), its answers and its
-// errors with their codes and messages, against the real binary over a real channel.
-#include <google/protobuf/text_format.h>
+// Every gRPC method of PredictionService and ModelService.GetModelStatus, their answers and
+// their errors with codes and messages, against the real binary over a real channel.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,22 +7,10 @@
 #include <vector>
 
 #include "tensorflow_serving/apis/get_model_metadata.pb.h"
-#include "tensorflow_serving/config/model_server_config.pb.h"
-#include "tests/e2e/server_harness.h"
+#include "tests/e2e/grpc_test_util.h"
 
 namespace lockstep::e2e {
 namespace {
-
-namespace tfs = tensorflow::serving;
-
-// A float vector x of shape [n] in float_val.
-tensorflow::TensorProto FloatTensor(const std::vector<float>& values) {
-  tensorflow::TensorProto tensor;
-  tensor.set_dtype(tensorflow::DT_FLOAT);
-  tensor.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(values.size()));
-  for (float v : values) tensor.add_float_val(v);
-  return tensor;
-}
 
 // The same tensor as raw row-major bytes in tensor_content.
 tensorflow::TensorProto FloatContentTensor(const std::vector<float>& values) {
@@ -32,23 +19,6 @@ tensorflow::TensorProto FloatContentTensor(const std::vector<float>& values) {
   tensor.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(values.size()));
   tensor.set_tensor_content(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return tensor;
-}
-
-// A tensor's floats, whichever encoding it came in.
-std::vector<float> FloatsOf(const tensorflow::TensorProto& tensor) {
-  if (!tensor.tensor_content().empty()) {
-    std::vector<float> out(tensor.tensor_content().size() / sizeof(float));
-    std::memcpy(out.data(), tensor.tensor_content().data(), out.size() * sizeof(float));
-    return out;
-  }
-  return {tensor.float_val().begin(), tensor.float_val().end()};
-}
-
-tfs::PredictRequest PredictX(const std::string& model, const std::vector<float>& x) {
-  tfs::PredictRequest request;
-  request.mutable_model_spec()->set_name(model);
-  (*request.mutable_inputs())["x"] = FloatTensor(x);
-  return request;
 }
 
 // One tf.Example with float feature `name` = values.
@@ -64,89 +34,6 @@ tfs::Input ExampleListX(const std::vector<float>& xs) {
   for (float x : xs) *input.mutable_example_list()->add_examples() = FloatExample("x", {x});
   return input;
 }
-
-// A text ModelServerConfig for `models`: (name, base_path, extra text inside the config block).
-struct ConfigEntry {
-  std::string name;
-  fs::path base_path;
-  std::string extra;
-};
-std::string ConfigText(const std::vector<ConfigEntry>& models) {
-  std::string text = "model_config_list {\n";
-  for (const ConfigEntry& m : models) {
-    text += "  config {\n    name: \"" + m.name + "\"\n    base_path: \"" + m.base_path.string() +
-            "\"\n    model_platform: \"tensorflow\"\n    " + m.extra + "\n  }\n";
-  }
-  return text + "}\n";
-}
-
-// The gRPC status as "CODE: message" for failure output.
-std::string Describe(const grpc::Status& status) {
-  return std::to_string(static_cast<int>(status.error_code())) + ": " + status.error_message();
-}
-
-// One server for the read-only tests: half_plus_two (version 1, three signatures) and
-// "versions" (y = v * x for versions 1 and 2, all served, labels stable=1 and canary=2).
-class GrpcApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir();
-    WriteHalfPlusTwo(*dir_ / "half_plus_two", 1);
-    WriteVersionModel(*dir_ / "versions", 1);
-    WriteVersionModel(*dir_ / "versions", 2);
-    const fs::path config = *dir_ / "models.config";
-    WriteFile(config, ConfigText({{"half_plus_two", *dir_ / "half_plus_two", ""},
-                                  {"versions", *dir_ / "versions",
-                                   "model_version_policy { all {} }\n"
-                                   "    version_labels { key: \"stable\" value: 1 }\n"
-                                   "    version_labels { key: \"canary\" value: 2 }"}}));
-    server_ = new ServerProcess(dir_->path(), {"--model_config_file=" + config.string()});
-    channel_ = new std::shared_ptr<grpc::Channel>(MakeChannel(server_->grpc_target()));
-  }
-  static void TearDownTestSuite() {
-    delete channel_;
-    delete server_;
-    delete dir_;
-  }
-
-  std::unique_ptr<tfs::PredictionService::Stub> Prediction() { return tfs::PredictionService::NewStub(*channel_); }
-  std::unique_ptr<tfs::ModelService::Stub> Models() { return tfs::ModelService::NewStub(*channel_); }
-
-  grpc::Status Predict(const tfs::PredictRequest& request, tfs::PredictResponse* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return Prediction()->Predict(&context, request, response);
-  }
-
-  // Predict that is expected to fail: its status.
-  grpc::Status PredictError(const tfs::PredictRequest& request) {
-    tfs::PredictResponse response;
-    return Predict(request, &response);
-  }
-
-  // The y a "versions" request answers for x = 1: the version that served it.
-  float VersionAnswer(const tfs::ModelSpec& spec, int64_t* served_version = nullptr) {
-    tfs::PredictRequest request = PredictX("versions", {1.0f});
-    *request.mutable_model_spec() = spec;
-    tfs::PredictResponse response;
-    const grpc::Status status = Predict(request, &response);
-    EXPECT_TRUE(status.ok()) << Describe(status);
-    if (served_version != nullptr) *served_version = response.model_spec().version().value();
-    const std::vector<float> y = FloatsOf(response.outputs().at("y"));
-    return y.empty() ? -1.0f : y[0];
-  }
-
-  grpc::Status GetStatus(const tfs::ModelSpec& spec, tfs::GetModelStatusResponse* response) {
-    tfs::GetModelStatusRequest request;
-    *request.mutable_model_spec() = spec;
-    grpc::ClientContext context;
-    return Models()->GetModelStatus(&context, request, response);
-  }
-
-  static inline ScratchDir* dir_ = nullptr;
-  static inline ServerProcess* server_ = nullptr;
-  static inline std::shared_ptr<grpc::Channel>* channel_ = nullptr;
-};
 
 tfs::ModelSpec Spec(const std::string& name) {
   tfs::ModelSpec spec;
@@ -619,148 +506,6 @@ TEST_F(GrpcApiTest, GetModelStatusUnknownModelIsNotFound) {
 
   status = GetStatus(Spec(""), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-}
-
-// ---- ModelService.HandleReloadConfigRequest (each test its own server: they change it) ----
-
-class GrpcReloadTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    WriteHalfPlusTwo(dir_ / "half_plus_two", 1);
-    WriteVersionModel(dir_ / "second", 7);
-    server_ = std::make_unique<ServerProcess>(
-        dir_.path(), std::vector<std::string>{"--model_name=half_plus_two",
-                                              "--model_base_path=" + (dir_ / "half_plus_two").string()});
-    channel_ = MakeChannel(server_->grpc_target());
-  }
-
-  tfs::ModelServerConfig ParseConfig(const std::string& text) {
-    tfs::ModelServerConfig config;
-    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
-    return config;
-  }
-
-  grpc::Status Reload(const tfs::ModelServerConfig& config, tfs::ReloadConfigResponse* response) {
-    tfs::ReloadConfigRequest request;
-    *request.mutable_config() = config;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return tfs::ModelService::NewStub(channel_)->HandleReloadConfigRequest(&context, request, response);
-  }
-
-  // Predict x = 1 on `model`: y, or the failed status.
-  grpc::Status PredictOne(const std::string& model, float* y) {
-    tfs::PredictResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    const grpc::Status status =
-        tfs::PredictionService::NewStub(channel_)->Predict(&context, PredictX(model, {1.0f}), &response);
-    if (status.ok()) *y = FloatsOf(response.outputs().at("y")).at(0);
-    return status;
-  }
-
-  ScratchDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-};
-
-TEST_F(GrpcReloadTest, GoodConfigAddsAModel) {
-  const tfs::ModelServerConfig config = ParseConfig(ConfigText(
-      {{"half_plus_two", dir_ / "half_plus_two", ""}, {"second", dir_ / "second", ""}}));
-  tfs::ReloadConfigResponse response;
-  const grpc::Status status = Reload(config, &response);
-  ASSERT_TRUE(status.ok()) << Describe(status);
-  EXPECT_EQ(response.status().error_code(), tensorflow::error::OK);
-  EXPECT_EQ(response.status().error_message(), "");
-
-  // As in TF Serving, the reload answers once the models it adds are available: the new
-  // model serves at once, and the old one never stopped.
-  float y = 0.0f;
-  grpc::Status predicted = PredictOne("second", &y);
-  ASSERT_TRUE(predicted.ok()) << Describe(predicted);
-  EXPECT_EQ(y, 7.0f);
-  predicted = PredictOne("half_plus_two", &y);
-  ASSERT_TRUE(predicted.ok()) << Describe(predicted);
-  EXPECT_EQ(y, 2.5f);
-  EXPECT_NE(server_->Log().find("event=config_applied models=half_plus_two,second"), std::string::npos)
-      << server_->Log();
-}
-
-TEST_F(GrpcReloadTest, AddedModelWithNothingToServeIsReportedButApplied) {
-  fs::create_directories(dir_ / "empty");
-  const tfs::ModelServerConfig config = ParseConfig(ConfigText(
-      {{"half_plus_two", dir_ / "half_plus_two", ""}, {"empty", dir_ / "empty", ""}}));
-  tfs::ReloadConfigResponse response;
-  const grpc::Status status = Reload(config, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN) << Describe(status);
-  EXPECT_NE(status.error_message().find("no version available"), std::string::npos) << Describe(status);
-  EXPECT_NE(status.error_message().find("empty"), std::string::npos) << Describe(status);
-  // Applied all the same: the old model still serves, and a version exported later is served.
-  float y = 0.0f;
-  ASSERT_TRUE(PredictOne("half_plus_two", &y).ok());
-  EXPECT_EQ(y, 2.5f);
-  EXPECT_NE(server_->Log().find("event=config_applied models=half_plus_two,empty"), std::string::npos)
-      << server_->Log();
-}
-
-TEST_F(GrpcReloadTest, ConfigWithoutAModelUnloadsIt) {
-  const tfs::ModelServerConfig config = ParseConfig(ConfigText({{"second", dir_ / "second", ""}}));
-  tfs::ReloadConfigResponse response;
-  const grpc::Status status = Reload(config, &response);
-  ASSERT_TRUE(status.ok()) << Describe(status);
-  float y = 0.0f;
-  const grpc::Status gone = PredictOne("half_plus_two", &y);
-  EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(gone.error_message(), "Servable not found for request: Latest(half_plus_two)");
-  const grpc::Status second = PredictOne("second", &y);
-  ASSERT_TRUE(second.ok()) << Describe(second);
-  EXPECT_EQ(y, 7.0f);
-}
-
-TEST_F(GrpcReloadTest, BadConfigIsRefusedAndTheOldOneKeepsServing) {
-  struct Case {
-    std::string what;
-    std::string text;
-    grpc::StatusCode code;
-    std::string message_part;
-  };
-  const std::vector<Case> cases = {
-      {"relative base_path", ConfigText({{"half_plus_two", "relative/half_plus_two", ""}}),
-       grpc::StatusCode::INVALID_ARGUMENT, "base_path 'relative/half_plus_two' is not an absolute path"},
-      {"unsupported platform",
-       "model_config_list { config { name: \"half_plus_two\" base_path: \"" + (dir_ / "half_plus_two").string() +
-           "\" model_platform: \"pytorch\" } }",
-       grpc::StatusCode::INVALID_ARGUMENT, "model_platform 'pytorch' is not supported"},
-      {"label on a version that does not exist",
-       ConfigText({{"half_plus_two", dir_ / "half_plus_two", "version_labels { key: \"stable\" value: 9 }"}}),
-       grpc::StatusCode::FAILED_PRECONDITION, "Request to assign label to version 9 of model half_plus_two"},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.what);
-    tfs::ReloadConfigResponse response;
-    const grpc::Status status = Reload(ParseConfig(c.text), &response);
-    EXPECT_EQ(status.error_code(), c.code) << Describe(status);
-    EXPECT_NE(status.error_message().find(c.message_part), std::string::npos) << status.error_message();
-    // The server fills response.status with the same code and message (as TF Serving does),
-    // but gRPC sends no response message with a non-OK status: the client sees an empty one.
-    // The mirror is visible on success only (GoodConfigAddsAModel).
-    EXPECT_EQ(response.status().error_code(), tensorflow::error::OK);
-    float y = 0.0f;
-    const grpc::Status still = PredictOne("half_plus_two", &y);
-    ASSERT_TRUE(still.ok()) << Describe(still);
-    EXPECT_EQ(y, 2.5f);
-  }
-}
-
-TEST_F(GrpcReloadTest, CustomModelConfigIsUnimplemented) {
-  tfs::ModelServerConfig config;
-  config.mutable_custom_model_config();
-  tfs::ReloadConfigResponse response;
-  const grpc::Status status = Reload(config, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << Describe(status);
-  EXPECT_EQ(status.error_message(), "custom_model_config is not supported; use model_config_list");
-  float y = 0.0f;
-  EXPECT_TRUE(PredictOne("half_plus_two", &y).ok());
 }
 
 }  // namespace
