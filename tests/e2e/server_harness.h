@@ -1,5 +1,6 @@
 // End-to-end tests start the real model-server binary (MODEL_SERVER_PATH) on 127.0.0.1 with
-// ephemeral ports and talk to it with real clients: a Beast HTTP client and a gRPC stub.
+// ephemeral ports and talk to it with real clients: a Beast HTTP client (http_client.h) and a
+// gRPC stub.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,10 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +23,7 @@
 #include <vector>
 
 #include "runtime/bundle/bundle.h"
+#include "tests/e2e/http_client.h"
 #include "runtime/graph_builder.h"
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
@@ -173,69 +171,6 @@ class ServerProcess {
   int rest_port_ = 0;
   bool exited_ = false;
   int exit_status_ = 0;
-};
-
-struct HttpResult {
-  int status = 0;  // 0: the request failed at the transport
-  std::string body;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string error;
-};
-
-// A keep-alive HTTP/1.1 client on one connection.
-class HttpClient {
- public:
-  explicit HttpClient(int port) : port_(port) {}
-
-  HttpResult Request(const std::string& method, const std::string& target, const std::string& body = "",
-                     const std::map<std::string, std::string>& headers = {}) {
-    namespace beast = boost::beast;
-    namespace http = beast::http;
-    HttpResult result;
-    try {
-      if (!stream_) Connect();
-      http::request<http::string_body> req(http::string_to_verb(method), target, 11);
-      req.set(http::field::host, "127.0.0.1");
-      req.set(http::field::content_type, "application/json");
-      for (const auto& [k, v] : headers) req.set(k, v);
-      req.keep_alive(true);
-      req.body() = body;
-      if (method != "GET" || !body.empty()) req.prepare_payload();
-      http::write(*stream_, req);
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(size_t{1} << 30);
-      http::read(*stream_, buffer_, parser);
-      auto res = parser.release();
-      result.status = res.result_int();
-      result.body = res.body();
-      for (const auto& field : res) {
-        std::string name(field.name_string());
-        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        result.headers[name] = std::string(field.value());
-      }
-      if (!res.keep_alive()) stream_.reset();
-    } catch (const std::exception& e) {
-      result.status = 0;
-      result.error = e.what();
-      stream_.reset();
-    }
-    return result;
-  }
-  HttpResult Get(const std::string& target) { return Request("GET", target); }
-  HttpResult Post(const std::string& target, const std::string& body) { return Request("POST", target, body); }
-
- private:
-  void Connect() {
-    stream_ = std::make_unique<boost::beast::tcp_stream>(ioc_);
-    stream_->connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
-                                                    static_cast<unsigned short>(port_)));
-    buffer_.clear();
-  }
-
-  int port_;
-  boost::asio::io_context ioc_;
-  std::unique_ptr<boost::beast::tcp_stream> stream_;
-  boost::beast::flat_buffer buffer_;
 };
 
 inline std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
