@@ -96,6 +96,22 @@ inline void WriteVersionModel(const fs::path& base, int64_t version) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
+// Starts `args[0]` with `args`, its stdout and stderr going to `output`; the child's pid.
+inline pid_t Spawn(std::vector<std::string> args, const fs::path& output) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // The model-server process. Its stderr (the log) goes to a file in `dir`.
 class ServerProcess {
  public:
@@ -109,17 +125,7 @@ class ServerProcess {
     std::vector<std::string> args = {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
                                      "--rest_api_port=" + std::to_string(rest_port_)};
     args.insert(args.end(), flags.begin(), flags.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, STDERR_FILENO);
-      dup2(fd, STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = Spawn(std::move(args), log_path_);
     if (!expect_ready) return;
     const bool ready = WaitFor([&] { return Log().find("event=server_ready") != std::string::npos || Exited(); },
                                std::chrono::seconds(60));

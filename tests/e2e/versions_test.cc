@@ -465,17 +465,7 @@ RunResult RunServer(const fs::path& dir, const std::vector<std::string>& args, m
   const fs::path out_path = dir / "run.out";
   std::vector<std::string> argv_strings = {MODEL_SERVER_PATH};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (std::string& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  const pid_t pid = Spawn(std::move(argv_strings), out_path);
   RunResult result;
   int status = 0;
   const bool exited = WaitFor([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout);
