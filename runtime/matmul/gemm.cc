@@ -1,110 +1,78 @@
 #include "runtime/matmul/gemm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
 #include <span>
-#include <vector>
+
+#include "runtime/matmul/gemm_path.h"
+#include "runtime/matmul/microkernel.h"
+#include "runtime/matmul/packing.h"
+#include "runtime/tensor.h"
 
 namespace lockstep {
 namespace {
 
-// Register tile: kMr rows x kNr columns of C live in accumulators for a whole K block. 4x8
-// floats are eight SSE registers, which leaves room for the B row and the broadcast A values
-// on baseline x86-64 (the build does not assume AVX).
-constexpr int64_t kMr = 4;
-constexpr int64_t kNr = 8;
-// Cache blocks. A packed B strip (kKc x kNr, 8 KiB) stays in L1 while it meets every A strip
-// of the block; the packed A block (kMc x kKc, 64 KiB) and B block (kKc x kNc, 256 KiB) stay
-// in L2. One task computes one kMc x kNc block of C.
-constexpr int64_t kMc = 64;
-constexpr int64_t kNc = 256;
-constexpr int64_t kKc = 256;
-// Below this many flops a task is not worth handing to another thread.
-constexpr int64_t kMinFlopsPerTask = 64 * 1024;
+using namespace gemm_internal;
 
-int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+// A task computes a tile of C: up to kMaxTaskStrips strips of rows by up to kMaxTaskPanels
+// panels of columns, all of K. It packs its rows of A for the whole of K (at most
+// kMaxTaskABytes, which stays in L2), then takes one B panel after another past every strip,
+// K block by K block, so each tile of C stays in L1 from its first K block to its epilogue.
+constexpr int64_t kMaxTaskStrips = 8;
+constexpr int64_t kMaxTaskPanels = 64;
+constexpr int64_t kMaxTaskABytes = 512 * 1024;
+// Below this a product runs on the calling thread: waking a worker costs more than it saves.
+constexpr int64_t kMinParallelFlops = int64_t{1} << 21;
+// Several tasks per thread, claimed one at a time: a worker that wakes late, or a core that
+// something else on the machine slows, is evened out.
+constexpr int64_t kTasksPerThread = 4;
 
-// Per-thread packing buffers. They only grow, so after the first calls on a thread no Gemm
-// allocates.
-struct Scratch {
-  std::vector<float> a, b, t;
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Thread-local storage that only grows.
+class Buffer {
+ public:
+  template <typename T>
+  T* Get(int64_t count) {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+    if (bytes > capacity_) {
+      storage_ = AllocateAligned(std::max(bytes, capacity_ + capacity_ / 2));
+      capacity_ = std::max(bytes, capacity_ + capacity_ / 2);
+    }
+    return static_cast<T*>(storage_.get());
+  }
+
+ private:
+  std::shared_ptr<void> storage_;
+  size_t capacity_ = 0;
 };
 
-float* Reserve(std::vector<float>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-  return v.data();
+struct Scratch {
+  Buffer a;  // one task's packed A block
+  Buffer t;  // one task's output tile
+  Buffer b;  // op(B) packed for one call, when the caller did not pack it
+};
+
+Scratch& LocalScratch() {
+  thread_local Scratch scratch;
+  return scratch;
 }
 
-// Packs rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) as strips of kMr rows, each strip
-// laid out [kc][kMr]. Rows past mc are zero so the micro-kernel never needs an edge case.
-void PackA(const GemmArgs& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  for (int64_t s = 0; s < mc; s += kMr) {
-    const int64_t rows = std::min(kMr, mc - s);
-    float* d = dst + s * kc;
-    if (g.transpose_a) {
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = g.a + (p0 + p) * g.lda + i0 + s;
-        for (int64_t r = 0; r < kMr; ++r) d[p * kMr + r] = r < rows ? src[r] : 0.0f;
-      }
-    } else {
-      for (int64_t r = 0; r < kMr; ++r) {
-        if (r < rows) {
-          const float* src = g.a + (i0 + s + r) * g.lda + p0;
-          for (int64_t p = 0; p < kc; ++p) d[p * kMr + r] = src[p];
-        } else {
-          for (int64_t p = 0; p < kc; ++p) d[p * kMr + r] = 0.0f;
-        }
-      }
-    }
-  }
-}
-
-// Packs rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) as strips of kNr columns, each strip
-// laid out [kc][kNr], zero past nc.
-void PackB(const GemmArgs& g, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* dst) {
-  for (int64_t s = 0; s < nc; s += kNr) {
-    const int64_t cols = std::min(kNr, nc - s);
-    float* d = dst + s * kc;
-    if (g.transpose_b) {
-      for (int64_t c = 0; c < kNr; ++c) {
-        if (c < cols) {
-          const float* src = g.b + (j0 + s + c) * g.ldb + p0;
-          for (int64_t p = 0; p < kc; ++p) d[p * kNr + c] = src[p];
-        } else {
-          for (int64_t p = 0; p < kc; ++p) d[p * kNr + c] = 0.0f;
-        }
-      }
-    } else {
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = g.b + (p0 + p) * g.ldb + j0 + s;
-        for (int64_t c = 0; c < kNr; ++c) d[p * kNr + c] = c < cols ? src[c] : 0.0f;
-      }
-    }
-  }
-}
-
-// t[kMr x kNr] (leading dimension ldt) += A strip x B strip over kc. Each element is summed
-// in plain p order, one multiply and one add per term, so a result never depends on how the
-// problem was blocked or threaded.
-inline void MicroKernel(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                        float* __restrict t, int64_t ldt, bool first) {
-  float acc[kMr][kNr];
-  for (int64_t r = 0; r < kMr; ++r) {
-    for (int64_t c = 0; c < kNr; ++c) acc[r][c] = first ? 0.0f : t[r * ldt + c];
-  }
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* a = ap + p * kMr;
-    const float* b = bp + p * kNr;
-    for (int64_t r = 0; r < kMr; ++r) {
-      for (int64_t c = 0; c < kNr; ++c) acc[r][c] += a[r] * b[c];
-    }
-  }
-  for (int64_t r = 0; r < kMr; ++r) {
-    for (int64_t c = 0; c < kNr; ++c) t[r * ldt + c] = acc[r][c];
-  }
-}
+// Everything the tasks of one call share.
+struct Call {
+  const GemmArgs& g;
+  bool bf16;
+  const KernelTable& kernels;
+  MatrixView a;
+  const uint32_t* b;  // the whole packed op(B)
+  int64_t num_kb;
+};
 
 // One row of the epilogue, each step a separate float operation in the documented order so
 // that an unfused graph (MatMul, then BiasAdd, then the activation op) rounds identically.
+// `t` holds the dot products; it may be C's row itself (then beta is 0).
 void EpilogueRow(const GemmArgs& g, int64_t i, int64_t j0, int64_t nc, float* t) {
   float* c = g.c + i * g.ldc + j0;
   if (g.alpha != 1.0f) {
@@ -121,102 +89,178 @@ void EpilogueRow(const GemmArgs& g, int64_t i, int64_t j0, int64_t nc, float* t)
   if (const float* res = g.epilogue.residual) {
     res += i * g.epilogue.ldr + j0;
     for (int64_t j = 0; j < nc; ++j) c[j] = t[j] + res[j];
-  } else {
-    std::copy(t, t + nc, c);
+  } else if (t != c) {
+    std::memcpy(c, t, static_cast<size_t>(nc) * sizeof(float));
   }
 }
 
-// Fewer rows than a register tile with B stored [K, N] (batch-1 serving): packing B would cost
-// as much as using it, so stream B's rows straight from memory instead. Same summation order
-// as MicroKernel (zero, then each term in p order), hence bit-identical results.
-void RowBlock(const GemmArgs& g, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* t) {
-  for (int64_t r = 0; r < mc; ++r) {
-    const int64_t i = i0 + r;
-    const int64_t a_step = g.transpose_a ? g.lda : 1;
-    const float* a = g.transpose_a ? g.a + i : g.a + i * g.lda;
-    float* __restrict tr = t + r * nc;
-    std::fill(tr, tr + nc, 0.0f);
-    int64_t p = 0;
-    for (; p + 4 <= g.k; p += 4) {
-      const float a0 = a[p * a_step], a1 = a[(p + 1) * a_step];
-      const float a2 = a[(p + 2) * a_step], a3 = a[(p + 3) * a_step];
-      const float* __restrict b0 = g.b + p * g.ldb + j0;
-      const float* __restrict b1 = b0 + g.ldb;
-      const float* __restrict b2 = b1 + g.ldb;
-      const float* __restrict b3 = b2 + g.ldb;
-      for (int64_t j = 0; j < nc; ++j) {
-        tr[j] = (((tr[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
-      }
-    }
-    for (; p < g.k; ++p) {
-      const float av = a[p * a_step];
-      const float* __restrict b = g.b + p * g.ldb + j0;
-      for (int64_t j = 0; j < nc; ++j) tr[j] += av * b[j];
-    }
-  }
+bool HasEpilogue(const GemmArgs& g) {
+  return g.alpha != 1.0f || g.beta != 0.0f || g.epilogue.bias != nullptr ||
+         g.epilogue.activation != Activation::kNone || g.epilogue.residual != nullptr;
 }
 
-// Computes the block of C at rows [i0, i0+mc), columns [j0, j0+nc), epilogue included.
-void GemmBlock(const GemmArgs& g, int64_t i0, int64_t mc, int64_t j0, int64_t nc) {
-  thread_local Scratch scratch;
-  if (mc < kMr && !g.transpose_b) {
-    float* t = Reserve(scratch.t, mc * nc);
-    RowBlock(g, i0, mc, j0, nc, t);
-    for (int64_t r = 0; r < mc; ++r) EpilogueRow(g, i0 + r, j0, nc, t + r * nc);
+// Rows [i0, i0 + rows) by panels [panel0, panel1) of C. Panels wholly inside C are computed
+// in C itself when beta is 0 (C's old values are not needed); the rest, a partial last panel
+// or everything when beta is not 0, in a scratch tile that the epilogue copies out.
+void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t panel1) {
+  const GemmArgs& g = call.g;
+  const KernelTable& kt = call.kernels;
+  const int64_t mr = kt.mr;
+  const int64_t strips = CeilDiv(rows, mr);
+  const int64_t direct_end = g.beta == 0.0f ? std::clamp(g.n / kNr, panel0, panel1) : panel0;
+  const int64_t ldt = (panel1 - direct_end) * kNr;
+  const bool epilogue = HasEpilogue(g);
+  Scratch& scratch = LocalScratch();
+  float* t = scratch.t.Get<float>(strips * mr * ldt);
+
+  if (call.num_kb == 0) {  // K = 0: every dot product is zero
+    const int64_t j0 = panel0 * kNr;
+    const int64_t cols = std::min(g.n, panel1 * kNr) - j0;
+    float* zeros = scratch.t.Get<float>(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(zeros, zeros + cols, 0.0f);
+      EpilogueRow(g, i0 + r, j0, cols, zeros);
+    }
     return;
   }
-  const int64_t mc_pad = RoundUp(mc, kMr);
-  const int64_t nc_pad = RoundUp(nc, kNr);
-  const int64_t kc_max = std::min(g.k, kKc);
-  float* ap = Reserve(scratch.a, mc_pad * kc_max);
-  float* bp = Reserve(scratch.b, nc_pad * kc_max);
-  float* t = Reserve(scratch.t, mc_pad * nc_pad);
-  const int64_t ldt = nc_pad;
+  // The whole K of the task's rows is packed first, block after block, so that each tile of
+  // C then takes every K block in turn while it is still in L1.
+  const int64_t block_k = BlockK(call.bf16);
+  const int64_t total_steps = StepsFor(g.k, call.bf16);
+  uint32_t* ap = scratch.a.Get<uint32_t>(strips * mr * total_steps);
+  for (int64_t kb = 0; kb < call.num_kb; ++kb) {
+    const int64_t k0 = kb * block_k;
+    PackAStrips(call.a, call.bf16, static_cast<int>(mr), i0, rows, k0, std::min(block_k, g.k - k0), g.k,
+                ap + strips * mr * kb * kKcSteps);
+  }
 
-  if (g.k == 0) std::fill(t, t + mc_pad * nc_pad, 0.0f);
-  for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
-    const int64_t kc = std::min(kKc, g.k - p0);
-    PackB(g, j0, nc, p0, kc, bp);
-    PackA(g, i0, mc, p0, kc, ap);
-    for (int64_t js = 0; js < nc_pad; js += kNr) {
-      for (int64_t is = 0; is < mc_pad; is += kMr) {
-        MicroKernel(kc, ap + is * kc, bp + js * kc, t + is * ldt + js, ldt, p0 == 0);
+  MicroKernelArgs args;
+  // Strip s over panels [q0, q1), which all lie on one side of direct_end, all of K, then the
+  // epilogue on what it computed.
+  auto run = [&](int64_t s, int64_t q0, int64_t q1) {
+    if (q0 >= q1) return;
+    const int64_t valid = std::min(mr, rows - s * mr);
+    const int64_t i = i0 + s * mr;
+    const bool direct = q0 < direct_end;
+    float* out = direct ? g.c + i * g.ldc + q0 * kNr : t + s * mr * ldt + (q0 - direct_end) * kNr;
+    args.ldt = direct ? g.ldc : ldt;
+    const int wide = kt.panels[valid];
+    int64_t q = q0;
+    auto call_kernel = [&](int64_t first_panel, MicroKernelFn fn) {
+      for (int64_t kb = 0; kb < call.num_kb; ++kb) {
+        const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
+        args.steps = steps;
+        args.b_panel_stride = steps * kNr;
+        args.accumulate = kb > 0;
+        args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
+        args.b = call.b + PackedBBlockOffset(kb, g.n) + first_panel * args.b_panel_stride;
+        args.t = out + (first_panel - q0) * kNr;
+        fn(args);
       }
+    };
+    for (; q + wide <= q1; q += wide) call_kernel(q, kt.wide[valid]);
+    for (; q < q1; ++q) call_kernel(q, kt.one[valid]);
+    if (direct && !epilogue) return;
+    const int64_t j0 = q0 * kNr;
+    const int64_t cols = std::min(g.n, q1 * kNr) - j0;
+    for (int64_t r = 0; r < valid; ++r) EpilogueRow(g, i + r, j0, cols, out + r * args.ldt);
+  };
+  if (strips == 1) {
+    // A short M: one strip sweeps all the panels, several at a time.
+    run(0, panel0, direct_end);
+    run(0, direct_end, panel1);
+  } else {
+    // Each B panel stays in cache while every strip of the A block meets it.
+    for (int64_t q = panel0; q < panel1; ++q) {
+      for (int64_t s = 0; s < strips; ++s) run(s, q, q + 1);
     }
   }
-  for (int64_t r = 0; r < mc; ++r) EpilogueRow(g, i0 + r, j0, nc, t + r * ldt);
+}
+
+// op(B) packed into the calling thread's scratch, shared out over the pool when worth it.
+const uint32_t* PackBForCall(const GemmArgs& g, bool bf16, ThreadPool* pool) {
+  uint32_t* dst = LocalScratch().b.Get<uint32_t>(static_cast<int64_t>(PackedBWords(g.k, g.n, bf16)));
+  const MatrixView view{g.b, g.b_type, g.ldb, g.transpose_b};
+  const int64_t panels = PaddedN(g.n) / kNr;
+  const int64_t units = NumKBlocks(g.k, bf16) * panels;
+  auto pack = [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      PackBPanels(view, bf16, g.k, g.n, u / panels, u % panels, u % panels + 1, dst);
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(units, 8, pack);
+  } else {
+    pack(0, units);
+  }
+  return dst;
 }
 
 }  // namespace
 
 void Gemm(const GemmArgs& g, ThreadPool* pool) {
   if (g.m <= 0 || g.n <= 0) return;
+  const bool bf16 = g.packed_b != nullptr
+                        ? g.packed_b->compute_type() == DType::kBFloat16
+                        : g.a_type == DType::kBFloat16 || g.b_type == DType::kBFloat16;
+  const GemmPath path = ActiveGemmPath();
+  const KernelTable& kernels = bf16 ? Bf16Kernels(path) : F32Kernels(path);
   const int64_t threads = pool != nullptr ? pool->num_threads() : 1;
   const int64_t flops = 2 * g.m * g.n * std::max<int64_t>(g.k, 1);
-  const int64_t num_nb = (g.n + kNc - 1) / kNc;
-  // Row blocks are kMc tall unless that leaves too few tasks to keep the pool busy; blocking
-  // does not change any result (see MicroKernel), only the speed.
-  int64_t mc = kMc;
-  if (threads > 1 && flops >= 2 * kMinFlopsPerTask) {
-    const int64_t want_mb = std::max<int64_t>(1, (threads * 4 + num_nb - 1) / num_nb);
-    mc = std::clamp(RoundUp((g.m + want_mb - 1) / want_mb, kMr), kMr, kMc);
-  }
-  const int64_t num_mb = (g.m + mc - 1) / mc;
-  const int64_t tasks = num_mb * num_nb;
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t i0 = (task / num_nb) * mc;
-      const int64_t j0 = (task % num_nb) * kNc;
-      GemmBlock(g, i0, std::min(mc, g.m - i0), j0, std::min(kNc, g.n - j0));
+  const bool parallel = threads > 1 && flops >= kMinParallelFlops;
+
+  const uint32_t* b = g.packed_b != nullptr ? g.packed_b->words()
+                                            : PackBForCall(g, bf16, parallel ? pool : nullptr);
+  const Call call{g, bf16, kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b,
+                  NumKBlocks(g.k, bf16)};
+
+  // Split C into row_tasks x col_tasks: first the split whose busiest thread has the least
+  // to compute (in strip x panel tiles), then, among equals, the one that moves the fewest
+  // bytes (every row task streams all of B, every column task packs all of A). Blocking never
+  // changes a result, only the speed.
+  const int64_t mr = kernels.mr;
+  const int64_t m_strips = CeilDiv(g.m, mr);
+  const int64_t n_panels = CeilDiv(g.n, kNr);
+  int64_t row_tasks = 1, col_tasks = 1;
+  if (parallel) {
+    const int64_t want = threads * kTasksPerThread;
+    int64_t best_tiles = 0;
+    double best_bytes = 0;
+    for (int64_t r = 1; r <= std::min(m_strips, want); ++r) {
+      const int64_t c = std::min(n_panels, CeilDiv(want, r));
+      const int64_t tiles = CeilDiv(m_strips, r) * CeilDiv(n_panels, c) * CeilDiv(r * c, threads);
+      const double bytes = static_cast<double>(r) * static_cast<double>(g.k * g.n) +
+                           static_cast<double>(c) * static_cast<double>(g.m * g.k);
+      if (best_tiles == 0 || tiles < best_tiles || (tiles == best_tiles && bytes < best_bytes)) {
+        best_tiles = tiles;
+        best_bytes = bytes;
+        row_tasks = r;
+        col_tasks = c;
+      }
     }
+  }
+  const int64_t a_strip_bytes = mr * std::max<int64_t>(StepsFor(g.k, bf16), 1) * 4;
+  const int64_t max_strips = std::clamp(kMaxTaskABytes / a_strip_bytes, int64_t{1}, kMaxTaskStrips);
+  const int64_t task_strips = std::min(CeilDiv(m_strips, row_tasks), max_strips);
+  const int64_t task_panels = std::min(CeilDiv(n_panels, col_tasks), kMaxTaskPanels);
+  row_tasks = CeilDiv(m_strips, task_strips);
+  col_tasks = CeilDiv(n_panels, task_panels);
+  const int64_t tasks = row_tasks * col_tasks;
+  auto run = [&](int64_t task) {
+    const int64_t i0 = (task / col_tasks) * task_strips * mr;
+    const int64_t p0 = (task % col_tasks) * task_panels;
+    RunTask(call, i0, std::min(task_strips * mr, g.m - i0), p0, std::min(p0 + task_panels, n_panels));
   };
-  if (threads == 1 || tasks == 1 || flops < 2 * kMinFlopsPerTask) {
-    run(0, tasks);
+  if (!parallel || tasks == 1) {
+    for (int64_t task = 0; task < tasks; ++task) run(task);
     return;
   }
-  const int64_t flops_per_task = std::max<int64_t>(1, flops / tasks);
-  const int64_t grain = std::max<int64_t>(1, kMinFlopsPerTask / flops_per_task);
-  pool->ParallelFor(tasks, grain, run);
+  // One range per thread, each claiming tasks one at a time: finer balance than ParallelFor's
+  // chunks, which matters when a few large tasks share two cores.
+  std::atomic<int64_t> next{0};
+  pool->ParallelFor(std::min(threads, tasks), 1, [&](int64_t, int64_t) {
+    for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) run(task);
+  });
 }
 
 }  // namespace lockstep

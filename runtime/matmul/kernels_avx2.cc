@@ -1,0 +1,119 @@
+// AVX2 + FMA micro-kernels: float32, and bfloat16 widened to float32 in registers (two FMAs
+// per pair in vdpbf16ps's order). Compiled with -mavx2 -mfma (runtime/CMakeLists.txt); runs
+// only where gemm_path.cc found both.
+//
+// Sixteen ymm registers: a tile of 2 rows x 32 columns is 8 accumulators, leaving room for a
+// B vector and the broadcast A values. No standard-library code here (see kernels_avx512.cc).
+#include <immintrin.h>
+
+#include "runtime/matmul/microkernel.h"
+#include "runtime/matmul/microkernel_tables.h"
+
+namespace lockstep::gemm_internal {
+namespace {
+
+constexpr int kMr = 2;
+constexpr int kVecs = 4;  // ymm per panel row (kNr / 8)
+
+template <int R, int P>
+__attribute__((always_inline)) inline void Load(const MicroKernelArgs& g, __m256 (&acc)[R][P * kVecs]) {
+  float* t = g.t;
+  const int64_t ldt = g.ldt;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kVecs; ++c) {
+      acc[r][c] = g.accumulate ? _mm256_loadu_ps(t + r * ldt + c * 8) : _mm256_setzero_ps();
+    }
+  }
+}
+
+template <int R, int P>
+__attribute__((always_inline)) inline void Store(const MicroKernelArgs& g, __m256 (&acc)[R][P * kVecs]) {
+  float* t = g.t;
+  const int64_t ldt = g.ldt;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kVecs; ++c) _mm256_storeu_ps(t + r * ldt + c * 8, acc[r][c]);
+  }
+}
+
+template <int R, int P>
+struct F32Kernel {
+  static void Run(const MicroKernelArgs& g);
+};
+
+template <int R, int P>
+void F32Kernel<R, P>::Run(const MicroKernelArgs& g) {
+  __m256 acc[R][P * kVecs];
+  Load<R, P>(g, acc);
+  const float* a = reinterpret_cast<const float*>(g.a);
+  const float* b = reinterpret_cast<const float*>(g.b);
+  const int64_t stride = g.b_panel_stride;
+  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+    __m256 av[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kVecs; ++c) {
+      const __m256 bv = _mm256_loadu_ps(b + (c / kVecs) * stride + (c % kVecs) * 8);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
+    }
+  }
+  Store<R, P>(g, acc);
+}
+
+// The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
+__attribute__((always_inline)) inline __m256 High(__m256i x) {
+  return _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+__attribute__((always_inline)) inline __m256 Low(__m256i x) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+}
+
+template <int R, int P>
+struct Bf16Kernel {
+  static void Run(const MicroKernelArgs& g);
+};
+
+template <int R, int P>
+void Bf16Kernel<R, P>::Run(const MicroKernelArgs& g) {
+  __m256 acc[R][P * kVecs];
+  Load<R, P>(g, acc);
+  const uint32_t* a = g.a;
+  const uint32_t* b = g.b;
+  const int64_t stride = g.b_panel_stride;
+  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+    __m256 ahi[R], alo[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m256i aw = _mm256_set1_epi32(static_cast<int>(a[r]));
+      ahi[r] = High(aw);
+      alo[r] = Low(aw);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kVecs; ++c) {
+      const __m256i w = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(b + (c / kVecs) * stride + (c % kVecs) * 8));
+      const __m256 hi = High(w), lo = Low(w);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        acc[r][c] = _mm256_fmadd_ps(ahi[r], hi, acc[r][c]);
+        acc[r][c] = _mm256_fmadd_ps(alo[r], lo, acc[r][c]);
+      }
+    }
+  }
+  Store<R, P>(g, acc);
+}
+
+// A single row covers two panels, so it too has eight accumulators.
+constexpr int Wide(int r) { return r == 1 ? 2 : 1; }
+
+}  // namespace
+
+constinit const KernelTable kAvx2F32 = MakeKernelTable<F32Kernel, kMr, Wide>("avx2");
+constinit const KernelTable kAvx2Bf16 = MakeKernelTable<Bf16Kernel, kMr, Wide>("avx2");
+
+}  // namespace lockstep::gemm_internal

@@ -1,0 +1,102 @@
+// AVX-512F micro-kernels: float32 with FMA, and bfloat16 on CPUs without vdpbf16ps (each pair
+// widened to two float32 lanes in registers, then two FMAs in vdpbf16ps's order). Compiled with
+// -mavx512f -mfma (runtime/CMakeLists.txt); runs only where gemm_path.cc found AVX-512F.
+//
+// A tile of 12 rows x 32 columns keeps 24 zmm accumulators; the B panel's vectors and the
+// broadcast A values fill the rest of the 32 registers. No standard-library code here: an
+// inline function instantiated in this file could be merged with another file's copy and run
+// on a CPU without AVX-512.
+// GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "runtime/matmul/microkernel.h"
+#include "runtime/matmul/microkernel_avx512.h"
+#include "runtime/matmul/microkernel_tables.h"
+
+namespace lockstep::gemm_internal {
+namespace {
+
+constexpr int kMr = 12;
+constexpr int kVecs = kAvx512Vecs;
+
+template <int R, int P>
+struct F32Kernel {
+  static void Run(const MicroKernelArgs& g);
+};
+
+template <int R, int P>
+void F32Kernel<R, P>::Run(const MicroKernelArgs& g) {
+  __m512 acc[R][P * kVecs];
+  LoadTile<R, P>(g, acc);
+  const float* a = reinterpret_cast<const float*>(g.a);
+  const float* b = reinterpret_cast<const float*>(g.b);
+  const int64_t stride = g.b_panel_stride;
+  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+    __m512 bv[P * kVecs];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) bv[p * kVecs + v] = _mm512_loadu_ps(b + p * stride + v * 16);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 16
+      for (int c = 0; c < P * kVecs; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
+    }
+  }
+  StoreTile<R, P>(g, acc);
+}
+
+// The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
+__attribute__((always_inline)) inline __m512 High(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+__attribute__((always_inline)) inline __m512 Low(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+}
+
+template <int R, int P>
+struct Bf16Kernel {
+  static void Run(const MicroKernelArgs& g);
+};
+
+template <int R, int P>
+void Bf16Kernel<R, P>::Run(const MicroKernelArgs& g) {
+  __m512 acc[R][P * kVecs];
+  LoadTile<R, P>(g, acc);
+  const uint32_t* a = g.a;
+  const uint32_t* b = g.b;
+  const int64_t stride = g.b_panel_stride;
+  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+    __m512 hi[P * kVecs], lo[P * kVecs];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) {
+        const __m512i w = _mm512_loadu_si512(b + p * stride + v * 16);
+        hi[p * kVecs + v] = High(w);
+        lo[p * kVecs + v] = Low(w);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512i aw = _mm512_set1_epi32(static_cast<int>(a[r]));
+      const __m512 ahi = High(aw), alo = Low(aw);
+#pragma GCC unroll 16
+      for (int c = 0; c < P * kVecs; ++c) {
+        acc[r][c] = _mm512_fmadd_ps(ahi, hi[c], acc[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(alo, lo[c], acc[r][c]);
+      }
+    }
+  }
+  StoreTile<R, P>(g, acc);
+}
+
+}  // namespace
+
+constinit const KernelTable kAvx512F32 = MakeKernelTable<F32Kernel, kMr, Avx512Wide>("avx512");
+constinit const KernelTable kAvx512Bf16Emulated = MakeKernelTable<Bf16Kernel, kMr, Avx512Wide>("avx512");
+
+}  // namespace lockstep::gemm_internal

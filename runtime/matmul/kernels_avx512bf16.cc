@@ -1,0 +1,56 @@
+// AVX512_BF16 micro-kernels: vdpbf16ps multiplies a pair of bf16 from A by a pair from B and
+// adds both products to a float32 lane, 16 lanes at a time. Compiled with -mavx512f
+// -mavx512bf16 (runtime/CMakeLists.txt); runs only where gemm_path.cc found AVX512_BF16.
+//
+// Tile: 12 rows x 32 columns, 24 zmm accumulators, each A pair broadcast straight from memory
+// ({1to16}). No standard-library code here (see kernels_avx512.cc).
+// GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "runtime/matmul/microkernel.h"
+#include "runtime/matmul/microkernel_avx512.h"
+#include "runtime/matmul/microkernel_tables.h"
+
+namespace lockstep::gemm_internal {
+namespace {
+
+constexpr int kMr = 12;
+constexpr int kVecs = kAvx512Vecs;
+
+template <int R, int P>
+struct Bf16Kernel {
+  static void Run(const MicroKernelArgs& g);
+};
+
+template <int R, int P>
+void Bf16Kernel<R, P>::Run(const MicroKernelArgs& g) {
+  const int64_t stride = g.b_panel_stride;
+  __m512 acc[R][P * kVecs];
+  LoadTile<R, P>(g, acc);
+  const uint32_t* a = g.a;
+  const uint32_t* b = g.b;
+  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+    __m512bh bv[P * kVecs];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) {
+        bv[p * kVecs + v] = (__m512bh)_mm512_loadu_si512(b + p * stride + v * 16);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r]));
+#pragma GCC unroll 16
+      for (int c = 0; c < P * kVecs; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, bv[c]);
+    }
+  }
+  StoreTile<R, P>(g, acc);
+}
+
+}  // namespace
+
+constinit const KernelTable kAvx512Bf16Native = MakeKernelTable<Bf16Kernel, kMr, Avx512Wide>("avx512_bf16");
+
+}  // namespace lockstep::gemm_internal

@@ -1,0 +1,91 @@
+// Portable micro-kernels in plain C++, for CPUs with neither AVX2 nor AVX-512 (and the
+// reference every other path is tested against bit for bit). std::fma gives the same single
+// rounding as the vector FMA instructions; on x86-64 without FMA hardware it is a library
+// call and slow, which is the price of the same answers on every machine.
+#include <cmath>
+#include <cstring>
+
+#include "runtime/matmul/microkernel.h"
+#include "runtime/matmul/microkernel_tables.h"
+
+namespace lockstep::gemm_internal {
+namespace {
+
+constexpr int kMr = 4;
+
+float High(uint32_t w) {
+  const uint32_t bits = w & 0xffff0000u;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float Low(uint32_t w) {
+  const uint32_t bits = w << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <int R>
+void LoadTile(const MicroKernelArgs& g, float (&acc)[R][kNr]) {
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kNr; ++c) acc[r][c] = g.accumulate ? g.t[r * g.ldt + c] : 0.0f;
+  }
+}
+
+template <int R>
+void StoreTile(const MicroKernelArgs& g, const float (&acc)[R][kNr]) {
+  for (int r = 0; r < R; ++r) std::memcpy(g.t + r * g.ldt, acc[r], sizeof acc[r]);
+}
+
+template <int R, int P>
+struct F32Kernel {
+  static void Run(const MicroKernelArgs& g) {
+    static_assert(P == 1);
+    float acc[R][kNr];
+    LoadTile<R>(g, acc);
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      float bv[kNr];
+      std::memcpy(bv, b, sizeof bv);
+      for (int r = 0; r < R; ++r) {
+        float av;
+        std::memcpy(&av, a + r, sizeof av);
+        for (int c = 0; c < kNr; ++c) acc[r][c] = std::fma(av, bv[c], acc[r][c]);
+      }
+    }
+    StoreTile<R>(g, acc);
+  }
+};
+
+template <int R, int P>
+struct Bf16Kernel {
+  static void Run(const MicroKernelArgs& g) {
+    static_assert(P == 1);
+    float acc[R][kNr];
+    LoadTile<R>(g, acc);
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      for (int r = 0; r < R; ++r) {
+        const float ahi = High(a[r]), alo = Low(a[r]);
+        for (int c = 0; c < kNr; ++c) {
+          acc[r][c] = std::fma(ahi, High(b[c]), acc[r][c]);
+          acc[r][c] = std::fma(alo, Low(b[c]), acc[r][c]);
+        }
+      }
+    }
+    StoreTile<R>(g, acc);
+  }
+};
+
+constexpr int Wide(int) { return 1; }
+
+}  // namespace
+
+constinit const KernelTable kPortableF32 = MakeKernelTable<F32Kernel, kMr, Wide>("portable");
+constinit const KernelTable kPortableBf16 = MakeKernelTable<Bf16Kernel, kMr, Wide>("portable");
+
+}  // namespace lockstep::gemm_internal

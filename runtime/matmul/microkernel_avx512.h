@@ -1,0 +1,46 @@
+// Tile helpers shared by the AVX-512 kernel files (kernels_avx512.cc, kernels_avx512bf16.cc),
+// which are compiled with AVX-512 enabled. Internal linkage only: an inline function with
+// external linkage could be merged with a copy compiled for a lesser CPU, or the other way.
+#pragma once
+
+#include <immintrin.h>
+
+#include "runtime/matmul/microkernel.h"
+
+namespace lockstep::gemm_internal {
+namespace {
+
+constexpr int kAvx512Vecs = kNr / 16;  // zmm per panel row
+
+// Loads (or zeroes, for the first K block) the R x P-panel tile of accumulators.
+template <int R, int P>
+__attribute__((always_inline)) inline void LoadTile(const MicroKernelArgs& g,
+                                                    __m512 (&acc)[R][P * kAvx512Vecs]) {
+  float* t = g.t;
+  const int64_t ldt = g.ldt;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kAvx512Vecs; ++c) {
+      acc[r][c] = g.accumulate ? _mm512_loadu_ps(t + r * ldt + c * 16) : _mm512_setzero_ps();
+    }
+  }
+}
+
+template <int R, int P>
+__attribute__((always_inline)) inline void StoreTile(const MicroKernelArgs& g,
+                                                     __m512 (&acc)[R][P * kAvx512Vecs]) {
+  float* t = g.t;
+  const int64_t ldt = g.ldt;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < P * kAvx512Vecs; ++c) _mm512_storeu_ps(t + r * ldt + c * 16, acc[r][c]);
+  }
+}
+
+// Panels per call for a strip of r rows (of 12): as many as keep at most 24 accumulators.
+constexpr int Avx512Wide(int r) { return r <= 3 ? 4 : r == 4 ? 3 : r <= 6 ? 2 : 1; }
+
+}  // namespace
+}  // namespace lockstep::gemm_internal
