@@ -46,14 +46,24 @@ class OutputAllocator {
 // (RunOp, constant folding). A request must not be able to ask a kernel for the machine.
 inline constexpr size_t kDefaultMaxTensorBytes = size_t{4} << 30;
 
+class PackedB;  // runtime/matmul/packed_b.h
+
 class KernelContext {
  public:
+  // `packed` is empty, or parallel to `inputs`: the pre-packed form of each constant input
+  // the op packs (OpDef::pack_constant), null for the others.
   KernelContext(std::span<const Tensor* const> inputs, const AttrMap& attrs, ThreadPool& pool,
-                std::span<Tensor> outputs, OutputAllocator* allocator)
-      : inputs_(inputs), attrs_(attrs), pool_(pool), outputs_(outputs), allocator_(allocator) {}
+                std::span<Tensor> outputs, OutputAllocator* allocator,
+                std::span<const PackedB* const> packed = {})
+      : inputs_(inputs), attrs_(attrs), pool_(pool), outputs_(outputs), allocator_(allocator),
+        packed_(packed) {}
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const Tensor& input(int i) const { return *inputs_[i]; }
+  // Input i packed for the matmul core when the session packed it, else null.
+  const PackedB* packed_input(int i) const {
+    return static_cast<size_t>(i) < packed_.size() ? packed_[i] : nullptr;
+  }
   const AttrMap& attrs() const { return attrs_; }
   ThreadPool& pool() const { return pool_; }
 
@@ -69,10 +79,16 @@ class KernelContext {
   ThreadPool& pool_;
   std::span<Tensor> outputs_;
   OutputAllocator* allocator_;
+  std::span<const PackedB* const> packed_;
 };
 
 using ShapeFn = StatusOr<std::vector<TensorSpec>> (*)(const ShapeInferenceContext&);
 using KernelFn = Status (*)(KernelContext&);
+// Packs input `input`, whose value is the constant `value`, for the matmul core: called once
+// when a session is built, so that no run re-packs a weight. Returns null when that input is
+// not one the op packs. Errors are the op's own shape errors, reported at session creation.
+using PackFn = StatusOr<std::shared_ptr<const PackedB>> (*)(const AttrMap& attrs, int input,
+                                                            const Tensor& value);
 // Filled in by the training module: builds the gradient of an op's inputs from the gradient
 // of its outputs. Declared here so the registry has one entry per op.
 class GradientBuilder;
@@ -86,6 +102,7 @@ struct OpDef {
   ShapeFn infer = nullptr;
   KernelFn compute = nullptr;  // null only for the executor's own ops (Input, Const, Variable)
   GradientFn gradient = nullptr;
+  PackFn pack_constant = nullptr;  // for ops whose constant inputs feed the matmul core
   // Output 0 may be input 0's storage under another shape (Identity, Reshape, Flatten).
   bool aliases_input = false;
   // Same inputs always give the same outputs; constant folding may evaluate it.

@@ -1,8 +1,10 @@
 #include "runtime/session.h"
 
+#include <map>
 #include <mutex>
 
 #include "runtime/graph_analysis.h"
+#include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
 #include "runtime/passes/memory_plan.h"
 #include "runtime/passes/passes.h"
@@ -14,8 +16,9 @@ namespace {
 struct Step {
   const OpDef* op = nullptr;
   const NodeDef* node = nullptr;
-  int input_offset = 0;  // into Plan::step_inputs
+  int input_offset = 0;  // into Plan::step_inputs (and Plan::step_packed, when has_packed)
   int num_inputs = 0;
+  bool has_packed = false;
   int first_output = 0;  // value id; a node's outputs are consecutive values
   int num_outputs = 0;
 };
@@ -46,6 +49,9 @@ struct Plan {
   Signature signature;
   std::vector<Step> steps;
   std::vector<int> step_inputs;  // value ids
+  // Parallel to step_inputs: the packed form of a constant input, or null. The packed
+  // matrices belong to the session (PackedWeights), shared by all its plans.
+  std::vector<const PackedB*> step_packed;
   int num_values = 0;
   std::vector<std::pair<int, Tensor>> constants;
   std::vector<int> input_values;   // per signature input
@@ -113,9 +119,44 @@ class ArenaAllocator final : public OutputAllocator {
 
 std::string StepLabel(const Step& s) { return "node '" + s.node->name + "' (" + s.op->name + ")"; }
 
+// Constant inputs (Const and Variable values) packed for the matmul core, by (consumer node, input index): each weight is
+// packed once per session, however many signatures use it.
+using PackedWeights = std::map<std::pair<int, int>, std::shared_ptr<const PackedB>>;
+
+// Packs the constant inputs of node `i` that its op packs, into `packed` (parallel to its
+// inputs). Returns whether any was.
+StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, int i,
+                                  PackedWeights& cache, std::vector<const PackedB*>& packed) {
+  const OpDef* op = a.ops[i];
+  bool any = false;
+  for (size_t j = 0; j < a.inputs[i].size(); ++j) {
+    const PackedB* p = nullptr;
+    const int producer = a.inputs[i][j].node;
+    // A session's Variables are as constant as its Consts (constant folding folds both).
+    const std::string& producer_op = a.ops[producer]->name;
+    if (op->pack_constant != nullptr && (producer_op == kConstOp || producer_op == kVariableOp)) {
+      auto key = std::make_pair(i, static_cast<int>(j));
+      auto it = cache.find(key);
+      if (it == cache.end()) {
+        const auto& weight_name =
+            std::get<std::string>(model.graph.nodes[producer].attrs.values().at("weight"));
+        LS_ASSIGN_OR_RETURN(std::shared_ptr<const PackedB> made,
+                            op->pack_constant(model.graph.nodes[i].attrs, static_cast<int>(j),
+                                              model.weights.at(weight_name)));
+        it = cache.emplace(key, std::move(made)).first;
+      }
+      p = it->second.get();
+    }
+    any = any || p != nullptr;
+    packed.push_back(p);
+  }
+  return any;
+}
+
 // Builds the plan for one signature: only the nodes its outputs need, in topological order.
 StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysis& a,
-                                          const Signature& sig, bool reuse_buffers) {
+                                          const Signature& sig, bool reuse_buffers,
+                                          PackedWeights& packed) {
   auto plan = std::make_unique<Plan>();
   plan->signature = sig;
   const auto& nodes = model.graph.nodes;
@@ -184,6 +225,10 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     step.num_inputs = static_cast<int>(a.inputs[i].size());
     step.first_output = first_value[i];
     step.num_outputs = static_cast<int>(a.outputs[i].size());
+    std::vector<const PackedB*> step_packed;
+    LS_ASSIGN_OR_RETURN(step.has_packed, PackConstantInputs(model, a, i, packed, step_packed));
+    step_packed.resize(a.inputs[i].size());
+    plan->step_packed.insert(plan->step_packed.end(), step_packed.begin(), step_packed.end());
     MemoryPlanStep mp;
     mp.aliases_input = op->aliases_input;
     for (ValueId v : a.inputs[i]) {
@@ -219,6 +264,7 @@ Status CheckInput(const TensorBinding& binding, const Shape& pattern, const Tens
 
 struct Session::Compiled {
   Model model;
+  PackedWeights packed;
   ThreadPool* pool = nullptr;
   size_t max_bytes_per_run = 0;
   std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
@@ -243,7 +289,8 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   compiled->model = std::move(model);
   LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
   for (const Signature& sig : compiled->model.graph.signatures) {
-    LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers));
+    LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers,
+                                             compiled->packed));
     compiled->plans.push_back(std::move(plan));
   }
   return std::make_unique<Session>(Key{}, std::move(compiled));
@@ -292,8 +339,13 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     std::span<const Tensor* const> step_inputs(scratch->step_inputs.data() + step.input_offset,
                                                step.num_inputs);
     allocator.set_step(&step);
+    std::span<const PackedB* const> packed;
+    if (step.has_packed) {
+      packed = {plan->step_packed.data() + step.input_offset, static_cast<size_t>(step.num_inputs)};
+    }
     KernelContext ctx(step_inputs, step.node->attrs, pool,
-                      std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator);
+                      std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator,
+                      packed);
     try {
       status = step.op->compute(ctx);
     } catch (const std::bad_alloc&) {
@@ -323,5 +375,11 @@ const Signature* Session::FindSignature(std::string_view name) const {
 }
 
 const Model& Session::model() const { return compiled_->model; }
+
+size_t Session::packed_weight_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [key, packed] : compiled_->packed) bytes += packed != nullptr ? packed->bytes() : 0;
+  return bytes;
+}
 
 }  // namespace lockstep

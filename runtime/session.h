@@ -1,8 +1,8 @@
 // Session: a Model compiled once into an immutable plan per signature, run many times.
 //
 // Create() validates the model, runs the graph passes (constant folding, MatMul + BiasAdd +
-// activation fusion, dead-node elimination), orders the steps and plans the reuse of
-// intermediate buffers. Run() may be called from any number of threads at once: each call
+// activation fusion, dead-node elimination), orders the steps, packs every constant weight
+// matrix for the matmul core and plans the reuse of intermediate buffers. Run() may be called from any number of threads at once: each call
 // takes a scratch (values and arena buffers) of its own from a pool and gives it back, so a
 // warmed-up session allocates no intermediate values: only the owned copies of the outputs it
 // returns (and string tensors, which live on the heap).
@@ -55,6 +55,9 @@ class Session {
   const Signature* FindSignature(std::string_view name) const;
   // The model as compiled (after the passes).
   const Model& model() const;
+  // Bytes of the weight matrices packed for the matmul core when the session was built, held
+  // beside the model's own weights (so no run ever packs a weight).
+  size_t packed_weight_bytes() const;
 
   struct Compiled;
   // Only Create can make the key, so only Create can construct a Session.

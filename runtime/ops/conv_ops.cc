@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/matmul/gemm.h"
+#include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -159,11 +160,18 @@ Status Conv2DKernel(KernelContext& ctx) {
 
   const float* in = input.data<float>().data();
   float* po = out.mutable_data<float>().data();
+  // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
+  // if it is a constant, else once here for all the blocks below.
+  const PackedB* packed = ctx.packed_input(1);
+  if (packed == nullptr) {
+    thread_local PackedB per_call;
+    per_call.Repack(filter.raw_data(), DType::kFloat32, false, kdim, cout, cout, DType::kFloat32);
+    packed = &per_call;
+  }
   GemmArgs gemm;
   gemm.n = cout;
   gemm.k = kdim;
-  gemm.b = filter.data<float>().data();
-  gemm.ldb = cout;
+  gemm.packed_b = packed;
   gemm.lda = kdim;
   gemm.ldc = cout;
 
@@ -213,6 +221,16 @@ Status Conv2DKernel(KernelContext& ctx) {
     for (int64_t b = 0; b < blocks; ++b) run_block(b, &ctx.pool());
   }
   return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap&, int input, const Tensor& filter) {
+  if (input != 1 || filter.dtype() != DType::kFloat32 || filter.shape().rank() != 4) {
+    return std::shared_ptr<const PackedB>();
+  }
+  const Shape& f = filter.shape();
+  const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
+  return std::make_shared<const PackedB>(PackedB::Pack(filter.raw_data(), DType::kFloat32, false, k,
+                                                       f.dim(3), f.dim(3), DType::kFloat32));
 }
 
 // ---- MaxPool2D / AvgPool2D ----
@@ -312,6 +330,7 @@ void RegisterConvOps(OpRegistry& registry) {
   conv.min_inputs = conv.max_inputs = 2;
   conv.infer = InferConv2D;
   conv.compute = Conv2DKernel;
+  conv.pack_constant = PackFilter;
   (void)registry.Register(std::move(conv));
   (void)registry.Register(PoolDef<true>());
   (void)registry.Register(PoolDef<false>());

@@ -1,13 +1,15 @@
-// MatMul and FusedMatMul: rank-2 float32 products through the one Gemm. MatMul is a Gemm with
+// MatMul and FusedMatMul: rank-2 products through the one Gemm, each input float32 or bfloat16
+// (a bf16 input makes it a bf16 product, see gemm.h), output float32. MatMul is a Gemm with
 // no epilogue; FusedMatMul is the same Gemm with its bias and activation in the epilogue. The
 // epilogue rounds exactly as BiasAdd and the activation ops do, so the fusion pass never
-// changes a result.
+// changes a result. A constant b is packed once, when the session is built.
 #include <array>
 #include <cstdint>
 #include <span>
 
 #include "runtime/activation.h"
 #include "runtime/matmul/gemm.h"
+#include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -34,11 +36,17 @@ StatusOr<MatMulAttrs> ReadAttrs(const AttrMap& attrs, bool fused) {
   return out;
 }
 
+Status CheckMatMulDType(std::string_view op, std::string_view what, DType dtype) {
+  if (dtype == DType::kFloat32 || dtype == DType::kBFloat16) return Status::Ok();
+  return InvalidArgument(Str(op) + ": " + Str(what) + " must be float32 or bfloat16, got " +
+                         Str(DTypeName(dtype)));
+}
+
 // [M, K] x [K, N] -> [M, N] after the transpose flags; -1 dimensions match anything.
 StatusOr<Shape> MatMulShape(std::string_view name, const TensorSpec& a, const TensorSpec& b,
                             const MatMulAttrs& attrs) {
-  LS_RETURN_IF_ERROR(CheckDType(name, "a", a.dtype, DType::kFloat32));
-  LS_RETURN_IF_ERROR(CheckDType(name, "b", b.dtype, DType::kFloat32));
+  LS_RETURN_IF_ERROR(CheckMatMulDType(name, "a", a.dtype));
+  LS_RETURN_IF_ERROR(CheckMatMulDType(name, "b", b.dtype));
   if (a.shape.rank() != 2 || b.shape.rank() != 2) {
     return InvalidArgument(Str(name) + ": expects rank-2 inputs, got " + a.shape.ToString() +
                            " x " + b.shape.ToString());
@@ -100,10 +108,13 @@ Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_sh
   g.m = out_shape.dim(0);
   g.n = out_shape.dim(1);
   g.k = a.shape().dim(attrs.transpose_a ? 0 : 1);
-  g.a = a.data<float>().data();
+  g.a = a.raw_data();
+  g.a_type = a.dtype();
   g.lda = a.shape().dim(1);
-  g.b = b.data<float>().data();
+  g.b = b.raw_data();
+  g.b_type = b.dtype();
   g.ldb = b.shape().dim(1);
+  g.packed_b = ctx.packed_input(1);
   g.c = out.mutable_data<float>().data();
   g.ldc = g.n;
   g.epilogue.bias = bias;
@@ -131,6 +142,17 @@ Status FusedMatMulKernel(KernelContext& ctx) {
   return RunGemm(ctx, attrs, out, n == 3 ? ctx.input(2).data<float>().data() : nullptr);
 }
 
+// A constant b is packed as the product will read it: in its own type (bf16 stays bf16).
+StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b) {
+  if (input != 1 || b.shape().rank() != 2) return std::shared_ptr<const PackedB>();
+  LS_RETURN_IF_ERROR(CheckMatMulDType("MatMul", "b", b.dtype()));
+  LS_ASSIGN_OR_RETURN(bool transpose_b, attrs.GetBoolOr("transpose_b", false));
+  const int64_t k = b.shape().dim(transpose_b ? 1 : 0);
+  const int64_t n = b.shape().dim(transpose_b ? 0 : 1);
+  return std::make_shared<const PackedB>(
+      PackedB::Pack(b.raw_data(), b.dtype(), transpose_b, k, n, b.shape().dim(1), b.dtype()));
+}
+
 }  // namespace
 
 void RegisterMatMulOps(OpRegistry& registry) {
@@ -139,6 +161,7 @@ void RegisterMatMulOps(OpRegistry& registry) {
   matmul.min_inputs = matmul.max_inputs = 2;
   matmul.infer = InferMatMul;
   matmul.compute = MatMulKernel;
+  matmul.pack_constant = PackWeights;
   (void)registry.Register(std::move(matmul));
 
   OpDef fused;
@@ -147,6 +170,7 @@ void RegisterMatMulOps(OpRegistry& registry) {
   fused.max_inputs = 3;
   fused.infer = InferFusedMatMul;
   fused.compute = FusedMatMulKernel;
+  fused.pack_constant = PackWeights;
   (void)registry.Register(std::move(fused));
 }
 

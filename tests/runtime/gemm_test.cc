@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -18,6 +19,10 @@
 #include "tests/runtime/gemm_test_util.h"
 
 namespace lockstep {
+
+// Test names and failure messages show the path by name.
+void PrintTo(GemmPath path, std::ostream* os) { *os << GemmPathName(path); }
+
 namespace {
 
 using gemm_test::BitwiseEqual;

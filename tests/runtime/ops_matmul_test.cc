@@ -101,6 +101,29 @@ TEST(OpsMatMulTest, ShapeErrorsAreClear) {
               StatusCode::kInvalidArgument, "transpose_b");
 }
 
+// bfloat16 inputs (either or both) make a bf16 product with float32 output: the reference
+// takes the inputs rounded to bf16, the float32 accumulation bound is unchanged.
+TEST(OpsMatMulTest, AcceptsBfloat16Inputs) {
+  auto to_bf16 = [](const Tensor& t) {
+    Tensor out(DType::kBFloat16, t.shape());
+    FloatToBfloat16(t.data<float>(), out.mutable_data<bfloat16>());
+    return out;
+  };
+  auto rounded = [](const Tensor& t) {
+    std::vector<float> v(t.data<float>().begin(), t.data<float>().end());
+    for (float& x : v) x = gemm_test::RoundToBf16(x);
+    return Tensor::FromVector<float>(t.shape(), v);
+  };
+  Tensor a = RandomTensor({9, 21}, 70), b = RandomTensor({21, 40}, 71);
+  std::vector<double> tol;
+  std::vector<double> want = MatMulRef(rounded(a), rounded(b), false, false, &tol);
+  for (auto [a_in, b_in] : {std::pair{to_bf16(a), to_bf16(b)}, std::pair{to_bf16(a), b}, std::pair{a, to_bf16(b)}}) {
+    Tensor out = RunOk("MatMul", {a_in, b_in}).at(0);
+    EXPECT_EQ(out.dtype(), DType::kFloat32);
+    ExpectNear(out, Shape{9, 40}, want, tol, "bf16 MatMul");
+  }
+}
+
 TEST(OpsMatMulTest, InfersUnknownDimensions) {
   auto out = op_test::Infer("MatMul", {{DType::kFloat32, {-1, 3}}, {DType::kFloat32, {3, 8}}});
   ASSERT_TRUE(out.ok()) << out.status().ToString();

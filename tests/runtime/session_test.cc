@@ -229,5 +229,59 @@ TEST(Session, InputsMatchTheNodeShapeAndAreBoundOnce) {
   EXPECT_NE(t.status().message().find("another input"), std::string::npos) << t.status().message();
 }
 
+// Constant weight matrices of MatMul, FusedMatMul and Conv2D are packed once, when the session
+// is built, and shared by every signature; the packed runs answer exactly as the ops do on
+// their own (which pack per call).
+TEST(Session, PacksEachConstantWeightOnceForAllSignatures) {
+  std::mt19937 rng(3);
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 40});
+  Tensor w0 = RandomTensor(Shape{40, 70}, rng), w1 = RandomTensor(Shape{33, 70}, rng);
+  Tensor bias = RandomTensor(Shape{70}, rng);
+  std::string h = g.Op("Relu", {g.Op("BiasAdd", {g.Op("MatMul", {x, g.Variable("w0", w0)}), g.Const("b", bias)})});
+  std::string y = g.Op("MatMul", {h, g.Const("w1", w1)}, {{"transpose_b", true}}, "y");
+  Signature sig = OneInOneOut(x, Shape{-1, 40}, y, Shape{-1, 33});
+  g.AddSignature(sig);
+  sig.name = "hidden";
+  sig.outputs[0].tensor = h;
+  sig.outputs[0].shape = Shape{-1, 70};
+  g.AddSignature(sig);
+  auto session = MustCreate(std::move(g).Build());
+  ASSERT_NE(session, nullptr);
+  // w0 as float32 words, 40 x (70 rounded up to 96 columns); w1 as 70 x 64.
+  EXPECT_EQ(session->packed_weight_bytes(), (40 * 96 + 70 * 64) * sizeof(float));
+
+  Tensor in = RandomTensor(Shape{5, 40}, rng);
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
+  auto step = [](std::string_view op, std::vector<Tensor> inputs, AttrMap attrs = {}) {
+    auto r = RunOp(op, inputs, attrs);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? (*r)[0] : Tensor();
+  };
+  Tensor want = step("MatMul", {in, w0});
+  want = step("Relu", {step("BiasAdd", {want, bias})});
+  want = step("MatMul", {want, w1}, {{"transpose_b", true}});
+  EXPECT_TRUE(out[0].tensor.BitwiseEqual(want));
+}
+
+TEST(Session, PacksConstantConvolutionFilters) {
+  std::mt19937 rng(4);
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 6, 3});
+  Tensor filter = RandomTensor(Shape{3, 3, 3, 8}, rng);
+  std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, {{"padding", std::string("SAME")}}, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1, 6, 6, 3}, y, Shape{-1, 6, 6, 8}));
+  auto session = MustCreate(std::move(g).Build());
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->packed_weight_bytes(), 27 * 32 * sizeof(float));
+  Tensor in = RandomTensor(Shape{2, 6, 6, 3}, rng);
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
+  auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, {{"padding", std::string("SAME")}});
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0]));
+}
+
 }  // namespace
 }  // namespace lockstep
