@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "runtime/bfloat16.h"
@@ -51,22 +52,30 @@ void LineWords(const Src* src, int64_t kc, uint32_t* dst) {
   }
 }
 
-// dst[s * width + l] = lines[l][s] for l < count, s < steps: a transpose, in 4 x 4 blocks of
-// words through SSE2 (every x86-64 has it), the rest one word at a time.
-void TransposeWords(const uint32_t* const* lines, int64_t count, int64_t steps, uint32_t* dst,
+// Word s of a line that may sit at any byte address (a bf16 row read as pairs is only 2-byte
+// aligned).
+inline uint32_t WordAt(const char* line, int64_t s) {
+  uint32_t w;
+  std::memcpy(&w, line + 4 * s, sizeof w);
+  return w;
+}
+
+// dst[s * width + l] = word s of lines[l], for l < count, s < steps: a transpose, in 4 x 4
+// blocks of words through SSE2 (every x86-64 has it), the rest one word at a time.
+void TransposeWords(const char* const* lines, int64_t count, int64_t steps, uint32_t* dst,
                     int64_t width) {
   int64_t l = 0;
   for (; l + 4 <= count; l += 4) {
-    const uint32_t* r0 = lines[l];
-    const uint32_t* r1 = lines[l + 1];
-    const uint32_t* r2 = lines[l + 2];
-    const uint32_t* r3 = lines[l + 3];
+    const char* r0 = lines[l];
+    const char* r1 = lines[l + 1];
+    const char* r2 = lines[l + 2];
+    const char* r3 = lines[l + 3];
     int64_t s = 0;
     for (; s + 4 <= steps; s += 4) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + s));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + s));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + s));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + s));
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 4 * s));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + 4 * s));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + 4 * s));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + 4 * s));
       const __m128i ab_lo = _mm_unpacklo_epi32(a, b), ab_hi = _mm_unpackhi_epi32(a, b);
       const __m128i cd_lo = _mm_unpacklo_epi32(c, d), cd_hi = _mm_unpackhi_epi32(c, d);
       uint32_t* o = dst + s * width + l;
@@ -77,14 +86,14 @@ void TransposeWords(const uint32_t* const* lines, int64_t count, int64_t steps, 
     }
     for (; s < steps; ++s) {
       uint32_t* o = dst + s * width + l;
-      o[0] = r0[s];
-      o[1] = r1[s];
-      o[2] = r2[s];
-      o[3] = r3[s];
+      o[0] = WordAt(r0, s);
+      o[1] = WordAt(r1, s);
+      o[2] = WordAt(r2, s);
+      o[3] = WordAt(r3, s);
     }
   }
   for (; l < count; ++l) {
-    for (int64_t s = 0; s < steps; ++s) dst[s * width + l] = lines[l][s];
+    for (int64_t s = 0; s < steps; ++s) dst[s * width + l] = WordAt(lines[l], s);
   }
 }
 
@@ -121,17 +130,20 @@ void PackLines(const MatrixView& x, bool lines_along_rows, int64_t line0, int64_
     // Either way the transpose then writes whole blocks.
     constexpr bool kSameWords = std::is_same_v<Src, float> != kBf16;
     const int64_t steps = StepsFor(kc, kBf16);
-    const uint32_t* lines[kMaxLines];
-    thread_local uint32_t converted[kMaxLines * kKcSteps];
+    const char* lines[kMaxLines];
+    // Allocated on a thread's first conversion, not in every thread's static TLS block.
+    thread_local std::unique_ptr<uint32_t[]> converted_storage;
+    if (!converted_storage) converted_storage = std::make_unique<uint32_t[]>(kMaxLines * kKcSteps);
+    uint32_t* converted = converted_storage.get();
     for (int64_t l0 = 0; l0 < count; l0 += kMaxLines) {
       const int64_t n = std::min(kMaxLines, count - l0);
       for (int64_t l = 0; l < n; ++l) {
         const Src* line = base + (line0 + l0 + l) * x.ld + k0;
         if (kSameWords && kc % 2 == 0) {
-          lines[l] = reinterpret_cast<const uint32_t*>(line);
+          lines[l] = reinterpret_cast<const char*>(line);
         } else {
           LineWords<Src, kBf16>(line, kc, converted + l * kKcSteps);
-          lines[l] = converted + l * kKcSteps;
+          lines[l] = reinterpret_cast<const char*>(converted + l * kKcSteps);
         }
       }
       TransposeWords(lines, n, steps, dst + l0, width);
