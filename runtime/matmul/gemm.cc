@@ -1,6 +1,7 @@
 #include "runtime/matmul/gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -23,11 +24,16 @@ using namespace gemm_internal;
 constexpr int64_t kMaxTaskStrips = 8;
 constexpr int64_t kMaxTaskPanels = 64;
 constexpr int64_t kMaxTaskABytes = 512 * 1024;
-// Below this a product runs on the calling thread: waking a worker costs more than it saves.
-constexpr int64_t kMinParallelFlops = int64_t{1} << 21;
-// Several tasks per thread, claimed one at a time: a worker that wakes late, or a core that
-// something else on the machine slows, is evened out.
+// Below this a product runs on the calling thread: handing work to a worker (about 1 us when
+// it is spinning, 5 when it sleeps) costs more than it saves.
+constexpr int64_t kMinParallelFlops = int64_t{1} << 19;
+// From this size on, several tasks per thread, claimed one at a time, so that a worker that
+// wakes late or a core that something else on the machine slows is evened out. Below it, one
+// task per thread: short products keep their wide multi-panel kernels.
+constexpr int64_t kManyTasksFlops = int64_t{1} << 24;
 constexpr int64_t kTasksPerThread = 4;
+// Up to this many tasks, each thread has a home block of them (see Gemm).
+constexpr int64_t kMaxClaimedTasks = 64;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -196,6 +202,47 @@ const uint32_t* PackBForCall(const GemmArgs& g, bool bf16, ThreadPool* pool) {
   return dst;
 }
 
+// The tile of C one task computes: `strips` strips by `panels` panels.
+struct Split {
+  int64_t strips = 1;
+  int64_t panels = 1;
+};
+
+// Picks the task tile. Among tiles within the caps (kMaxTaskStrips, kMaxTaskABytes,
+// kMaxTaskPanels), first the one whose busiest thread has the fewest strip x panel tiles to
+// compute (each thread takes its share of tasks), then the one that moves the fewest bytes:
+// each row of tasks reads all of B, each column of tasks packs all of A. `many` asks for
+// several tasks per thread. The choice never changes a result, only the speed.
+Split ChooseSplit(int64_t m_strips, int64_t n_panels, int64_t k, int64_t mr, bool bf16, int64_t threads,
+                  bool many) {
+  const int64_t a_strip_bytes = mr * std::max<int64_t>(StepsFor(k, bf16), 1) * 4;
+  const int64_t max_strips = std::clamp(kMaxTaskABytes / a_strip_bytes, int64_t{1}, kMaxTaskStrips);
+  const int64_t min_tasks = std::min(m_strips * n_panels, many ? threads * kTasksPerThread : threads);
+  Split best;
+  int64_t best_tiles = -1;
+  double best_bytes = 0;
+  for (int64_t strips = std::min(m_strips, max_strips); strips >= 1; --strips) {
+    const int64_t row_tasks = CeilDiv(m_strips, strips);
+    if (CeilDiv(m_strips, row_tasks) != strips) continue;  // the same tasks as a shorter tile
+    for (int64_t panels = std::min(n_panels, kMaxTaskPanels); panels >= 1; --panels) {
+      const int64_t col_tasks = CeilDiv(n_panels, panels);
+      if (CeilDiv(n_panels, col_tasks) != panels) continue;
+      const int64_t tasks = row_tasks * col_tasks;
+      if (tasks < min_tasks) continue;
+      const int64_t tiles = CeilDiv(tasks, threads) * strips * panels;
+      const double bytes = static_cast<double>(row_tasks) * static_cast<double>(k * n_panels * kNr) +
+                           static_cast<double>(col_tasks) * static_cast<double>(m_strips * mr * k);
+      if (best_tiles < 0 || tiles < best_tiles || (tiles == best_tiles && bytes < best_bytes)) {
+        best = {strips, panels};
+        best_tiles = tiles;
+        best_bytes = bytes;
+      }
+      if (tasks >= min_tasks * 8) break;  // narrower tiles only add tasks from here on
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void Gemm(const GemmArgs& g, ThreadPool* pool) {
@@ -214,38 +261,14 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
   const Call call{g, bf16, kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b,
                   NumKBlocks(g.k, bf16)};
 
-  // Split C into row_tasks x col_tasks: first the split whose busiest thread has the least
-  // to compute (in strip x panel tiles), then, among equals, the one that moves the fewest
-  // bytes (every row task streams all of B, every column task packs all of A). Blocking never
-  // changes a result, only the speed.
   const int64_t mr = kernels.mr;
   const int64_t m_strips = CeilDiv(g.m, mr);
   const int64_t n_panels = CeilDiv(g.n, kNr);
-  int64_t row_tasks = 1, col_tasks = 1;
-  if (parallel) {
-    const int64_t want = threads * kTasksPerThread;
-    int64_t best_tiles = 0;
-    double best_bytes = 0;
-    for (int64_t r = 1; r <= std::min(m_strips, want); ++r) {
-      const int64_t c = std::min(n_panels, CeilDiv(want, r));
-      const int64_t tiles = CeilDiv(m_strips, r) * CeilDiv(n_panels, c) * CeilDiv(r * c, threads);
-      const double bytes = static_cast<double>(r) * static_cast<double>(g.k * g.n) +
-                           static_cast<double>(c) * static_cast<double>(g.m * g.k);
-      if (best_tiles == 0 || tiles < best_tiles || (tiles == best_tiles && bytes < best_bytes)) {
-        best_tiles = tiles;
-        best_bytes = bytes;
-        row_tasks = r;
-        col_tasks = c;
-      }
-    }
-  }
-  const int64_t a_strip_bytes = mr * std::max<int64_t>(StepsFor(g.k, bf16), 1) * 4;
-  const int64_t max_strips = std::clamp(kMaxTaskABytes / a_strip_bytes, int64_t{1}, kMaxTaskStrips);
-  const int64_t task_strips = std::min(CeilDiv(m_strips, row_tasks), max_strips);
-  const int64_t task_panels = std::min(CeilDiv(n_panels, col_tasks), kMaxTaskPanels);
-  row_tasks = CeilDiv(m_strips, task_strips);
-  col_tasks = CeilDiv(n_panels, task_panels);
-  const int64_t tasks = row_tasks * col_tasks;
+  const Split split = ChooseSplit(m_strips, n_panels, g.k, mr, bf16, parallel ? threads : 1,
+                                  parallel && flops >= kManyTasksFlops);
+  const int64_t task_strips = split.strips, task_panels = split.panels;
+  const int64_t col_tasks = CeilDiv(n_panels, task_panels);
+  const int64_t tasks = CeilDiv(m_strips, task_strips) * col_tasks;
   auto run = [&](int64_t task) {
     const int64_t i0 = (task / col_tasks) * task_strips * mr;
     const int64_t p0 = (task % col_tasks) * task_panels;
@@ -255,8 +278,20 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
     for (int64_t task = 0; task < tasks; ++task) run(task);
     return;
   }
-  // One range per thread, each claiming tasks one at a time: finer balance than ParallelFor's
-  // chunks, which matters when a few large tasks share two cores.
+  // One range per thread. Each thread first takes its own block of tasks, the same block on
+  // every call (so its share of B stays in its core's L2 from one call to the next), then
+  // helps with what others have left, one task at a time.
+  if (tasks <= kMaxClaimedTasks) {
+    std::array<std::atomic<bool>, kMaxClaimedTasks> claimed{};
+    pool->ParallelFor(std::min(threads, tasks), 1, [&](int64_t, int64_t) {
+      const int64_t first = ThreadPool::ThisThreadIndex() % threads * tasks / threads;
+      for (int64_t i = 0; i < tasks; ++i) {
+        const int64_t task = (first + i) % tasks;
+        if (!claimed[task].exchange(true, std::memory_order_relaxed)) run(task);
+      }
+    });
+    return;
+  }
   std::atomic<int64_t> next{0};
   pool->ParallelFor(std::min(threads, tasks), 1, [&](int64_t, int64_t) {
     for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) run(task);
