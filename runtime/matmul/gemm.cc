@@ -24,6 +24,9 @@ using namespace gemm_internal;
 constexpr int64_t kMaxTaskStrips = 8;
 constexpr int64_t kMaxTaskPanels = 64;
 constexpr int64_t kMaxTaskABytes = 512 * 1024;
+// A task whose B block is at most this size has each strip sweep every panel in one kernel
+// call (the block stays in L2); a larger one takes panel after panel past every strip.
+constexpr int64_t kMaxSweptBBytes = 256 * 1024;
 // Below this a product runs on the calling thread: handing work to a worker (about 1 us when
 // it is spinning, 5 when it sleeps) costs more than it saves.
 constexpr int64_t kMinParallelFlops = int64_t{1} << 19;
@@ -113,6 +116,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   const KernelTable& kt = call.kernels;
   const int64_t mr = kt.mr;
   const int64_t strips = CeilDiv(rows, mr);
+  const int64_t n_panels = CeilDiv(g.n, kNr);
   const int64_t direct_end = g.beta == 0.0f ? std::clamp(g.n / kNr, panel0, panel1) : panel0;
   const int64_t ldt = (panel1 - direct_end) * kNr;
   const bool epilogue = HasEpilogue(g);
@@ -151,8 +155,10 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     float* out = direct ? g.c + i * g.ldc + q0 * kNr : t + s * mr * ldt + (q0 - direct_end) * kNr;
     args.ldt = direct ? g.ldc : ldt;
     const int wide = kt.panels[valid];
-    int64_t q = q0;
-    auto call_kernel = [&](int64_t first_panel, MicroKernelFn fn) {
+    // `groups` runs of the kernel's panels from panel `first_panel` on, every K block.
+    auto call_kernel = [&](int64_t first_panel, int64_t groups, MicroKernelFn fn) {
+      if (groups <= 0) return;
+      args.groups = groups;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
         args.steps = steps;
@@ -164,17 +170,27 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
         fn(args);
       }
     };
-    for (; q + wide <= q1; q += wide) call_kernel(q, kt.wide[valid]);
-    for (; q < q1; ++q) call_kernel(q, kt.one[valid]);
+    // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
+    const bool half_last = q1 == n_panels && g.n % kNr != 0 && g.n % kNr <= kNr / 2;
+    const int64_t full_end = half_last ? q1 - 1 : q1;
+    const int64_t wide_groups = (full_end - q0) / wide;
+    call_kernel(q0, wide_groups, kt.wide[valid]);
+    const int64_t q = q0 + wide_groups * wide;
+    call_kernel(q, full_end - q, kt.one[valid]);
+    if (half_last) call_kernel(full_end, 1, kt.half[valid]);
     if (direct && !epilogue) return;
     const int64_t j0 = q0 * kNr;
     const int64_t cols = std::min(g.n, q1 * kNr) - j0;
     for (int64_t r = 0; r < valid; ++r) EpilogueRow(g, i + r, j0, cols, out + r * args.ldt);
   };
-  if (strips == 1) {
-    // A short M: one strip sweeps all the panels, several at a time.
-    run(0, panel0, direct_end);
-    run(0, direct_end, panel1);
+  const int64_t b_block_bytes = total_steps * (panel1 - panel0) * kNr * 4;
+  if (strips == 1 || b_block_bytes <= kMaxSweptBBytes) {
+    // Short M, or a B block that stays in L2 anyway (short K): each strip sweeps all the
+    // panels in one kernel call, several panels at a time where the kernel can.
+    for (int64_t s = 0; s < strips; ++s) {
+      run(s, panel0, direct_end);
+      run(s, direct_end, panel1);
+    }
   } else {
     // Each B panel stays in cache while every strip of the A block meets it.
     for (int64_t q = panel0; q < panel1; ++q) {

@@ -15,54 +15,59 @@ namespace {
 constexpr int kMr = 2;
 constexpr int kVecs = 4;  // ymm per panel row (kNr / 8)
 
-template <int R, int P>
-__attribute__((always_inline)) inline void Load(const MicroKernelArgs& g, __m256 (&acc)[R][P * kVecs]) {
-  float* t = g.t;
+// Loads (or zeroes, for the first K block) a tile of R rows x C vectors of accumulators.
+template <int R, int C>
+__attribute__((always_inline)) inline void Load(const MicroKernelArgs& g, const float* t,
+                                                __m256 (&acc)[R][C]) {
   const int64_t ldt = g.ldt;
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int c = 0; c < P * kVecs; ++c) {
+    for (int c = 0; c < C; ++c) {
       acc[r][c] = g.accumulate ? _mm256_loadu_ps(t + r * ldt + c * 8) : _mm256_setzero_ps();
     }
   }
 }
 
-template <int R, int P>
-__attribute__((always_inline)) inline void Store(const MicroKernelArgs& g, __m256 (&acc)[R][P * kVecs]) {
-  float* t = g.t;
+template <int R, int C>
+__attribute__((always_inline)) inline void Store(const MicroKernelArgs& g, float* t, __m256 (&acc)[R][C]) {
   const int64_t ldt = g.ldt;
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int c = 0; c < P * kVecs; ++c) _mm256_storeu_ps(t + r * ldt + c * 8, acc[r][c]);
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(t + r * ldt + c * 8, acc[r][c]);
   }
 }
 
-template <int R, int P>
+// kHalf: only the panel's first 16 columns (see KernelTable::half).
+template <int R, int P, bool kHalf>
 struct F32Kernel {
   static void Run(const MicroKernelArgs& g);
 };
 
-template <int R, int P>
-void F32Kernel<R, P>::Run(const MicroKernelArgs& g) {
-  __m256 acc[R][P * kVecs];
-  Load<R, P>(g, acc);
-  const float* a = reinterpret_cast<const float*>(g.a);
-  const float* b = reinterpret_cast<const float*>(g.b);
+template <int R, int P, bool kHalf>
+void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
+  constexpr int V = kHalf ? kVecs / 2 : kVecs;
   const int64_t stride = g.b_panel_stride;
-  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-    __m256 av[R];
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m256 acc[R][P * V];
+    Load<R, P * V>(g, t, acc);
+    const float* a = reinterpret_cast<const float*>(g.a);
+    const float* b = reinterpret_cast<const float*>(g.b) + group * P * stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      __m256 av[R];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r);
+      for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r);
 #pragma GCC unroll 16
-    for (int c = 0; c < P * kVecs; ++c) {
-      const __m256 bv = _mm256_loadu_ps(b + (c / kVecs) * stride + (c % kVecs) * 8);
+      for (int c = 0; c < P * V; ++c) {
+        const __m256 bv = _mm256_loadu_ps(b + (c / V) * stride + (c % V) * 8);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
+        for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
+      }
     }
+    Store<R, P * V>(g, t, acc);
   }
-  Store<R, P>(g, acc);
 }
 
 // The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
@@ -73,39 +78,44 @@ __attribute__((always_inline)) inline __m256 Low(__m256i x) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
 }
 
-template <int R, int P>
+// kHalf: only the panel's first 16 columns (see KernelTable::half).
+template <int R, int P, bool kHalf>
 struct Bf16Kernel {
   static void Run(const MicroKernelArgs& g);
 };
 
-template <int R, int P>
-void Bf16Kernel<R, P>::Run(const MicroKernelArgs& g) {
-  __m256 acc[R][P * kVecs];
-  Load<R, P>(g, acc);
-  const uint32_t* a = g.a;
-  const uint32_t* b = g.b;
+template <int R, int P, bool kHalf>
+void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
+  constexpr int V = kHalf ? kVecs / 2 : kVecs;
   const int64_t stride = g.b_panel_stride;
-  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-    __m256 ahi[R], alo[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m256i aw = _mm256_set1_epi32(static_cast<int>(a[r]));
-      ahi[r] = High(aw);
-      alo[r] = Low(aw);
-    }
-#pragma GCC unroll 16
-    for (int c = 0; c < P * kVecs; ++c) {
-      const __m256i w = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(b + (c / kVecs) * stride + (c % kVecs) * 8));
-      const __m256 hi = High(w), lo = Low(w);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m256 acc[R][P * V];
+    Load<R, P * V>(g, t, acc);
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b + group * P * stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      __m256 ahi[R], alo[R];
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        acc[r][c] = _mm256_fmadd_ps(ahi[r], hi, acc[r][c]);
-        acc[r][c] = _mm256_fmadd_ps(alo[r], lo, acc[r][c]);
+        const __m256i aw = _mm256_set1_epi32(static_cast<int>(a[r]));
+        ahi[r] = High(aw);
+        alo[r] = Low(aw);
+      }
+#pragma GCC unroll 16
+      for (int c = 0; c < P * V; ++c) {
+        const uint32_t* src = b + (c / V) * stride + (c % V) * 8;
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+        const __m256 hi = High(w), lo = Low(w);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          acc[r][c] = _mm256_fmadd_ps(ahi[r], hi, acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(alo[r], lo, acc[r][c]);
+        }
       }
     }
+    Store<R, P * V>(g, t, acc);
   }
-  Store<R, P>(g, acc);
 }
 
 // A single row covers two panels, so it too has eight accumulators.

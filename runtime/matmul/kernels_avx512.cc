@@ -20,33 +20,38 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kVecs = kAvx512Vecs;
 
-template <int R, int P>
+// kHalf: only the panel's first 16 columns (see KernelTable::half).
+template <int R, int P, bool kHalf>
 struct F32Kernel {
   static void Run(const MicroKernelArgs& g);
 };
 
-template <int R, int P>
-void F32Kernel<R, P>::Run(const MicroKernelArgs& g) {
-  __m512 acc[R][P * kVecs];
-  LoadTile<R, P>(g, acc);
-  const float* a = reinterpret_cast<const float*>(g.a);
-  const float* b = reinterpret_cast<const float*>(g.b);
+template <int R, int P, bool kHalf>
+void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
+  constexpr int V = kHalf ? kVecs / 2 : kVecs;
   const int64_t stride = g.b_panel_stride;
-  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-    __m512 bv[P * kVecs];
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m512 acc[R][P * V];
+    LoadTile<R, P * V>(g, t, acc);
+    const float* a = reinterpret_cast<const float*>(g.a);
+    const float* b = reinterpret_cast<const float*>(g.b) + group * P * stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      __m512 bv[P * V];
 #pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) {
+      for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) bv[p * kVecs + v] = _mm512_loadu_ps(b + p * stride + v * 16);
-    }
+        for (int v = 0; v < V; ++v) bv[p * V + v] = _mm512_loadu_ps(b + p * stride + v * 16);
+      }
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r]);
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_set1_ps(a[r]);
 #pragma GCC unroll 16
-      for (int c = 0; c < P * kVecs; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
+        for (int c = 0; c < P * V; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
+      }
     }
+    StoreTile<R, P * V>(g, t, acc);
   }
-  StoreTile<R, P>(g, acc);
 }
 
 // The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
@@ -57,41 +62,45 @@ __attribute__((always_inline)) inline __m512 Low(__m512i x) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
 }
 
-template <int R, int P>
+template <int R, int P, bool kHalf>
 struct Bf16Kernel {
   static void Run(const MicroKernelArgs& g);
 };
 
-template <int R, int P>
-void Bf16Kernel<R, P>::Run(const MicroKernelArgs& g) {
-  __m512 acc[R][P * kVecs];
-  LoadTile<R, P>(g, acc);
-  const uint32_t* a = g.a;
-  const uint32_t* b = g.b;
+template <int R, int P, bool kHalf>
+void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
+  constexpr int V = kHalf ? kVecs / 2 : kVecs;
   const int64_t stride = g.b_panel_stride;
-  for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-    __m512 hi[P * kVecs], lo[P * kVecs];
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m512 acc[R][P * V];
+    LoadTile<R, P * V>(g, t, acc);
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b + group * P * stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+      __m512 hi[P * V], lo[P * V];
 #pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) {
+      for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) {
-        const __m512i w = _mm512_loadu_si512(b + p * stride + v * 16);
-        hi[p * kVecs + v] = High(w);
-        lo[p * kVecs + v] = Low(w);
+        for (int v = 0; v < V; ++v) {
+          const __m512i w = _mm512_loadu_si512(b + p * stride + v * 16);
+          hi[p * V + v] = High(w);
+          lo[p * V + v] = Low(w);
+        }
+      }
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512i aw = _mm512_set1_epi32(static_cast<int>(a[r]));
+        const __m512 ahi = High(aw), alo = Low(aw);
+#pragma GCC unroll 16
+        for (int c = 0; c < P * V; ++c) {
+          acc[r][c] = _mm512_fmadd_ps(ahi, hi[c], acc[r][c]);
+          acc[r][c] = _mm512_fmadd_ps(alo, lo[c], acc[r][c]);
+        }
       }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512i aw = _mm512_set1_epi32(static_cast<int>(a[r]));
-      const __m512 ahi = High(aw), alo = Low(aw);
-#pragma GCC unroll 16
-      for (int c = 0; c < P * kVecs; ++c) {
-        acc[r][c] = _mm512_fmadd_ps(ahi, hi[c], acc[r][c]);
-        acc[r][c] = _mm512_fmadd_ps(alo, lo[c], acc[r][c]);
-      }
-    }
+    StoreTile<R, P * V>(g, t, acc);
   }
-  StoreTile<R, P>(g, acc);
 }
 
 }  // namespace

@@ -27,57 +27,67 @@ float Low(uint32_t w) {
   return f;
 }
 
-template <int R>
-void LoadTile(const MicroKernelArgs& g, float (&acc)[R][kNr]) {
+template <int R, int N>
+void LoadTile(const MicroKernelArgs& g, const float* t, float (&acc)[R][N]) {
   for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < kNr; ++c) acc[r][c] = g.accumulate ? g.t[r * g.ldt + c] : 0.0f;
+    for (int c = 0; c < N; ++c) acc[r][c] = g.accumulate ? t[r * g.ldt + c] : 0.0f;
   }
 }
 
-template <int R>
-void StoreTile(const MicroKernelArgs& g, const float (&acc)[R][kNr]) {
-  for (int r = 0; r < R; ++r) std::memcpy(g.t + r * g.ldt, acc[r], sizeof acc[r]);
+template <int R, int N>
+void StoreTile(const MicroKernelArgs& g, float* t, const float (&acc)[R][N]) {
+  for (int r = 0; r < R; ++r) std::memcpy(t + r * g.ldt, acc[r], sizeof acc[r]);
 }
 
-template <int R, int P>
+// kHalf: only the panel's first kNr / 2 columns (see KernelTable::half).
+template <int R, int P, bool kHalf>
 struct F32Kernel {
   static void Run(const MicroKernelArgs& g) {
     static_assert(P == 1);
-    float acc[R][kNr];
-    LoadTile<R>(g, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-      float bv[kNr];
-      std::memcpy(bv, b, sizeof bv);
-      for (int r = 0; r < R; ++r) {
-        float av;
-        std::memcpy(&av, a + r, sizeof av);
-        for (int c = 0; c < kNr; ++c) acc[r][c] = std::fma(av, bv[c], acc[r][c]);
+    constexpr int N = kHalf ? kNr / 2 : kNr;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      float* t = g.t + group * kNr;
+      float acc[R][N];
+      LoadTile(g, t, acc);
+      const uint32_t* a = g.a;
+      const uint32_t* b = g.b + group * g.b_panel_stride;
+      for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+        float bv[N];
+        std::memcpy(bv, b, sizeof bv);
+        for (int r = 0; r < R; ++r) {
+          float av;
+          std::memcpy(&av, a + r, sizeof av);
+          for (int c = 0; c < N; ++c) acc[r][c] = std::fma(av, bv[c], acc[r][c]);
+        }
       }
+      StoreTile(g, t, acc);
     }
-    StoreTile<R>(g, acc);
   }
 };
 
-template <int R, int P>
+// kHalf: only the panel's first kNr / 2 columns (see KernelTable::half).
+template <int R, int P, bool kHalf>
 struct Bf16Kernel {
   static void Run(const MicroKernelArgs& g) {
     static_assert(P == 1);
-    float acc[R][kNr];
-    LoadTile<R>(g, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-      for (int r = 0; r < R; ++r) {
-        const float ahi = High(a[r]), alo = Low(a[r]);
-        for (int c = 0; c < kNr; ++c) {
-          acc[r][c] = std::fma(ahi, High(b[c]), acc[r][c]);
-          acc[r][c] = std::fma(alo, Low(b[c]), acc[r][c]);
+    constexpr int N = kHalf ? kNr / 2 : kNr;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      float* t = g.t + group * kNr;
+      float acc[R][N];
+      LoadTile(g, t, acc);
+      const uint32_t* a = g.a;
+      const uint32_t* b = g.b + group * g.b_panel_stride;
+      for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+        for (int r = 0; r < R; ++r) {
+          const float ahi = High(a[r]), alo = Low(a[r]);
+          for (int c = 0; c < N; ++c) {
+            acc[r][c] = std::fma(ahi, High(b[c]), acc[r][c]);
+            acc[r][c] = std::fma(alo, Low(b[c]), acc[r][c]);
+          }
         }
       }
+      StoreTile(g, t, acc);
     }
-    StoreTile<R>(g, acc);
   }
 };
 

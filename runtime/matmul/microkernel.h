@@ -40,10 +40,13 @@ struct MicroKernelArgs {
   float* t = nullptr;            // the output tile, rows of ldt floats
   int64_t ldt = 0;
   bool accumulate = false;       // add to t (a later K block) instead of overwriting it
+  // Consecutive runs of the kernel's panels, each `panels` panels (and as many kNr columns of
+  // t) to the right of the one before: one call sweeps a strip across many columns.
+  int64_t groups = 1;
 };
 
-// Computes rows x (panels * kNr) of t from one strip and `panels` consecutive panels. The row
-// count and the panel count are fixed per function.
+// Computes rows x (panels * kNr) of t (or rows x kNr / 2, for a half kernel) from one strip
+// and `panels` consecutive panels. The row count and the panel count are fixed per function.
 using MicroKernelFn = void (*)(const MicroKernelArgs&);
 
 // The kernels of one instruction set for one operand type.
@@ -56,6 +59,9 @@ struct KernelTable {
   int panels[kMaxMr + 1] = {};
   MicroKernelFn wide[kMaxMr + 1] = {};
   MicroKernelFn one[kMaxMr + 1] = {};
+  // One panel, only its first kNr / 2 columns: for a last panel with no more valid columns
+  // (an output layer of 10 classes), half the work of `one`.
+  MicroKernelFn half[kMaxMr + 1] = {};
 };
 
 // Each defined in its own file, compiled for its instruction set. Only call the ones the CPU

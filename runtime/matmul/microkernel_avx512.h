@@ -12,30 +12,28 @@ namespace {
 
 constexpr int kAvx512Vecs = kNr / 16;  // zmm per panel row
 
-// Loads (or zeroes, for the first K block) the R x P-panel tile of accumulators.
-template <int R, int P>
-__attribute__((always_inline)) inline void LoadTile(const MicroKernelArgs& g,
-                                                    __m512 (&acc)[R][P * kAvx512Vecs]) {
-  float* t = g.t;
+// Loads (or zeroes, for the first K block) a tile of R rows x C vectors of accumulators.
+template <int R, int C>
+__attribute__((always_inline)) inline void LoadTile(const MicroKernelArgs& g, const float* t,
+                                                    __m512 (&acc)[R][C]) {
   const int64_t ldt = g.ldt;
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int c = 0; c < P * kAvx512Vecs; ++c) {
+    for (int c = 0; c < C; ++c) {
       acc[r][c] = g.accumulate ? _mm512_loadu_ps(t + r * ldt + c * 16) : _mm512_setzero_ps();
     }
   }
 }
 
-template <int R, int P>
-__attribute__((always_inline)) inline void StoreTile(const MicroKernelArgs& g,
-                                                     __m512 (&acc)[R][P * kAvx512Vecs]) {
-  float* t = g.t;
+template <int R, int C>
+__attribute__((always_inline)) inline void StoreTile(const MicroKernelArgs& g, float* t,
+                                                     __m512 (&acc)[R][C]) {
   const int64_t ldt = g.ldt;
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int c = 0; c < P * kAvx512Vecs; ++c) _mm512_storeu_ps(t + r * ldt + c * 16, acc[r][c]);
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(t + r * ldt + c * 16, acc[r][c]);
   }
 }
 
