@@ -98,19 +98,31 @@ void TransposeWords(const char* const* lines, int64_t count, int64_t steps, uint
 }
 
 // `count` lines at one step: element i of k-row `lo` (and of `hi`, the next k, for bf16; null
-// past K) -> dst[i].
+// past K) -> dst[i]. Inline SSE2 for the copies without conversion: the counts are often a
+// strip's 12, where a library call costs more than the copy.
 template <typename Src, bool kBf16>
 void ContiguousWords(const Src* lo, const Src* hi, int64_t count, uint32_t* dst) {
-  if constexpr (!kBf16) {
-    if constexpr (std::is_same_v<Src, float>) {
-      std::memcpy(dst, lo, static_cast<size_t>(count) * sizeof(float));
-    } else {
-      for (int64_t i = 0; i < count; ++i) dst[i] = F32Bits(lo[i]);
+  int64_t i = 0;
+  if constexpr (std::is_same_v<Src, float> && !kBf16) {
+    for (; i + 4 <= count; i += 4) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + i)));
     }
+  } else if constexpr (std::is_same_v<Src, bfloat16> && kBf16) {
+    for (; i + 8 <= count; i += 8) {
+      const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + i));
+      const __m128i h = hi != nullptr ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + i))
+                                      : _mm_setzero_si128();
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_unpacklo_epi16(l, h));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 4), _mm_unpackhi_epi16(l, h));
+    }
+  }
+  if constexpr (!kBf16) {
+    for (; i < count; ++i) dst[i] = F32Bits(lo[i]);
   } else if (hi != nullptr) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = Bf16Bits(lo[i]) | (Bf16Bits(hi[i]) << 16);
+    for (; i < count; ++i) dst[i] = Bf16Bits(lo[i]) | (Bf16Bits(hi[i]) << 16);
   } else {
-    for (int64_t i = 0; i < count; ++i) dst[i] = Bf16Bits(lo[i]);
+    for (; i < count; ++i) dst[i] = Bf16Bits(lo[i]);
   }
 }
 
@@ -180,6 +192,21 @@ template <typename Src, bool kBf16>
 void PackAStripsT(const MatrixView& a, int64_t mr, int64_t i0, int64_t rows, int64_t k0, int64_t kc,
                   int64_t k, uint32_t* dst) {
   const int64_t steps = StepsFor(kc, kBf16);
+  if (a.transpose) {
+    // A stored [K, M]: step by step across every strip, so both k-rows are read in order.
+    const Src* base = static_cast<const Src*>(a.data);
+    const int64_t step_k = kBf16 ? 2 : 1;
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t kk = k0 + s * step_k;
+      const Src* lo = base + kk * a.ld + i0;
+      const Src* hi = kBf16 && kk + 1 < k ? lo + a.ld : nullptr;
+      for (int64_t s0 = 0; s0 < rows; s0 += mr) {
+        ContiguousWords<Src, kBf16>(lo + s0, hi != nullptr ? hi + s0 : nullptr, std::min(mr, rows - s0),
+                                    dst + (s0 / mr) * steps * mr + s * mr);
+      }
+    }
+    return;
+  }
   for (int64_t s0 = 0; s0 < rows; s0 += mr) {
     uint32_t* d = dst + (s0 / mr) * steps * mr;
     // A strip of fewer rows is read by a kernel for that many rows: no padding to write.
