@@ -119,8 +119,8 @@ class ArenaAllocator final : public OutputAllocator {
 
 std::string StepLabel(const Step& s) { return "node '" + s.node->name + "' (" + s.op->name + ")"; }
 
-// Constant inputs (Const and Variable values) packed for the matmul core, by (consumer node, input index): each weight is
-// packed once per session, however many signatures use it.
+// Constant inputs (Const and Variable values) packed for the matmul core, by (consumer node,
+// input index): each weight is packed once per session, however many signatures use it.
 using PackedWeights = std::map<std::pair<int, int>, std::shared_ptr<const PackedB>>;
 
 // Packs the constant inputs of node `i` that its op packs, into `packed` (parallel to its

@@ -20,9 +20,10 @@ using namespace gemm_internal;
 // A task computes a tile of C: up to kMaxTaskStrips strips of rows by up to kMaxTaskPanels
 // panels of columns, all of K. It packs its rows of A for the whole of K (at most
 // kMaxTaskABytes: about L2, which a larger A block spills, while a smaller one makes more row
-// tasks and each of them streams all of B; measured on 64 x 4096 x 4096), then takes one B
-// panel after another past every strip, K block by K block, so each tile of C stays in L1 from
-// its first K block to its epilogue.
+// tasks and each of them streams all of B; measured on 64 x 4096 x 4096). Then either each B
+// panel meets every strip in turn, or, when the task's B block is small, each strip sweeps all
+// the panels (see RunTask); either way a tile of C takes all its K blocks one after the other,
+// staying in L1 from the first to its epilogue.
 constexpr int64_t kMaxTaskStrips = 8;
 constexpr int64_t kMaxTaskPanels = 64;
 constexpr int64_t kMaxTaskABytes = 1024 * 1024;
@@ -62,7 +63,7 @@ class Buffer {
 
 struct Scratch {
   Buffer a;  // one task's packed A block
-  Buffer t;  // one task's output tile
+  Buffer t;  // a task's columns not computed in C itself (see RunTask)
   Buffer b;  // op(B) packed for one call, when the caller did not pack it
 };
 

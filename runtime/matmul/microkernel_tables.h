@@ -1,7 +1,8 @@
 // Builds a KernelTable from a kernel template, for the kernels_*.cc files only.
 // Kernel<R, P, kHalf> is a struct with a static Run computing R rows and P panels (with kHalf,
-// one panel's first kNr / 2 columns); `Wide(r)` is the panel count a strip of r rows uses. Everything here is evaluated at compile time, so no code from it can
-// end up shared between files compiled for different instruction sets.
+// one panel's first kNr / 2 columns); `Wide(r)` is the panel count a strip of r rows uses.
+// Everything here is evaluated at compile time, so no code from it can end up shared between
+// files compiled for different instruction sets.
 #pragma once
 
 #include <cstddef>
