@@ -20,23 +20,22 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kVecs = kAvx512Vecs;
 
-// kHalf: only the panel's first 16 columns (see KernelTable::half).
-template <int R, int P, bool kHalf>
-struct F32Kernel {
-  static void Run(const MicroKernelArgs& g);
-};
+// The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
+__attribute__((always_inline)) inline __m512 High(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+__attribute__((always_inline)) inline __m512 Low(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+}
 
 template <int R, int P, bool kHalf>
-void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
-  constexpr int V = kHalf ? kVecs / 2 : kVecs;
-  const int64_t stride = g.b_panel_stride;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
-    __m512 acc[R][P * V];
-    LoadTile<R, P * V>(g, t, acc);
-    const float* a = reinterpret_cast<const float*>(g.a);
-    const float* b = reinterpret_cast<const float*>(g.b) + group * P * stride;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+struct F32Kernel {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t stride = g.b_panel_stride;
+    auto step = [stride](const uint32_t* aw, const uint32_t* bw, __m512 (&acc)[R][P * V]) {
+      const float* a = reinterpret_cast<const float*>(aw);
+      const float* b = reinterpret_cast<const float*>(bw);
       __m512 bv[P * V];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
@@ -49,35 +48,17 @@ void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
 #pragma GCC unroll 16
         for (int c = 0; c < P * V; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
       }
-    }
-    StoreTile<R, P * V>(g, t, acc);
+    };
+    RunTiles<R, P, kHalf>(g, kMr, step);
   }
-}
-
-// The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
-__attribute__((always_inline)) inline __m512 High(__m512i x) {
-  return _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-__attribute__((always_inline)) inline __m512 Low(__m512i x) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
-}
-
-template <int R, int P, bool kHalf>
-struct Bf16Kernel {
-  static void Run(const MicroKernelArgs& g);
 };
 
 template <int R, int P, bool kHalf>
-void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
-  constexpr int V = kHalf ? kVecs / 2 : kVecs;
-  const int64_t stride = g.b_panel_stride;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
-    __m512 acc[R][P * V];
-    LoadTile<R, P * V>(g, t, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * P * stride;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+struct Bf16Kernel {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t stride = g.b_panel_stride;
+    auto step = [stride](const uint32_t* a, const uint32_t* b, __m512 (&acc)[R][P * V]) {
       __m512 hi[P * V], lo[P * V];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
@@ -98,10 +79,10 @@ void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
           acc[r][c] = _mm512_fmadd_ps(alo, lo[c], acc[r][c]);
         }
       }
-    }
-    StoreTile<R, P * V>(g, t, acc);
+    };
+    RunTiles<R, P, kHalf>(g, kMr, step);
   }
-}
+};
 
 }  // namespace
 

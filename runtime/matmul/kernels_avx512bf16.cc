@@ -18,28 +18,19 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kVecs = kAvx512Vecs;
 
-// kHalf: only the panel's first 16 columns (see KernelTable::half).
 template <int R, int P, bool kHalf>
 struct Bf16Kernel {
-  static void Run(const MicroKernelArgs& g);
-};
-
-template <int R, int P, bool kHalf>
-void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
-  constexpr int V = kHalf ? kVecs / 2 : kVecs;
-  const int64_t stride = g.b_panel_stride;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
-    __m512 acc[R][P * V];
-    LoadTile<R, P * V>(g, t, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * P * stride;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t stride = g.b_panel_stride;
+    auto step = [stride](const uint32_t* a, const uint32_t* b, __m512 (&acc)[R][P * V]) {
       __m512bh bv[P * V];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) bv[p * V + v] = (__m512bh)_mm512_loadu_si512(b + p * stride + v * 16);
+        for (int v = 0; v < V; ++v) {
+          bv[p * V + v] = (__m512bh)_mm512_loadu_si512(b + p * stride + v * 16);
+        }
       }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -47,10 +38,10 @@ void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
 #pragma GCC unroll 16
         for (int c = 0; c < P * V; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, bv[c]);
       }
-    }
-    StoreTile<R, P * V>(g, t, acc);
+    };
+    RunTiles<R, P, kHalf>(g, kMr, step);
   }
-}
+};
 
 }  // namespace
 

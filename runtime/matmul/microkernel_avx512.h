@@ -37,6 +37,24 @@ __attribute__((always_inline)) inline void StoreTile(const MicroKernelArgs& g, f
   }
 }
 
+// The loop every AVX-512 kernel shares: for each group of P panels, load the R-row tile,
+// apply `step(a, b, acc)` once per k step (the instruction-set-specific part, reading the
+// strip's words at `a` and the first panel's at `b`), store the tile. `mr` is the strip
+// height; kHalf computes only a panel's first 16 columns (KernelTable::half).
+template <int R, int P, bool kHalf, typename Step>
+__attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, int mr, Step step) {
+  constexpr int V = kHalf ? kAvx512Vecs / 2 : kAvx512Vecs;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m512 acc[R][P * V];
+    LoadTile<R, P * V>(g, t, acc);
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b + group * P * g.b_panel_stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += mr, b += kNr) step(a, b, acc);
+    StoreTile<R, P * V>(g, t, acc);
+  }
+}
+
 // Panels per call for a strip of r rows (of 12): as many as keep at most 24 accumulators.
 constexpr int Avx512Wide(int r) { return r <= 3 ? 4 : r == 4 ? 3 : r <= 6 ? 2 : 1; }
 
