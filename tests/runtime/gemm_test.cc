@@ -81,11 +81,12 @@ TEST_P(GemmPathTest, AwkwardSizesEveryTransposeEveryType) {
 
 // Past one register tile, one task and one K block (bf16 K blocks are 2048 elements,
 // float32 ones 1024), with the tails at odd places; both loop orders of a task (strips
-// sweeping all panels when B's block is small, panel after panel otherwise), half panels.
+// sweeping all panels when B's block is small, panel after panel otherwise), half panels,
+// and A packed once for tasks that share all its rows (N past one task's 64 panels).
 TEST_P(GemmPathTest, LargeSizes) {
   const std::tuple<int64_t, int64_t, int64_t> shapes[] = {
       {255, 257, 33}, {257, 33, 255}, {1, 257, 255}, {40, 2051, 37},
-      {13, 1100, 70}, {5, 2100, 70}, {30, 2100, 20}, {256, 10, 100}};
+      {13, 1100, 70}, {5, 2100, 70}, {30, 2100, 20}, {256, 10, 100}, {30, 7, 2100}};
   uint64_t seed = 500;
   for (auto [m, k, n] : shapes) {
     for (auto [at, bt] : {kTypeMixes[0], kTypeMixes[1]}) {
