@@ -60,40 +60,38 @@ inline uint32_t WordAt(const char* line, int64_t s) {
   return w;
 }
 
+// A 4 x 4 block of words: word s0..s0+3 of lines r[0..3] -> rows s0..s0+3 of dst, columns
+// l..l+3.
+inline void Transpose4x4(const char* const* r, int64_t s0, uint32_t* o, int64_t width) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + 4 * s0));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + 4 * s0));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + 4 * s0));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + 4 * s0));
+  const __m128i ab_lo = _mm_unpacklo_epi32(a, b), ab_hi = _mm_unpackhi_epi32(a, b);
+  const __m128i cd_lo = _mm_unpacklo_epi32(c, d), cd_hi = _mm_unpackhi_epi32(c, d);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi64(ab_lo, cd_lo));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width), _mm_unpackhi_epi64(ab_lo, cd_lo));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 2 * width), _mm_unpacklo_epi64(ab_hi, cd_hi));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 3 * width), _mm_unpackhi_epi64(ab_hi, cd_hi));
+}
+
 // dst[s * width + l] = word s of lines[l], for l < count, s < steps: a transpose, in 4 x 4
-// blocks of words through SSE2 (every x86-64 has it), the rest one word at a time.
+// blocks of words through SSE2 (every x86-64 has it), the rest one word at a time. Four rows
+// of dst are finished before the next four are begun: going line group by line group instead
+// would write each row of a B panel (128 bytes) eight times, 16 bytes at a time, long after
+// it left L1 (1.8 cycles a word measured, against 0.5 this way).
 void TransposeWords(const char* const* lines, int64_t count, int64_t steps, uint32_t* dst,
                     int64_t width) {
-  int64_t l = 0;
-  for (; l + 4 <= count; l += 4) {
-    const char* r0 = lines[l];
-    const char* r1 = lines[l + 1];
-    const char* r2 = lines[l + 2];
-    const char* r3 = lines[l + 3];
-    int64_t s = 0;
-    for (; s + 4 <= steps; s += 4) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 4 * s));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + 4 * s));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + 4 * s));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + 4 * s));
-      const __m128i ab_lo = _mm_unpacklo_epi32(a, b), ab_hi = _mm_unpackhi_epi32(a, b);
-      const __m128i cd_lo = _mm_unpacklo_epi32(c, d), cd_hi = _mm_unpackhi_epi32(c, d);
-      uint32_t* o = dst + s * width + l;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi64(ab_lo, cd_lo));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width), _mm_unpackhi_epi64(ab_lo, cd_lo));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 2 * width), _mm_unpacklo_epi64(ab_hi, cd_hi));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 3 * width), _mm_unpackhi_epi64(ab_hi, cd_hi));
-    }
-    for (; s < steps; ++s) {
-      uint32_t* o = dst + s * width + l;
-      o[0] = WordAt(r0, s);
-      o[1] = WordAt(r1, s);
-      o[2] = WordAt(r2, s);
-      o[3] = WordAt(r3, s);
+  const int64_t full_lines = count / 4 * 4;
+  int64_t s = 0;
+  for (; s + 4 <= steps; s += 4) {
+    for (int64_t l = 0; l < full_lines; l += 4) Transpose4x4(lines + l, s, dst + s * width + l, width);
+    for (int64_t l = full_lines; l < count; ++l) {
+      for (int64_t q = s; q < s + 4; ++q) dst[q * width + l] = WordAt(lines[l], q);
     }
   }
-  for (; l < count; ++l) {
-    for (int64_t s = 0; s < steps; ++s) dst[s * width + l] = WordAt(lines[l], s);
+  for (; s < steps; ++s) {
+    for (int64_t l = 0; l < count; ++l) dst[s * width + l] = WordAt(lines[l], s);
   }
 }
 
