@@ -15,47 +15,42 @@ namespace {
 constexpr int kMr = 2;
 constexpr int kVecs = 4;  // ymm per panel row (kNr / 8)
 
-// Loads (or zeroes, for the first K block) a tile of R rows x C vectors of accumulators.
-template <int R, int C>
-__attribute__((always_inline)) inline void Load(const MicroKernelArgs& g, const float* t,
-                                                __m256 (&acc)[R][C]) {
+// The loop both kernels share: for each group of P panels, load (or zero, for the first K
+// block) the R-row tile, apply `step(a, b, acc)` once per k step, store the tile. kHalf
+// computes only a panel's first 16 columns (KernelTable::half).
+template <int R, int P, bool kHalf, typename Step>
+__attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, Step step) {
+  constexpr int C = P * (kHalf ? kVecs / 2 : kVecs);
   const int64_t ldt = g.ldt;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * P * kNr;
+    __m256 acc[R][C];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      acc[r][c] = g.accumulate ? _mm256_loadu_ps(t + r * ldt + c * 8) : _mm256_setzero_ps();
+      for (int c = 0; c < C; ++c) {
+        acc[r][c] = g.accumulate ? _mm256_loadu_ps(t + r * ldt + c * 8) : _mm256_setzero_ps();
+      }
+    }
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b + group * P * g.b_panel_stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) step(a, b, acc);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) _mm256_storeu_ps(t + r * ldt + c * 8, acc[r][c]);
     }
   }
 }
 
-template <int R, int C>
-__attribute__((always_inline)) inline void Store(const MicroKernelArgs& g, float* t, __m256 (&acc)[R][C]) {
-  const int64_t ldt = g.ldt;
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(t + r * ldt + c * 8, acc[r][c]);
-  }
-}
-
-// kHalf: only the panel's first 16 columns (see KernelTable::half).
 template <int R, int P, bool kHalf>
 struct F32Kernel {
-  static void Run(const MicroKernelArgs& g);
-};
-
-template <int R, int P, bool kHalf>
-void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
-  constexpr int V = kHalf ? kVecs / 2 : kVecs;
-  const int64_t stride = g.b_panel_stride;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
-    __m256 acc[R][P * V];
-    Load<R, P * V>(g, t, acc);
-    const float* a = reinterpret_cast<const float*>(g.a);
-    const float* b = reinterpret_cast<const float*>(g.b) + group * P * stride;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t stride = g.b_panel_stride;
+    auto step = [stride](const uint32_t* aw, const uint32_t* bw, __m256 (&acc)[R][P * V]) {
+      const float* a = reinterpret_cast<const float*>(aw);
+      const float* b = reinterpret_cast<const float*>(bw);
       __m256 av[R];
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r);
@@ -65,10 +60,10 @@ void F32Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
       }
-    }
-    Store<R, P * V>(g, t, acc);
+    };
+    RunTiles<R, P, kHalf>(g, step);
   }
-}
+};
 
 // The high half of each 32-bit lane (k + 1) and the low half (k), as float32.
 __attribute__((always_inline)) inline __m256 High(__m256i x) {
@@ -78,23 +73,12 @@ __attribute__((always_inline)) inline __m256 Low(__m256i x) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
 }
 
-// kHalf: only the panel's first 16 columns (see KernelTable::half).
 template <int R, int P, bool kHalf>
 struct Bf16Kernel {
-  static void Run(const MicroKernelArgs& g);
-};
-
-template <int R, int P, bool kHalf>
-void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
-  constexpr int V = kHalf ? kVecs / 2 : kVecs;
-  const int64_t stride = g.b_panel_stride;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
-    __m256 acc[R][P * V];
-    Load<R, P * V>(g, t, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * P * stride;
-    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t stride = g.b_panel_stride;
+    auto step = [stride](const uint32_t* a, const uint32_t* b, __m256 (&acc)[R][P * V]) {
       __m256 ahi[R], alo[R];
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -113,10 +97,10 @@ void Bf16Kernel<R, P, kHalf>::Run(const MicroKernelArgs& g) {
           acc[r][c] = _mm256_fmadd_ps(alo[r], lo, acc[r][c]);
         }
       }
-    }
-    Store<R, P * V>(g, t, acc);
+    };
+    RunTiles<R, P, kHalf>(g, step);
   }
-}
+};
 
 // A single row covers two panels, so it too has eight accumulators.
 constexpr int Wide(int r) { return r == 1 ? 2 : 1; }

@@ -27,67 +27,56 @@ float Low(uint32_t w) {
   return f;
 }
 
-template <int R, int N>
-void LoadTile(const MicroKernelArgs& g, const float* t, float (&acc)[R][N]) {
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < N; ++c) acc[r][c] = g.accumulate ? t[r * g.ldt + c] : 0.0f;
+// The loop both kernels share: for each panel, load (or zero, for the first K block) the
+// R-row tile, apply `step(a, b, acc)` once per k step, store the tile. kHalf computes only a
+// panel's first kNr / 2 columns (KernelTable::half).
+template <int R, bool kHalf, typename Step>
+void RunTiles(const MicroKernelArgs& g, Step step) {
+  constexpr int N = kHalf ? kNr / 2 : kNr;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * kNr;
+    float acc[R][N];
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < N; ++c) acc[r][c] = g.accumulate ? t[r * g.ldt + c] : 0.0f;
+    }
+    const uint32_t* a = g.a;
+    const uint32_t* b = g.b + group * g.b_panel_stride;
+    for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) step(a, b, acc);
+    for (int r = 0; r < R; ++r) std::memcpy(t + r * g.ldt, acc[r], sizeof acc[r]);
   }
 }
 
-template <int R, int N>
-void StoreTile(const MicroKernelArgs& g, float* t, const float (&acc)[R][N]) {
-  for (int r = 0; r < R; ++r) std::memcpy(t + r * g.ldt, acc[r], sizeof acc[r]);
-}
-
-// kHalf: only the panel's first kNr / 2 columns (see KernelTable::half).
 template <int R, int P, bool kHalf>
 struct F32Kernel {
+  static constexpr int N = kHalf ? kNr / 2 : kNr;
   static void Run(const MicroKernelArgs& g) {
     static_assert(P == 1);
-    constexpr int N = kHalf ? kNr / 2 : kNr;
-    for (int64_t group = 0; group < g.groups; ++group) {
-      float* t = g.t + group * kNr;
-      float acc[R][N];
-      LoadTile(g, t, acc);
-      const uint32_t* a = g.a;
-      const uint32_t* b = g.b + group * g.b_panel_stride;
-      for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-        float bv[N];
-        std::memcpy(bv, b, sizeof bv);
-        for (int r = 0; r < R; ++r) {
-          float av;
-          std::memcpy(&av, a + r, sizeof av);
-          for (int c = 0; c < N; ++c) acc[r][c] = std::fma(av, bv[c], acc[r][c]);
-        }
+    RunTiles<R, kHalf>(g, [](const uint32_t* a, const uint32_t* b, float (&acc)[R][N]) {
+      float bv[N];
+      std::memcpy(bv, b, sizeof bv);
+      for (int r = 0; r < R; ++r) {
+        float av;
+        std::memcpy(&av, a + r, sizeof av);
+        for (int c = 0; c < N; ++c) acc[r][c] = std::fma(av, bv[c], acc[r][c]);
       }
-      StoreTile(g, t, acc);
-    }
+    });
   }
 };
 
-// kHalf: only the panel's first kNr / 2 columns (see KernelTable::half).
 template <int R, int P, bool kHalf>
 struct Bf16Kernel {
+  static constexpr int N = kHalf ? kNr / 2 : kNr;
   static void Run(const MicroKernelArgs& g) {
     static_assert(P == 1);
-    constexpr int N = kHalf ? kNr / 2 : kNr;
-    for (int64_t group = 0; group < g.groups; ++group) {
-      float* t = g.t + group * kNr;
-      float acc[R][N];
-      LoadTile(g, t, acc);
-      const uint32_t* a = g.a;
-      const uint32_t* b = g.b + group * g.b_panel_stride;
-      for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) {
-        for (int r = 0; r < R; ++r) {
-          const float ahi = High(a[r]), alo = Low(a[r]);
-          for (int c = 0; c < N; ++c) {
-            acc[r][c] = std::fma(ahi, High(b[c]), acc[r][c]);
-            acc[r][c] = std::fma(alo, Low(b[c]), acc[r][c]);
-          }
+    RunTiles<R, kHalf>(g, [](const uint32_t* a, const uint32_t* b, float (&acc)[R][N]) {
+      for (int r = 0; r < R; ++r) {
+        const float ahi = High(a[r]), alo = Low(a[r]);
+        for (int c = 0; c < N; ++c) {
+          acc[r][c] = std::fma(ahi, High(b[c]), acc[r][c]);
+          acc[r][c] = std::fma(alo, Low(b[c]), acc[r][c]);
         }
       }
-      StoreTile(g, t, acc);
-    }
+    });
   }
 };
 
