@@ -222,21 +222,44 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   }
 }
 
+// Runs fn(i) for i in [0, count) on the pool's threads. Up to kMaxClaimedTasks items, each
+// thread first takes its own block of them, the same block on every call (so what it touches
+// stays in its core's L2 from one call to the next, and B panels a thread packs are the ones
+// it then computes with), then helps with what others have left, one item at a time.
+template <typename Fn>
+void RunClaimed(ThreadPool& pool, int64_t threads, int64_t count, const Fn& fn) {
+  if (count <= kMaxClaimedTasks) {
+    std::array<std::atomic<bool>, kMaxClaimedTasks> claimed{};
+    pool.ParallelFor(std::min(threads, count), 1, [&](int64_t, int64_t) {
+      const int64_t first = ThreadPool::ThisThreadIndex() % threads * count / threads;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t item = (first + i) % count;
+        if (!claimed[item].exchange(true, std::memory_order_relaxed)) fn(item);
+      }
+    });
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.ParallelFor(std::min(threads, count), 1, [&](int64_t, int64_t) {
+    for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < count;) fn(item);
+  });
+}
+
 // op(B) packed into the calling thread's scratch, shared out over the pool when worth it.
 const uint32_t* PackBForCall(const GemmArgs& g, bool bf16, ThreadPool* pool) {
   uint32_t* dst = LocalScratch().b.Get<uint32_t>(static_cast<int64_t>(PackedBWords(g.k, g.n, bf16)));
   const MatrixView view{g.b, g.b_type, g.ldb, g.transpose_b};
   const int64_t panels = PaddedN(g.n) / kNr;
-  const int64_t units = NumKBlocks(g.k, bf16) * panels;
-  auto pack = [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      PackBPanels(view, bf16, g.k, g.n, u / panels, u % panels, u % panels + 1, dst);
-    }
+  const int64_t num_kb = NumKBlocks(g.k, bf16);
+  const int64_t units = num_kb * panels;
+  // Panel-major units, so a thread's home block is a range of columns, as in the product.
+  auto pack = [&](int64_t u) {
+    PackBPanels(view, bf16, g.k, g.n, u % num_kb, u / num_kb, u / num_kb + 1, dst);
   };
   if (pool != nullptr) {
-    pool->ParallelFor(units, 8, pack);
+    RunClaimed(*pool, pool->num_threads(), units, pack);
   } else {
-    pack(0, units);
+    for (int64_t u = 0; u < units; ++u) pack(u);
   }
   return dst;
 }
@@ -325,24 +348,7 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
     for (int64_t task = 0; task < tasks; ++task) run(task);
     return;
   }
-  // One range per thread. Each thread first takes its own block of tasks, the same block on
-  // every call (so its share of B stays in its core's L2 from one call to the next), then
-  // helps with what others have left, one task at a time.
-  if (tasks <= kMaxClaimedTasks) {
-    std::array<std::atomic<bool>, kMaxClaimedTasks> claimed{};
-    pool->ParallelFor(std::min(threads, tasks), 1, [&](int64_t, int64_t) {
-      const int64_t first = ThreadPool::ThisThreadIndex() % threads * tasks / threads;
-      for (int64_t i = 0; i < tasks; ++i) {
-        const int64_t task = (first + i) % tasks;
-        if (!claimed[task].exchange(true, std::memory_order_relaxed)) run(task);
-      }
-    });
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  pool->ParallelFor(std::min(threads, tasks), 1, [&](int64_t, int64_t) {
-    for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) run(task);
-  });
+  RunClaimed(*pool, threads, tasks, run);
 }
 
 }  // namespace lockstep
