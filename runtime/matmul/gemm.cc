@@ -66,6 +66,7 @@ struct Scratch {
   Buffer shared_a;  // all of A packed once for a call whose tasks all cover every row
   Buffer t;  // a task's columns not computed in C itself (see RunTask)
   Buffer b;  // op(B) packed for one call, when the caller did not pack it
+  Buffer swapped;  // C transposed, for a product computed as its transpose (GemmSwapped)
 };
 
 Scratch& LocalScratch() {
@@ -305,10 +306,44 @@ Split ChooseSplit(int64_t m_strips, int64_t n_panels, int64_t k, int64_t mr, boo
   return best;
 }
 
+// Whether to compute C as the transpose of op(B)^T * op(A)^T: for an unpacked B of at most
+// half a panel of columns (dW of a 10-class output layer, M = 1024, N = 10). Computed as it
+// is, the half-panel kernel wastes 16 - N of its 16 lanes and op(A), the big operand, is
+// packed in short strips; transposed, every lane computes and the big operand is packed in
+// full panels. The dot products, and so the results, are the same either way.
+bool ComputeSwapped(const GemmArgs& g) {
+  return g.packed_b == nullptr && g.n <= kNr / 2 && g.m >= 2 * kNr && g.k > 0;
+}
+
+void GemmSwapped(const GemmArgs& g, ThreadPool* pool) {
+  float* ct = LocalScratch().swapped.Get<float>(g.n * g.m);  // [N, M]
+  GemmArgs t;
+  t.m = g.n;
+  t.n = g.m;
+  t.k = g.k;
+  t.a = g.b;
+  t.a_type = g.b_type;
+  t.lda = g.ldb;
+  t.transpose_a = !g.transpose_b;
+  t.b = g.a;
+  t.b_type = g.a_type;
+  t.ldb = g.lda;
+  t.transpose_b = !g.transpose_a;
+  t.c = ct;
+  t.ldc = g.m;
+  Gemm(t, pool);
+  float row[kNr / 2];
+  for (int64_t i = 0; i < g.m; ++i) {
+    for (int64_t j = 0; j < g.n; ++j) row[j] = ct[j * g.m + i];
+    EpilogueRow(g, i, 0, g.n, row);
+  }
+}
+
 }  // namespace
 
 void Gemm(const GemmArgs& g, ThreadPool* pool) {
   if (g.m <= 0 || g.n <= 0) return;
+  if (ComputeSwapped(g)) return GemmSwapped(g, pool);
   const bool bf16 = g.packed_b != nullptr
                         ? g.packed_b->compute_type() == DType::kBFloat16
                         : g.a_type == DType::kBFloat16 || g.b_type == DType::kBFloat16;

@@ -284,6 +284,48 @@ TEST_P(GemmPathTest, RowsDoNotDependOnBatchSize) {
   }
 }
 
+// A product with an unpacked B of at most 16 columns and at least 64 rows is computed as its
+// transpose (the weight gradient of a 10-class layer; see gemm.cc). It must pass the float64
+// check with every layout, type mix and epilogue, and give each row the bits of that row's
+// own 1-row product, which is computed the ordinary way.
+TEST_P(GemmPathTest, NarrowProductsComputedTransposedMatchTheOrdinaryWay) {
+  ThreadPool pool(2);
+  uint64_t seed = 700;
+  for (auto [at, bt] : kTypeMixes) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Problem p;
+      p.m = 100;
+      p.n = variant % 2 == 0 ? 16 : 10;
+      p.k = 37 + variant;
+      p.ta = variant & 1;
+      p.tb = variant & 2;
+      p.a_type = at;
+      p.b_type = bt;
+      p.pad = 2;
+      p.alpha = variant == 3 ? -0.5f : 1.0f;
+      p.beta = variant == 3 ? 0.5f : 0.0f;
+      p.bias = variant >= 2;
+      p.residual = variant % 2 == 1;
+      p.act = variant % 2 == 0 ? Activation::kRelu : Activation::kGelu;
+      p.Fill(seed++);
+      const std::vector<float> all = p.Check(variant % 2 == 1 ? &pool : nullptr, "narrow");
+      if (HasFailure()) return;
+      const size_t elem = DTypeSize(at);
+      for (int64_t i : {0, 13, 99}) {
+        GemmArgs one = p.Args(nullptr);
+        one.m = 1;
+        one.a = static_cast<const char*>(p.AData()) + i * (p.ta ? 1 : p.lda()) * elem;
+        one.epilogue.residual = p.residual ? p.res.data() + i * p.ldr() : nullptr;
+        std::vector<float> row(p.c.begin() + i * p.ldc(), p.c.begin() + (i + 1) * p.ldc());
+        one.c = row.data();
+        Gemm(one, nullptr);
+        EXPECT_EQ(std::memcmp(row.data(), all.data() + i * p.ldc(), row.size() * sizeof(float)), 0)
+            << p.Describe() << " row " << i;
+      }
+    }
+  }
+}
+
 // Packing B ahead of time gives the bits packing it per call gives, for every storage
 // layout; and Repack into the same PackedB reuses its storage.
 TEST_P(GemmPathTest, PackedBMatchesUnpacked) {
