@@ -99,7 +99,7 @@ void TransposeWords(const char* const* lines, int64_t count, int64_t steps, uint
 // past K) -> dst[i]. Inline SSE2 for the copies without conversion: the counts are often a
 // strip's 12, where a library call costs more than the copy.
 template <typename Src, bool kBf16>
-void ContiguousWords(const Src* lo, const Src* hi, int64_t count, uint32_t* dst) {
+__attribute__((always_inline)) inline void ContiguousWords(const Src* lo, const Src* hi, int64_t count, uint32_t* dst) {
   int64_t i = 0;
   if constexpr (std::is_same_v<Src, float> && !kBf16) {
     for (; i + 4 <= count; i += 4) {
@@ -113,6 +113,13 @@ void ContiguousWords(const Src* lo, const Src* hi, int64_t count, uint32_t* dst)
                                       : _mm_setzero_si128();
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_unpacklo_epi16(l, h));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 4), _mm_unpackhi_epi16(l, h));
+    }
+    if (i + 4 <= count) {  // the last third of a 12-row strip
+      const __m128i l = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo + i));
+      const __m128i h = hi != nullptr ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi + i))
+                                      : _mm_setzero_si128();
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_unpacklo_epi16(l, h));
+      i += 4;
     }
   }
   if constexpr (!kBf16) {
@@ -194,13 +201,18 @@ void PackAStripsT(const MatrixView& a, int64_t mr, int64_t i0, int64_t rows, int
     // A stored [K, M]: step by step across every strip, so both k-rows are read in order.
     const Src* base = static_cast<const Src*>(a.data);
     const int64_t step_k = kBf16 ? 2 : 1;
+    const int64_t strip_words = steps * mr;
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t kk = k0 + s * step_k;
       const Src* lo = base + kk * a.ld + i0;
       const Src* hi = kBf16 && kk + 1 < k ? lo + a.ld : nullptr;
-      for (int64_t s0 = 0; s0 < rows; s0 += mr) {
-        ContiguousWords<Src, kBf16>(lo + s0, hi != nullptr ? hi + s0 : nullptr, std::min(mr, rows - s0),
-                                    dst + (s0 / mr) * steps * mr + s * mr);
+      uint32_t* d = dst + s * mr;
+      int64_t s0 = 0;
+      if (hi != nullptr) {  // the common case, with no null checks inside
+        for (; s0 + mr <= rows; s0 += mr, d += strip_words) ContiguousWords<Src, kBf16>(lo + s0, hi + s0, mr, d);
+      }
+      for (; s0 < rows; s0 += mr, d += strip_words) {
+        ContiguousWords<Src, kBf16>(lo + s0, hi != nullptr ? hi + s0 : nullptr, std::min(mr, rows - s0), d);
       }
     }
     return;
