@@ -48,6 +48,17 @@ __attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, in
     float* t = g.t + group * P * kNr;
     __m512 acc[R][P * V];
     LoadTile<R, P * V>(g, t, acc);
+    if (!g.accumulate) {
+      // The tile's lines of C are first touched by the stores at the end; asking for them
+      // now (for writing) lets a miss to L3 or memory overlap the K loop instead of stalling
+      // the stores. Where C is larger than L2 (mlp1.dw, 784 x 1024 x 256) this took bf16
+      // from 0.87 to 0.97-1.02x oneDNN.
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+        for (int c = 0; c < P * V; ++c) __builtin_prefetch(t + r * g.ldt + c * 16, 1, 3);
+      }
+    }
     const uint32_t* a = g.a;
     const uint32_t* b = g.b + group * P * g.b_panel_stride;
     for (int64_t s = 0; s < g.steps; ++s, a += mr, b += kNr) step(a, b, acc);
