@@ -62,8 +62,11 @@ class Buffer {
 };
 
 struct Scratch {
-  Buffer a;  // one task's packed A block
-  Buffer shared_a;  // all of A packed once for a call whose tasks all cover every row
+  Buffer a;  // the packed A block of the last task this thread ran
+  // Which rows of which call `a` holds: a thread's next task over the same rows of the same
+  // call (tasks that all cover every row, or a home block's run along one row band) reuses it.
+  uint64_t a_call = 0;
+  int64_t a_i0 = -1, a_rows = 0;
   Buffer t;  // a task's columns not computed in C itself (see RunTask)
   Buffer b;  // op(B) packed for one call, when the caller did not pack it
   Buffer swapped;  // C transposed, for a product computed as its transpose (GemmSwapped)
@@ -82,9 +85,7 @@ struct Call {
   MatrixView a;
   const uint32_t* b;  // the whole packed op(B)
   int64_t num_kb;
-  // When every task covers all of M: op(A) packed once, for all rows, before the tasks start
-  // (else each task packs its own rows).
-  const uint32_t* shared_a = nullptr;
+  uint64_t id;  // unique per Gemm call (see Scratch::a_call)
 };
 
 // One row of the epilogue, each step a separate float operation in the documented order so
@@ -158,14 +159,16 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   // C then takes every K block in turn while it is still in L1.
   const int64_t block_k = BlockK(call.bf16);
   const int64_t total_steps = StepsFor(g.k, call.bf16);
-  const uint32_t* ap = call.shared_a;  // strips of the task at [a_strip0, a_strip0 + strips)
-  int64_t a_strips = CeilDiv(g.m, mr), a_strip0 = i0 / mr;
-  if (ap == nullptr) {
-    uint32_t* own = scratch.a.Get<uint32_t>(strips * mr * total_steps);
-    PackA(call, i0, rows, own);
-    ap = own;
-    a_strips = strips;
-    a_strip0 = 0;
+  // Reusing a block packed by this thread rather than sharing one packed by the caller: a
+  // worker reading the caller's copy paid a cache miss per k step, and the caller packing
+  // before the tasks start kept the worker waiting (32 x 784 x 512 on 2 threads: 0.87 ->
+  // 0.95-1.0x oneDNN).
+  uint32_t* ap = scratch.a.Get<uint32_t>(strips * mr * total_steps);
+  if (scratch.a_call != call.id || scratch.a_i0 != i0 || scratch.a_rows != rows) {
+    PackA(call, i0, rows, ap);
+    scratch.a_call = call.id;
+    scratch.a_i0 = i0;
+    scratch.a_rows = rows;
   }
 
   MicroKernelArgs args;
@@ -188,7 +191,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
         args.steps = steps;
         args.b_panel_stride = steps * kNr;
         args.accumulate = kb > 0;
-        args.a = ap + a_strips * mr * kb * kKcSteps + (a_strip0 + s) * steps * mr;
+        args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
         args.b = call.b + PackedBBlockOffset(kb, g.n) + first_panel * args.b_panel_stride;
         args.t = out + (first_panel - q0) * kNr;
         fn(args);
@@ -355,8 +358,9 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
 
   const uint32_t* b = g.packed_b != nullptr ? g.packed_b->words()
                                             : PackBForCall(g, bf16, parallel ? pool : nullptr);
+  static std::atomic<uint64_t> calls{0};
   Call call{g, bf16, kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b,
-            NumKBlocks(g.k, bf16)};
+            NumKBlocks(g.k, bf16), calls.fetch_add(1, std::memory_order_relaxed) + 1};
 
   const int64_t mr = kernels.mr;
   const int64_t m_strips = CeilDiv(g.m, mr);
@@ -366,14 +370,6 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
   const int64_t task_strips = split.strips, task_panels = split.panels;
   const int64_t col_tasks = CeilDiv(n_panels, task_panels);
   const int64_t tasks = CeilDiv(m_strips, task_strips) * col_tasks;
-  if (task_strips == m_strips && m_strips > 1 && col_tasks > 1 && call.num_kb > 0) {
-    // Every task has every row: pack A once here rather than once per task (+2-3 % at 32 x
-    // 784 x 512 on 2 threads). Not for a single strip: packing it is cheap, and a worker
-    // reading the caller's copy pays a cache miss per k step (batch 1 lost half its speed).
-    uint32_t* shared = LocalScratch().shared_a.Get<uint32_t>(m_strips * mr * StepsFor(g.k, bf16));
-    PackA(call, 0, g.m, shared);
-    call.shared_a = shared;
-  }
   auto run = [&](int64_t task) {
     const int64_t i0 = (task / col_tasks) * task_strips * mr;
     const int64_t p0 = (task % col_tasks) * task_panels;
