@@ -171,6 +171,8 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     scratch.a_rows = rows;
   }
 
+  // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
+  const bool half_panel = g.n % kNr != 0 && g.n % kNr <= kNr / 2;
   MicroKernelArgs args;
   // Strip s over panels [q0, q1), which all lie on one side of direct_end, all of K, then the
   // epilogue on what it computed.
@@ -182,14 +184,17 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     float* out = direct ? g.c + i * g.ldc + q0 * kNr : t + s * mr * ldt + (q0 - direct_end) * kNr;
     args.ldt = direct ? g.ldc : ldt;
     const int wide = kt.panels[valid];
-    // `groups` runs of the kernel's panels from panel `first_panel` on, every K block.
-    auto call_kernel = [&](int64_t first_panel, int64_t groups, MicroKernelFn fn) {
+    // `groups` runs of `panels` panels from panel `first_panel` on, every K block.
+    auto call_kernel = [&](int64_t first_panel, int64_t groups, int64_t panels, MicroKernelFn fn) {
       if (groups <= 0) return;
       args.groups = groups;
+      args.a_group_stride = 0;
+      args.t_group_stride = panels * kNr;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
         args.steps = steps;
         args.b_panel_stride = steps * kNr;
+        args.b_group_stride = panels * args.b_panel_stride;
         args.accumulate = kb > 0;
         args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
         args.b = call.b + PackedBBlockOffset(kb, g.n) + first_panel * args.b_panel_stride;
@@ -197,14 +202,13 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
         fn(args);
       }
     };
-    // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
-    const bool half_last = q1 == n_panels && g.n % kNr != 0 && g.n % kNr <= kNr / 2;
+    const bool half_last = q1 == n_panels && half_panel;
     const int64_t full_end = half_last ? q1 - 1 : q1;
     const int64_t wide_groups = (full_end - q0) / wide;
-    call_kernel(q0, wide_groups, kt.wide[valid]);
+    call_kernel(q0, wide_groups, wide, kt.wide[valid]);
     const int64_t q = q0 + wide_groups * wide;
-    call_kernel(q, full_end - q, kt.one[valid]);
-    if (half_last) call_kernel(full_end, 1, kt.half[valid]);
+    call_kernel(q, full_end - q, 1, kt.one[valid]);
+    if (half_last) call_kernel(full_end, 1, 1, kt.half[valid]);
     if (direct && !epilogue) return;
     const int64_t j0 = q0 * kNr;
     const int64_t cols = std::min(g.n, q1 * kNr) - j0;
@@ -219,9 +223,43 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       run(s, direct_end, panel1);
     }
   } else {
-    // Each B panel stays in cache while every strip of the A block meets it.
+    // Each K block of a B panel stays in cache while it goes down every strip of the A block,
+    // the full strips in one kernel call.
+    const int64_t full_strips = rows / mr;
     for (int64_t q = panel0; q < panel1; ++q) {
-      for (int64_t s = 0; s < strips; ++s) run(s, q, q + 1);
+      const bool direct = q < direct_end;
+      float* out = direct ? g.c + i0 * g.ldc + q * kNr : t + (q - direct_end) * kNr;
+      const int64_t ld = direct ? g.ldc : ldt;
+      const bool half = q == n_panels - 1 && half_panel;
+      args.ldt = ld;
+      args.b_group_stride = 0;
+      args.t_group_stride = mr * ld;
+      for (int64_t kb = 0; kb < call.num_kb; ++kb) {
+        const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
+        args.steps = steps;
+        args.b_panel_stride = steps * kNr;
+        args.a_group_stride = steps * mr;
+        args.accumulate = kb > 0;
+        args.b = call.b + PackedBBlockOffset(kb, g.n) + q * args.b_panel_stride;
+        const uint32_t* a_block = ap + strips * mr * kb * kKcSteps;
+        if (full_strips > 0) {
+          args.groups = full_strips;
+          args.a = a_block;
+          args.t = out;
+          (half ? kt.half[mr] : kt.one[mr])(args);
+        }
+        if (full_strips < strips) {
+          const int64_t valid = rows - full_strips * mr;
+          args.groups = 1;
+          args.a = a_block + full_strips * steps * mr;
+          args.t = out + full_strips * mr * ld;
+          (half ? kt.half[valid] : kt.one[valid])(args);
+        }
+      }
+      if (direct && !epilogue) continue;
+      const int64_t j0 = q * kNr;
+      const int64_t cols = std::min(g.n, j0 + kNr) - j0;
+      for (int64_t r = 0; r < rows; ++r) EpilogueRow(g, i0 + r, j0, cols, out + r * ld);
     }
   }
 }

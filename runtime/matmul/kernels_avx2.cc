@@ -15,7 +15,7 @@ namespace {
 constexpr int kMr = 2;
 constexpr int kVecs = 4;  // ymm per panel row (kNr / 8)
 
-// The loop both kernels share: for each group of P panels, load (or zero, for the first K
+// The loop both kernels share: for each group (MicroKernelArgs), load (or zero, for the first K
 // block) the R-row tile, apply `step(a, b, acc)` once per k step, store the tile. kHalf
 // computes only a panel's first 16 columns (KernelTable::half).
 template <int R, int P, bool kHalf, typename Step>
@@ -23,7 +23,7 @@ __attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, St
   constexpr int C = P * (kHalf ? kVecs / 2 : kVecs);
   const int64_t ldt = g.ldt;
   for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
+    float* t = g.t + group * g.t_group_stride;
     __m256 acc[R][C];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -32,8 +32,8 @@ __attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, St
         acc[r][c] = g.accumulate ? _mm256_loadu_ps(t + r * ldt + c * 8) : _mm256_setzero_ps();
       }
     }
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * P * g.b_panel_stride;
+    const uint32_t* a = g.a + group * g.a_group_stride;
+    const uint32_t* b = g.b + group * g.b_group_stride;
     for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) step(a, b, acc);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {

@@ -27,20 +27,20 @@ float Low(uint32_t w) {
   return f;
 }
 
-// The loop both kernels share: for each panel, load (or zero, for the first K block) the
+// The loop both kernels share: for each group (MicroKernelArgs), load (or zero, for the first K block) the
 // R-row tile, apply `step(a, b, acc)` once per k step, store the tile. kHalf computes only a
 // panel's first kNr / 2 columns (KernelTable::half).
 template <int R, bool kHalf, typename Step>
 void RunTiles(const MicroKernelArgs& g, Step step) {
   constexpr int N = kHalf ? kNr / 2 : kNr;
   for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * kNr;
+    float* t = g.t + group * g.t_group_stride;
     float acc[R][N];
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < N; ++c) acc[r][c] = g.accumulate ? t[r * g.ldt + c] : 0.0f;
     }
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * g.b_panel_stride;
+    const uint32_t* a = g.a + group * g.a_group_stride;
+    const uint32_t* b = g.b + group * g.b_group_stride;
     for (int64_t s = 0; s < g.steps; ++s, a += kMr, b += kNr) step(a, b, acc);
     for (int r = 0; r < R; ++r) std::memcpy(t + r * g.ldt, acc[r], sizeof acc[r]);
   }

@@ -40,9 +40,14 @@ struct MicroKernelArgs {
   float* t = nullptr;            // the output tile, rows of ldt floats
   int64_t ldt = 0;
   bool accumulate = false;       // add to t (a later K block) instead of overwriting it
-  // Consecutive runs of the kernel's panels, each `panels` panels (and as many kNr columns of
-  // t) to the right of the one before: one call sweeps a strip across many columns.
+  // Tiles per call: tile g reads the strip at a + g * a_group_stride and its panels from
+  // b + g * b_group_stride, and writes t + g * t_group_stride. One call either sweeps a strip
+  // across runs of panels to the right (a_group_stride 0) or takes a panel down strip after
+  // strip (b_group_stride 0).
   int64_t groups = 1;
+  int64_t a_group_stride = 0;  // words
+  int64_t b_group_stride = 0;  // words
+  int64_t t_group_stride = 0;  // floats
 };
 
 // Computes rows x (panels * kNr) of t (or rows x kNr / 2, for a half kernel) from one strip

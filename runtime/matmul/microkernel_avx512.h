@@ -50,7 +50,7 @@ __attribute__((always_inline)) inline void StoreTile(const MicroKernelArgs& g, f
   }
 }
 
-// The loop every AVX-512 kernel shares: for each group of P panels, load the R-row tile,
+// The loop every AVX-512 kernel shares: for each group (MicroKernelArgs), load the R-row tile,
 // apply `step(a, b, acc)` once per k step (the instruction-set-specific part, reading the
 // strip's words at `a` and the first panel's at `b`), store the tile. `mr` is the strip
 // height; kHalf computes only a panel's first 16 columns (KernelTable::half).
@@ -58,11 +58,11 @@ template <int R, int P, bool kHalf, typename Step>
 __attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, int mr, Step step) {
   constexpr int V = kHalf ? kAvx512Vecs / 2 : kAvx512Vecs;
   for (int64_t group = 0; group < g.groups; ++group) {
-    float* t = g.t + group * P * kNr;
+    float* t = g.t + group * g.t_group_stride;
     __m512 acc[R][P * V];
     StartTile<R, P * V>(g, t, acc);
-    const uint32_t* a = g.a;
-    const uint32_t* b = g.b + group * P * g.b_panel_stride;
+    const uint32_t* a = g.a + group * g.a_group_stride;
+    const uint32_t* b = g.b + group * g.b_group_stride;
     for (int64_t s = 0; s < g.steps; ++s, a += mr, b += kNr) step(a, b, acc);
     // The rows' addresses are recomputed here rather than kept from before the loop: held
     // across it, the R row pointers spill (24 accumulators leave few registers), which cost
