@@ -15,19 +15,21 @@ constexpr int kAvx512Vecs = kNr / 16;  // zmm per panel row
 // The first K block's tile starts from zero; its lines of C are first touched by the stores
 // at the end, so they are asked for now (for writing): a miss to L3 or memory then overlaps
 // the K loop instead of stalling the stores. Where C is larger than L2 (mlp1.dw, 784 x 1024
-// x 256) this took bf16 from 0.87 to 0.97-1.02x oneDNN. A later K block loads the tile.
-// Rows are walked with one pointer (see RunTiles).
+// x 256) this took bf16 from 0.87 to 0.97-1.02x oneDNN. A K loop too short to hide the miss
+// (K = 10: mlp3.dx) skips the prefetches. A later K block loads the tile. Rows are walked
+// with one pointer (see RunTiles).
 template <int R, int C>
 __attribute__((always_inline)) inline void StartTile(const MicroKernelArgs& g, const float* t,
                                                      __m512 (&acc)[R][C]) {
   const int64_t ldt = g.ldt;
   if (!g.accumulate) {
+    const bool prefetch = g.steps >= 32;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r, t += ldt) {
 #pragma GCC unroll 16
       for (int c = 0; c < C; ++c) {
         acc[r][c] = _mm512_setzero_ps();
-        __builtin_prefetch(t + c * 16, 1, 3);
+        if (prefetch) __builtin_prefetch(t + c * 16, 1, 3);
       }
     }
     return;
