@@ -99,7 +99,8 @@ void TransposeWords(const char* const* lines, int64_t count, int64_t steps, uint
 // past K) -> dst[i]. Inline SSE2 for the copies without conversion: the counts are often a
 // strip's 12, where a library call costs more than the copy.
 template <typename Src, bool kBf16>
-__attribute__((always_inline)) inline void ContiguousWords(const Src* lo, const Src* hi, int64_t count, uint32_t* dst) {
+__attribute__((always_inline)) inline void ContiguousWords(const Src* lo, const Src* hi, int64_t count,
+                                                           uint32_t* dst) {
   int64_t i = 0;
   if constexpr (std::is_same_v<Src, float> && !kBf16) {
     for (; i + 4 <= count; i += 4) {
@@ -227,7 +228,9 @@ void PackAStripsT(const MatrixView& a, int64_t mr, int64_t i0, int64_t rows, int
       uint32_t* d = dst + s * mr;
       int64_t s0 = 0;
       if (hi != nullptr) {  // the common case, with no null checks inside
-        for (; s0 + mr <= rows; s0 += mr, d += strip_words) ContiguousWords<Src, kBf16>(lo + s0, hi + s0, mr, d);
+        for (; s0 + mr <= rows; s0 += mr, d += strip_words) {
+          ContiguousWords<Src, kBf16>(lo + s0, hi + s0, mr, d);
+        }
       }
       for (; s0 < rows; s0 += mr, d += strip_words) {
         ContiguousWords<Src, kBf16>(lo + s0, hi != nullptr ? hi + s0 : nullptr, std::min(mr, rows - s0), d);
