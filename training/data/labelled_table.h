@@ -1,0 +1,30 @@
+// LabelledTable: examples held in memory as a numeric feature matrix and a class id per row,
+// what a CSV file (csv_reader.h) becomes before the input pipeline shuffles and batches it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace lockstep::training {
+
+struct LabelledTable {
+  std::vector<std::string> feature_names;  // one per column of `features`
+  std::vector<float> features;             // row-major [num_rows(), num_features()]
+  std::vector<int32_t> labels;             // class id per row, >= 0
+  // When the source's labels were names: class id -> name, ids given in sorted name order.
+  // Empty when the labels were integer ids already.
+  std::vector<std::string> class_names;
+
+  int64_t num_features() const { return static_cast<int64_t>(feature_names.size()); }
+  int64_t num_rows() const { return static_cast<int64_t>(labels.size()); }
+  std::span<const float> row(int64_t i) const {
+    return std::span<const float>(features).subspan(static_cast<size_t>(i * num_features()),
+                                                    static_cast<size_t>(num_features()));
+  }
+  // One more than the largest label (0 for an empty table).
+  int32_t num_classes() const;
+};
+
+}  // namespace lockstep::training
