@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -110,29 +109,16 @@ Status AssignLabels(const std::vector<std::string>& raw, const std::vector<int64
     }
     return Status::Ok();
   }
-  std::map<std::string, int32_t> ids;
   for (size_t r = 0; r < raw.size(); ++r) {
     if (raw[r].empty()) {
       return InvalidArgument(At(source, lines[r]) + ": column '" + column + "': the label is empty");
     }
-    ids.emplace(raw[r], 0);
   }
-  int32_t next = 0;
-  for (auto& [name, id] : ids) {
-    id = next++;
-    table.class_names.push_back(name);
-  }
-  for (size_t r = 0; r < raw.size(); ++r) table.labels[r] = ids.at(raw[r]);
+  AssignClassNames(raw, table);
   return Status::Ok();
 }
 
 }  // namespace
-
-int32_t LabelledTable::num_classes() const {
-  int32_t n = 0;
-  for (int32_t label : labels) n = std::max(n, label + 1);
-  return std::max(n, static_cast<int32_t>(class_names.size()));
-}
 
 StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
                                  const CsvOptions& options) {

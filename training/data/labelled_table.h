@@ -27,4 +27,8 @@ struct LabelledTable {
   int32_t num_classes() const;
 };
 
+// Sets `table.labels` and `table.class_names` from one class name per row: ids in sorted name
+// order, so that the same set of names always gives the same ids.
+void AssignClassNames(const std::vector<std::string>& names, LabelledTable& table);
+
 }  // namespace lockstep::training
