@@ -1,0 +1,107 @@
+// model-train's configuration: what to train on, which model, how, and where the results go.
+// Written as JSON (schema and examples: training/CONFIG.md). Every field but data.train has a
+// default, so a short config works; an unknown key or a bad value is an error naming the
+// file and the field ("digits.json: optimizer.learning_rate: must be > 0, got -1").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace lockstep::training {
+
+struct DataConfig {
+  std::string format = "csv";  // "csv" or "tfrecord"
+  std::vector<std::string> train;  // files
+  std::vector<std::string> validation;  // separate files; else split.validation of train
+  std::vector<std::string> test;        // separate files; else split.test of train
+  std::string label = "label";
+  std::vector<std::string> features;  // csv: default every column but the label; tfrecord: required
+  double validation_fraction = 0.0;   // split.validation
+  double test_fraction = 0.2;         // split.test
+  uint64_t split_seed = 0;            // split.seed
+  bool skip_corrupt_records = false;
+  int64_t shuffle_buffer = 10000;
+  int prefetch = 2;
+  int threads = 1;
+};
+
+struct LayerConfig {
+  std::string type;  // dense, conv2d, max_pool2d, avg_pool2d, flatten, dropout, embedding, layer_norm, activation
+  int64_t units = 0;            // dense
+  std::string activation;       // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax
+  int64_t filters = 0;          // conv2d
+  int64_t kernel_size = 3;      // conv2d
+  int64_t strides = 1;          // conv2d, pools (default: pool_size for pools)
+  std::string padding = "valid";  // conv2d, pools: "valid" or "same"
+  int64_t pool_size = 2;        // pools
+  double rate = 0.0;            // dropout
+  int64_t vocabulary = 0;       // embedding: ids in [0, vocabulary)
+  int64_t dimension = 0;        // embedding
+  double epsilon = 1e-5;        // layer_norm
+  std::string initializer;      // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
+};
+
+struct ModelConfig {
+  std::vector<int64_t> input_shape;  // per example; default: [number of features]
+  bool normalize = true;             // bake train-split mean and std into the graph
+  std::vector<LayerConfig> layers;
+};
+
+struct ScheduleConfig {
+  std::string type = "constant";  // constant, step, cosine
+  int64_t warmup_steps = 0;       // linear warm-up from 0, for any type
+  int64_t step_size = 1000;       // step: multiply by gamma every step_size steps
+  double gamma = 0.1;
+  double min_learning_rate = 0.0;  // cosine: where it ends
+};
+
+struct OptimizerConfig {
+  std::string type = "adam";  // sgd, momentum, adam, adamw
+  double learning_rate = 0.001;
+  double momentum = 0.9;    // momentum
+  bool nesterov = false;    // momentum
+  double beta1 = 0.9;       // adam, adamw
+  double beta2 = 0.999;
+  double epsilon = 1e-7;
+  double weight_decay = 0.0;      // adamw: decoupled; others: added to the gradient (L2)
+  double clip_global_norm = 0.0;  // 0: no clipping
+  ScheduleConfig schedule;
+};
+
+struct CheckpointConfig {
+  std::string dir;          // "": no checkpoints
+  int64_t every_steps = 0;  // 0: at the end of each epoch only
+  int keep = 3;
+};
+
+struct ExportConfig {
+  std::string dir;           // <dir>/<version>/, version = highest + 1
+  std::string best_by;       // "": export the final weights; "val_accuracy" or "val_loss": the best epoch's
+  std::string model_name;    // metadata; default: the config file's stem
+};
+
+struct TrainConfig {
+  DataConfig data;
+  ModelConfig model;
+  std::string loss = "softmax_cross_entropy";  // softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error
+  OptimizerConfig optimizer;
+  int64_t epochs = 10;
+  int64_t batch_size = 32;
+  bool drop_remainder = false;
+  uint64_t seed = 0;
+  CheckpointConfig checkpoint;
+  ExportConfig export_;  // "export" in the file
+  std::string logdir;    // "": no TensorBoard events
+};
+
+// Parses a config; `source` names it in messages. Paths in it are taken as they are (relative
+// ones from the working directory, as for every other command-line tool).
+StatusOr<TrainConfig> ParseTrainConfig(std::string_view json, std::string_view source);
+StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
+
+}  // namespace lockstep::training
