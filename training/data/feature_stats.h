@@ -1,0 +1,24 @@
+// Per-feature mean and standard deviation of the training rows: the parameters of the
+// Normalize node model-train puts at the front of the exported graph, so that clients send
+// raw features and training and serving normalise the same way.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "training/data/labelled_table.h"
+
+namespace lockstep::training {
+
+struct FeatureStats {
+  std::vector<float> mean;
+  // The population standard deviation; 1 where a feature is constant over the rows (such a
+  // feature then normalises to 0 rather than dividing by zero).
+  std::vector<float> std;
+};
+
+// One pass over `rows` of `table` (Welford's updates in double precision).
+FeatureStats ComputeFeatureStats(const LabelledTable& table, std::span<const int64_t> rows);
+
+}  // namespace lockstep::training
