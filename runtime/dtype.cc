@@ -5,6 +5,7 @@ namespace lockstep {
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return 4;
+    case DType::kFloat64: return 8;
     case DType::kBFloat16: return 2;
     case DType::kInt32: return 4;
     case DType::kInt64: return 8;
@@ -18,6 +19,7 @@ size_t DTypeSize(DType dtype) {
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
     case DType::kBFloat16: return "bfloat16";
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
@@ -30,13 +32,13 @@ std::string_view DTypeName(DType dtype) {
 
 StatusOr<DType> ParseDType(std::string_view name) {
   for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool,
-                  DType::kString}) {
+                  DType::kString, DType::kFloat64}) {
     if (DTypeName(d) == name) return d;
   }
   return InvalidArgument("unknown dtype '" + std::string(name) +
-                         "' (expected float32, bfloat16, int32, int64, bool or string)");
+                         "' (expected float32, float64, bfloat16, int32, int64, bool or string)");
 }
 
-bool IsValidDType(int value) { return value >= 1 && value <= 6; }
+bool IsValidDType(int value) { return value >= 1 && value <= 7; }
 
 }  // namespace lockstep

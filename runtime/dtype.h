@@ -19,6 +19,7 @@ enum class DType : uint8_t {
   kInt64 = 4,
   kBool = 5,
   kString = 6,  // each element a std::string of bytes
+  kFloat64 = 7,  // gradient checks in training; DT_DOUBLE tensors on the wire
 };
 
 // Bytes one element takes in memory (sizeof(std::string) for kString).
@@ -30,6 +31,7 @@ bool IsValidDType(int value);
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
 template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::kBFloat16; };
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };

@@ -97,6 +97,7 @@ std::string Tensor::DebugString(int max_elements) const {
     if (i) out << ", ";
     switch (dtype_) {
       case DType::kFloat32: out << data<float>()[i]; break;
+      case DType::kFloat64: out << data<double>()[i]; break;
       case DType::kBFloat16: out << Bfloat16ToFloat(data<bfloat16>()[i]); break;
       case DType::kInt32: out << data<int32_t>()[i]; break;
       case DType::kInt64: out << data<int64_t>()[i]; break;

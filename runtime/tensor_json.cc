@@ -47,7 +47,8 @@ namespace {
 // Standard JSON has no NaN or Infinity; TensorFlow Serving reads and writes them as bare
 // tokens. ParseJson rewrites the tokens to these doubles, which lie beyond float's range, so
 // no float a client means can collide with them (a client sending one of these very numbers
-// would have got an out-of-range error anyway).
+// would have got an out-of-range error anyway; in a float64 tensor these two exact values read
+// as NaN and infinity).
 constexpr const char* kJsonNaNSentinelText = "1.25e308";
 constexpr const char* kJsonInfinitySentinelText = "1.5e308";
 constexpr double kJsonNaNSentinel = 1.25e308;
@@ -61,9 +62,23 @@ std::string FormatDouble(double d) {
   return std::string(buf, end);
 }
 
+// A float64 element: the shortest text that reads back as the same double.
+void AppendDouble(double value, std::string* out) {
+  if (std::isnan(value)) {
+    *out += "NaN";
+  } else if (std::isinf(value)) {
+    *out += value > 0 ? "Infinity" : "-Infinity";
+  } else {
+    const std::string text = FormatDouble(value);
+    *out += text;
+    if (text.find_first_of(".e") == std::string::npos) *out += ".0";
+  }
+}
+
 void AppendElement(const Tensor& t, int64_t i, const TensorJsonOptions& options, std::string* out) {
   switch (t.dtype()) {
     case DType::kFloat32: AppendFloat(t.data<float>()[i], out); break;
+    case DType::kFloat64: AppendDouble(t.data<double>()[i], out); break;
     case DType::kBFloat16: AppendFloat(Bfloat16ToFloat(t.data<bfloat16>()[i]), out); break;
     case DType::kInt32: *out += std::to_string(t.data<int32_t>()[i]); break;
     case DType::kInt64: *out += std::to_string(t.data<int64_t>()[i]); break;
@@ -136,7 +151,7 @@ Status ToNumber(const nlohmann::json& v, T* out) {
     }
     // Converting a double beyond float's range is undefined behaviour, and no JSON number
     // is meant as infinity.
-    if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+    if (std::is_same_v<T, float> && std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
       return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
     }
     *out = static_cast<T>(d);
@@ -173,6 +188,7 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
   }
   switch (t.dtype()) {
     case DType::kFloat32: return ToNumber(v, &t.mutable_data<float>()[i]);
+    case DType::kFloat64: return ToNumber(v, &t.mutable_data<double>()[i]);
     case DType::kBFloat16: {
       float f;
       LS_RETURN_IF_ERROR(ToNumber(v, &f));

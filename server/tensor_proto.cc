@@ -134,6 +134,7 @@ void CopyOut(std::span<const T> values, Field* field) {
 tensorflow::DataType DTypeToDataType(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return tensorflow::DT_FLOAT;
+    case DType::kFloat64: return tensorflow::DT_DOUBLE;
     case DType::kBFloat16: return tensorflow::DT_BFLOAT16;
     case DType::kInt32: return tensorflow::DT_INT32;
     case DType::kInt64: return tensorflow::DT_INT64;
@@ -147,6 +148,7 @@ tensorflow::DataType DTypeToDataType(DType dtype) {
 StatusOr<DType> DataTypeToDType(tensorflow::DataType dtype) {
   switch (dtype) {
     case tensorflow::DT_FLOAT: return DType::kFloat32;
+    case tensorflow::DT_DOUBLE: return DType::kFloat64;
     case tensorflow::DT_BFLOAT16: return DType::kBFloat16;
     case tensorflow::DT_INT32: return DType::kInt32;
     case tensorflow::DT_INT64: return DType::kInt64;
@@ -155,7 +157,7 @@ StatusOr<DType> DataTypeToDType(tensorflow::DataType dtype) {
     default: break;
   }
   return InvalidArgument("dtype " + DataTypeName(dtype) +
-                         " is not supported; Lockstep serves DT_FLOAT, DT_BFLOAT16, DT_INT32, "
+                         " is not supported; Lockstep serves DT_FLOAT, DT_DOUBLE, DT_BFLOAT16, DT_INT32, "
                          "DT_INT64, DT_BOOL and DT_STRING");
 }
 
@@ -203,6 +205,9 @@ StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, int64_t m
     case DType::kFloat32:
       return FromField<float>(wire, shape, n, proto.float_val(), "float_val", max_bytes,
                               [](float v) { return v; });
+    case DType::kFloat64:
+      return FromField<double>(wire, shape, n, proto.double_val(), "double_val", max_bytes,
+                               [](double v) { return v; });
     case DType::kBFloat16:
       return FromField<bfloat16>(wire, shape, n, proto.half_val(), "half_val", max_bytes,
                                  [](int32_t v) {
@@ -238,6 +243,9 @@ Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
   switch (tensor.dtype()) {
     case DType::kFloat32:
       CopyOut(tensor.data<float>(), proto->mutable_float_val());
+      break;
+    case DType::kFloat64:
+      CopyOut(tensor.data<double>(), proto->mutable_double_val());
       break;
     case DType::kBFloat16: {
       auto* field = proto->mutable_half_val();

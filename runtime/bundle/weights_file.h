@@ -2,7 +2,7 @@
 // format live in one place:
 //   - each weight starts at an offset that is a multiple of kWeightAlignment, the gap before
 //     it filled with zero bytes; model.pb's WeightEntry gives its offset and size in bytes;
-//   - float32, bfloat16, int32, int64 and bool elements are stored raw, little-endian, so
+//   - float32, float64, bfloat16, int32, int64 and bool elements are stored raw, little-endian, so
 //     the reader can hand out views into the mapped file without copying;
 //   - a string tensor stores, per element, a little-endian uint64 byte count, then the bytes.
 #pragma once

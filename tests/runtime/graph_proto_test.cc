@@ -73,13 +73,14 @@ TEST(GraphProtoTest, AttrsMapToTheirOneofCase) {
 }
 
 TEST(GraphProtoTest, DTypeAndShapeHelpers) {
-  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool, DType::kString}) {
+  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool, DType::kString,
+                  DType::kFloat64}) {
     auto back = DTypeFromProto(DTypeToProto(d));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, d);
   }
   EXPECT_TRUE(IsError(DTypeFromProto(0).status(), StatusCode::kInvalidArgument, {"invalid dtype 0"}));
-  EXPECT_TRUE(IsError(DTypeFromProto(7).status(), StatusCode::kInvalidArgument, {"invalid dtype 7"}));
+  EXPECT_TRUE(IsError(DTypeFromProto(8).status(), StatusCode::kInvalidArgument, {"invalid dtype 8"}));
   EXPECT_TRUE(IsError(DTypeFromProto(-1).status(), StatusCode::kInvalidArgument, {"invalid dtype -1"}));
 
   proto::ShapeProto sp;

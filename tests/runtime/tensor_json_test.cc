@@ -62,6 +62,21 @@ TEST(TensorJson, ReadsEveryDtypeAndChecksValues) {
   EXPECT_TRUE(parse("[]", DType::kFloat32)->shape() == Shape{0});
 }
 
+TEST(TensorJson, Float64KeepsEveryDigitBothWays) {
+  auto d = TensorFromJson(*ParseJson("[0.1, 1e300, -2, NaN, -Infinity]"), DType::kFloat64);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->data<double>()[0], 0.1);
+  EXPECT_EQ(d->data<double>()[1], 1e300) << "beyond float's range is fine for float64";
+  EXPECT_TRUE(std::isnan(d->data<double>()[3]));
+  EXPECT_EQ(d->data<double>()[4], -std::numeric_limits<double>::infinity());
+  std::string out;
+  AppendTensorJson(*d, &out);
+  EXPECT_EQ(out, "[0.1, 1e+300, -2.0, NaN, -Infinity]");
+  out.clear();
+  AppendTensorJson(Tensor::Scalar<double>(0.1 + 0.2), &out);
+  EXPECT_EQ(out, "0.30000000000000004");
+}
+
 TEST(TensorJson, RefusesDeepNestingBeforeParsing) {
   EXPECT_FALSE(ParseJson(std::string(100000, '[') + std::string(100000, ']')).ok());
   EXPECT_TRUE(ParseJson("[[[1]]]").ok());

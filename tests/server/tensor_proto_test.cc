@@ -57,6 +57,16 @@ TEST(TensorProtoTest, RoundTripsFloat) {
   ExpectRoundTrip(Tensor(DType::kFloat32, Shape{0, 4}));
 }
 
+TEST(TensorProtoTest, RoundTripsFloat64AsDtDouble) {
+  const Tensor t = Tensor::FromVector<double>(Shape{3}, {0.1, -1e300, std::numeric_limits<double>::denorm_min()});
+  ExpectRoundTrip(t);
+  TensorProto p;
+  ASSERT_TRUE(TensorToProto(t, &p).ok());
+  EXPECT_EQ(p.dtype(), tensorflow::DT_DOUBLE);
+  ASSERT_EQ(p.double_val_size(), 3);
+  EXPECT_EQ(p.double_val(0), 0.1);
+}
+
 TEST(TensorProtoTest, RoundTripsBfloat16) {
   Tensor t = Tensor::FromVector<bfloat16>(
       Shape{4}, {bfloat16::FromBits(0x3f80), bfloat16::FromBits(0x8000), bfloat16::FromBits(0xffc1),
@@ -235,7 +245,7 @@ TEST(TensorProtoTest, RejectsBadTensorContent) {
 }
 
 TEST(TensorProtoTest, RejectsUnsupportedDtypes) {
-  for (auto dtype : {tensorflow::DT_DOUBLE, tensorflow::DT_HALF, tensorflow::DT_UINT8, tensorflow::DT_INT8,
+  for (auto dtype : {tensorflow::DT_HALF, tensorflow::DT_UINT8, tensorflow::DT_INT8,
                      tensorflow::DT_INT16, tensorflow::DT_UINT32, tensorflow::DT_COMPLEX64,
                      tensorflow::DT_RESOURCE, tensorflow::DT_VARIANT, tensorflow::DT_FLOAT_REF,
                      tensorflow::DT_INVALID}) {
