@@ -16,15 +16,18 @@ enum class Activation { kNone, kRelu, kGelu, kSigmoid, kTanh };
 std::string_view ActivationName(Activation a);
 StatusOr<Activation> ParseActivation(std::string_view name);
 
-inline float ApplyActivation(Activation a, float x) {
+// For float (the models) and double (gradient checks); the float form's constants are the
+// float roundings of the double ones, so it computes exactly what it always has.
+template <typename T>
+inline T ApplyActivation(Activation a, T x) {
   switch (a) {
     case Activation::kNone: return x;
-    case Activation::kRelu: return x < 0.0f ? 0.0f : x;  // NaN passes through
+    case Activation::kRelu: return x < T(0) ? T(0) : x;  // NaN passes through
     // The exact form, 0.5 x (1 + erf(x / sqrt 2)), as Keras and PyTorch default to.
     case Activation::kGelu:
-      if (std::isinf(x)) return x > 0.0f ? x : -0.0f;  // the formula would give inf * 0 = NaN
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+      if (std::isinf(x)) return x > T(0) ? x : T(-0.0);  // the formula would give inf * 0 = NaN
+      return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    case Activation::kSigmoid: return T(1) / (T(1) + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
   }
   return x;

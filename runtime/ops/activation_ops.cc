@@ -13,17 +13,23 @@
 namespace lockstep {
 namespace {
 
+// float32, or float64 (gradient checks).
+Status CheckRealDType(std::string_view name, DType dtype) {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return Status::Ok();
+  return InvalidArgument(Str(name) + ": input must be float32 or float64, got " + Str(DTypeName(dtype)));
+}
+
 StatusOr<std::vector<TensorSpec>> InferFloatUnary(std::string_view name,
                                                   const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 1, 1));
-  LS_RETURN_IF_ERROR(CheckDType(name, "input", ctx.inputs[0].dtype, DType::kFloat32));
-  return Single(DType::kFloat32, ctx.inputs[0].shape);
+  LS_RETURN_IF_ERROR(CheckRealDType(name, ctx.inputs[0].dtype));
+  return Single(ctx.inputs[0].dtype, ctx.inputs[0].shape);
 }
 
 // The activation is a template argument so that the switch inside ApplyActivation folds away
 // and the loop is a plain map (vectorised for Relu; libm calls for the others).
-template <Activation A>
-void MapActivation(const float* in, float* out, int64_t n) {
+template <Activation A, typename T>
+void MapActivation(const T* in, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = ApplyActivation(A, in[i]);
 }
 
@@ -44,20 +50,25 @@ StatusOr<std::vector<TensorSpec>> InferActivation(const ShapeInferenceContext& c
   return InferFloatUnary(ActivationOpName<A>(), ctx);
 }
 
-template <Activation A>
-Status ActivationKernel(KernelContext& ctx) {
+template <Activation A, typename T>
+Status ActivationKernelTyped(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  LS_RETURN_IF_ERROR(CheckDType(ActivationOpName<A>(), "input", x.dtype(), DType::kFloat32));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
-  Tensor& out = *out_ptr;
-  const float* px = x.data<float>().data();
-  float* po = out.mutable_data<float>().data();
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, x.dtype(), x.shape()));
+  const T* px = x.data<T>().data();
+  T* po = out_ptr->mutable_data<T>().data();
   // Transcendental activations cost tens of cycles per element: smaller chunks pay.
   const int64_t grain = A == Activation::kRelu ? kElementGrain : kElementGrain / 8;
   ctx.pool().ParallelFor(x.num_elements(), grain, [&](int64_t begin, int64_t end) {
     MapActivation<A>(px + begin, po + begin, end - begin);
   });
   return Status::Ok();
+}
+
+template <Activation A>
+Status ActivationKernel(KernelContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckRealDType(ActivationOpName<A>(), ctx.input(0).dtype()));
+  return ctx.input(0).dtype() == DType::kFloat64 ? ActivationKernelTyped<A, double>(ctx)
+                                                 : ActivationKernelTyped<A, float>(ctx);
 }
 
 template <Activation A>
@@ -101,44 +112,50 @@ StatusOr<std::vector<TensorSpec>> InferSoftmax(const ShapeInferenceContext& ctx)
 // so long rows lose nothing to it. A NaN anywhere in a row makes the whole row NaN (as the
 // maths says); a row of all -inf is NaN too (0/0), and +inf gives NaN (inf - inf), as in
 // TensorFlow.
-template <bool Log>
-void SoftmaxRow(const float* x, float* out, int64_t n) {
+template <bool Log, typename T>
+void SoftmaxRow(const T* x, T* out, int64_t n) {
   if (n == 0) return;
-  float max = x[0];
+  T max = x[0];
   for (int64_t i = 1; i < n; ++i) {
     if (x[i] > max || std::isnan(x[i])) max = std::isnan(max) ? max : x[i];
   }
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - max);
+    const T e = std::exp(x[i] - max);
     if constexpr (!Log) out[i] = e;
     sum += e;
   }
   if constexpr (Log) {
-    const float log_sum = static_cast<float>(std::log(sum));
+    const T log_sum = static_cast<T>(std::log(sum));
     for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
   } else {
-    const float s = static_cast<float>(sum);
+    const T s = static_cast<T>(sum);
     for (int64_t i = 0; i < n; ++i) out[i] /= s;
   }
 }
 
-template <bool Log>
-Status SoftmaxKernel(KernelContext& ctx) {
+template <bool Log, typename T>
+Status SoftmaxKernelTyped(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  LS_RETURN_IF_ERROR(CheckDType(SoftmaxName<Log>(), "input", x.dtype(), DType::kFloat32));
-  LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs(), x.shape()));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, x.dtype(), x.shape()));
   Tensor& out = *out_ptr;
   const int64_t n = x.shape().dim(x.shape().rank() - 1);
   if (out.num_elements() == 0) return Status::Ok();
-  const float* px = x.data<float>().data();
-  float* po = out.mutable_data<float>().data();
+  const T* px = x.data<T>().data();
+  T* po = out.mutable_data<T>().data();
   auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) SoftmaxRow<Log>(px + r * n, po + r * n, n);
   };
   ctx.pool().ParallelFor(x.num_elements() / n, std::max<int64_t>(1, kElementGrain / 8 / n), rows);
   return Status::Ok();
+}
+
+template <bool Log>
+Status SoftmaxKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  LS_RETURN_IF_ERROR(CheckRealDType(SoftmaxName<Log>(), x.dtype()));
+  LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs(), x.shape()));
+  return x.dtype() == DType::kFloat64 ? SoftmaxKernelTyped<Log, double>(ctx) : SoftmaxKernelTyped<Log, float>(ctx);
 }
 
 template <bool Log>

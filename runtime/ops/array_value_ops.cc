@@ -23,12 +23,13 @@ namespace {
 //   int -> float/bfloat16: round to nearest even (int -> bfloat16 rounds through float32);
 //   int64 -> int32: keeps the low 32 bits (two's complement wrap), as TensorFlow;
 //   anything -> bool: true when not zero (NaN is true); bool -> number: 0 or 1;
-//   float32 <-> bfloat16: bfloat16.h's rounding (nearest even, NaN kept).
+//   float32 <-> bfloat16: bfloat16.h's rounding (nearest even, NaN kept); float64 -> float32
+//   rounds to nearest (infinity beyond float's range); float64 -> bfloat16 goes through float32.
 // Casting to the same dtype copies, for every dtype including string; strings convert to
 // nothing else.
 
 bool IsCastable(DType d) {
-  return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kInt32 ||
+  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kBFloat16 || d == DType::kInt32 ||
          d == DType::kInt64 || d == DType::kBool;
 }
 
@@ -48,11 +49,11 @@ StatusOr<std::vector<TensorSpec>> InferCast(const ShapeInferenceContext& ctx) {
   return Single(to, ctx.inputs[0].shape);
 }
 
-template <typename To>
-To FloatToInt(float x) {
-  // The integer maximum rounds up to 2^(bits-1) in float, exactly the first value that does
-  // not fit; -2^(bits-1) is the minimum itself.
-  constexpr float kLimit = static_cast<float>(std::numeric_limits<To>::max());
+template <typename To, typename From>
+To FloatToInt(From x) {
+  // 2^(bits-1), the first value that does not fit; -2^(bits-1) is the minimum itself. Both
+  // are exact in float and double.
+  constexpr From kLimit = -static_cast<From>(std::numeric_limits<To>::min());
   if (x != x) return 0;
   if (x >= kLimit) return std::numeric_limits<To>::max();
   if (x < -kLimit) return std::numeric_limits<To>::min();
@@ -69,6 +70,13 @@ To CastValue(From x) {
     return x != From{0};
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     return FloatToInt<To>(x);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, float>) {
+    // Beyond float's range the conversion is undefined in C++; IEEE rounding gives the largest
+    // float below 2^128 - 2^103 (half an ulp above it) and infinity from there.
+    constexpr double kOverflow = 0x1p128 - 0x1p103;
+    if (x >= kOverflow) return std::numeric_limits<float>::infinity();
+    if (x <= -kOverflow) return -std::numeric_limits<float>::infinity();
+    return static_cast<float>(x);
   } else {
     return static_cast<To>(x);
   }
@@ -100,6 +108,7 @@ template <typename From>
 Status CastFrom(KernelContext& ctx, const Tensor& in, Tensor& out) {
   switch (out.dtype()) {
     case DType::kFloat32: CastTyped<From, float>(ctx, in, out); break;
+    case DType::kFloat64: CastTyped<From, double>(ctx, in, out); break;
     case DType::kBFloat16: CastTyped<From, bfloat16>(ctx, in, out); break;
     case DType::kInt32: CastTyped<From, int32_t>(ctx, in, out); break;
     case DType::kInt64: CastTyped<From, int64_t>(ctx, in, out); break;
@@ -126,6 +135,7 @@ Status CastKernel(KernelContext& ctx) {
   }
   switch (in.dtype()) {
     case DType::kFloat32: return CastFrom<float>(ctx, in, out);
+    case DType::kFloat64: return CastFrom<double>(ctx, in, out);
     case DType::kBFloat16: return CastFrom<bfloat16>(ctx, in, out);
     case DType::kInt32: return CastFrom<int32_t>(ctx, in, out);
     case DType::kInt64: return CastFrom<int64_t>(ctx, in, out);

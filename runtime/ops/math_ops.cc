@@ -143,7 +143,7 @@ T Apply(T x, T y) {
 }
 
 bool IsArithmeticDType(DType d) {
-  return d == DType::kFloat32 || d == DType::kInt32 || d == DType::kInt64;
+  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kInt32 || d == DType::kInt64;
 }
 
 StatusOr<Shape> BinaryShape(std::string_view name, const TensorSpec& a, const TensorSpec& b) {
@@ -153,7 +153,7 @@ StatusOr<Shape> BinaryShape(std::string_view name, const TensorSpec& a, const Te
   }
   if (!IsArithmeticDType(a.dtype)) {
     return InvalidArgument(Str(name) + ": dtype " + Str(DTypeName(a.dtype)) +
-                           " is not supported (float32, int32, int64)");
+                           " is not supported (float32, float64, int32, int64)");
   }
   return BroadcastShapes(name, a.shape, b.shape);
 }
@@ -199,6 +199,7 @@ Status BinaryKernel(KernelContext& ctx) {
                                                    {b.dtype(), b.shape()}));
   switch (a.dtype()) {
     case DType::kFloat32: return BinaryKernelTyped<Op, float>(ctx, out_shape);
+    case DType::kFloat64: return BinaryKernelTyped<Op, double>(ctx, out_shape);
     case DType::kInt32: return BinaryKernelTyped<Op, int32_t>(ctx, out_shape);
     case DType::kInt64: return BinaryKernelTyped<Op, int64_t>(ctx, out_shape);
     default: return Internal("unreachable dtype");
@@ -222,34 +223,41 @@ StatusOr<Shape> BiasAddShape(const Shape& x, const Shape& bias) {
 
 StatusOr<std::vector<TensorSpec>> InferBiasAdd(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("BiasAdd", ctx.inputs.size(), 2, 2));
-  LS_RETURN_IF_ERROR(CheckDType("BiasAdd", "x", ctx.inputs[0].dtype, DType::kFloat32));
-  LS_RETURN_IF_ERROR(CheckDType("BiasAdd", "bias", ctx.inputs[1].dtype, DType::kFloat32));
+  const DType dtype = ctx.inputs[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  LS_RETURN_IF_ERROR(CheckDType("BiasAdd", "x", ctx.inputs[0].dtype, dtype));
+  LS_RETURN_IF_ERROR(CheckDType("BiasAdd", "bias", ctx.inputs[1].dtype, dtype));
   LS_ASSIGN_OR_RETURN(Shape out, BiasAddShape(ctx.inputs[0].shape, ctx.inputs[1].shape));
-  return Single(DType::kFloat32, out);
+  return Single(dtype, out);
 }
 
 // A plain x + bias per element: the same single rounding as the Gemm epilogue's bias step, so
 // MatMul -> BiasAdd and FusedMatMul agree bit for bit.
-Status BiasAddKernel(KernelContext& ctx) {
+template <typename T>
+Status BiasAddKernelTyped(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& bias = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape shape, BiasAddShape(x.shape(), bias.shape()));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, shape));
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, x.dtype(), shape));
   Tensor& out = *out_ptr;
   const int64_t c = bias.num_elements();
   if (out.num_elements() == 0) return Status::Ok();
-  const float* px = x.data<float>().data();
-  const float* pb = bias.data<float>().data();
-  float* po = out.mutable_data<float>().data();
+  const T* px = x.data<T>().data();
+  const T* pb = bias.data<T>().data();
+  T* po = out.mutable_data<T>().data();
   auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float* xr = px + r * c;
-      float* orow = po + r * c;
+      const T* xr = px + r * c;
+      T* orow = po + r * c;
       for (int64_t j = 0; j < c; ++j) orow[j] = xr[j] + pb[j];
     }
   };
   ctx.pool().ParallelFor(out.num_elements() / c, std::max<int64_t>(1, kElementGrain / c), rows);
   return Status::Ok();
+}
+
+Status BiasAddKernel(KernelContext& ctx) {
+  if (ctx.input(0).dtype() != ctx.input(1).dtype()) return InvalidArgument("BiasAdd: x and bias dtypes differ");
+  return ctx.input(0).dtype() == DType::kFloat64 ? BiasAddKernelTyped<double>(ctx) : BiasAddKernelTyped<float>(ctx);
 }
 
 // ---- Normalize(x, mean, std) = (x - mean) / std ----

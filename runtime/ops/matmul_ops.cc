@@ -42,11 +42,18 @@ Status CheckMatMulDType(std::string_view op, std::string_view what, DType dtype)
                          Str(DTypeName(dtype)));
 }
 
-// [M, K] x [K, N] -> [M, N] after the transpose flags; -1 dimensions match anything.
+// [M, K] x [K, N] -> [M, N] after the transpose flags; -1 dimensions match anything. MatMul
+// (not FusedMatMul) also takes two float64 inputs, for gradient checks.
 StatusOr<Shape> MatMulShape(std::string_view name, const TensorSpec& a, const TensorSpec& b,
                             const MatMulAttrs& attrs) {
-  LS_RETURN_IF_ERROR(CheckMatMulDType(name, "a", a.dtype));
-  LS_RETURN_IF_ERROR(CheckMatMulDType(name, "b", b.dtype));
+  const bool f64 = name == "MatMul" && a.dtype == DType::kFloat64;
+  if (f64 && b.dtype != DType::kFloat64) {
+    return InvalidArgument(Str(name) + ": b must be float64 like a, got " + Str(DTypeName(b.dtype)));
+  }
+  if (!f64) {
+    LS_RETURN_IF_ERROR(CheckMatMulDType(name, "a", a.dtype));
+    LS_RETURN_IF_ERROR(CheckMatMulDType(name, "b", b.dtype));
+  }
   if (a.shape.rank() != 2 || b.shape.rank() != 2) {
     return InvalidArgument(Str(name) + ": expects rank-2 inputs, got " + a.shape.ToString() +
                            " x " + b.shape.ToString());
@@ -85,7 +92,7 @@ StatusOr<std::vector<TensorSpec>> InferMatMul(const ShapeInferenceContext& ctx) 
   LS_RETURN_IF_ERROR(CheckInputCount("MatMul", ctx.inputs.size(), 2, 2));
   LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs, false));
   LS_ASSIGN_OR_RETURN(Shape out, MatMulShape("MatMul", ctx.inputs[0], ctx.inputs[1], attrs));
-  return Single(DType::kFloat32, out);
+  return Single(ctx.inputs[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32, out);
 }
 
 StatusOr<std::vector<TensorSpec>> InferFusedMatMul(const ShapeInferenceContext& ctx) {
@@ -123,12 +130,38 @@ Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_sh
   return Status::Ok();
 }
 
+// float64: plain loops, each dot product summed in k order. Only gradient checks run it.
+Status RunFloat64MatMul(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_shape) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat64, out_shape));
+  const int64_t m = out_shape.dim(0), n = out_shape.dim(1), k = a.shape().dim(attrs.transpose_a ? 0 : 1);
+  const int64_t lda = a.shape().dim(1), ldb = b.shape().dim(1);
+  const double* pa = a.data<double>().data();
+  const double* pb = b.data<double>().data();
+  double* pc = out_ptr->mutable_data<double>().data();
+  ctx.pool().ParallelFor(m, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += (attrs.transpose_a ? pa[p * lda + i] : pa[i * lda + p]) *
+                 (attrs.transpose_b ? pb[j * ldb + p] : pb[p * ldb + j]);
+        }
+        pc[i * n + j] = sum;
+      }
+    }
+  });
+  return Status::Ok();
+}
+
 Status MatMulKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(ctx.attrs(), false));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape out,
                       MatMulShape("MatMul", {a.dtype(), a.shape()}, {b.dtype(), b.shape()}, attrs));
+  if (a.dtype() == DType::kFloat64) return RunFloat64MatMul(ctx, attrs, out);
   return RunGemm(ctx, attrs, out, nullptr);
 }
 
@@ -144,7 +177,8 @@ Status FusedMatMulKernel(KernelContext& ctx) {
 
 // A constant b is packed as the product will read it: in its own type (bf16 stays bf16).
 StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b) {
-  if (input != 1 || b.shape().rank() != 2) return std::shared_ptr<const PackedB>();
+  // float64 products (gradient checks) do not go through the matmul core.
+  if (input != 1 || b.shape().rank() != 2 || b.dtype() == DType::kFloat64) return std::shared_ptr<const PackedB>();
   LS_RETURN_IF_ERROR(CheckMatMulDType("MatMul", "b", b.dtype()));
   LS_ASSIGN_OR_RETURN(bool transpose_b, attrs.GetBoolOr("transpose_b", false));
   const int64_t k = b.shape().dim(transpose_b ? 1 : 0);
