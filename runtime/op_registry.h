@@ -1,7 +1,7 @@
 // The op registry: for each op, how many inputs and outputs it has, how its output dtypes and
-// shapes follow from its inputs (shape inference), its forward kernel, and a slot for its
-// gradient (filled by training). The graph validator, the passes and the executor all ask the
-// registry; nothing else knows what an op does.
+// shapes follow from its inputs (shape inference), its forward kernel, and its gradient. The
+// graph validator, the passes and the executor all ask the registry; nothing else knows what an
+// op does.
 #pragma once
 
 #include <map>
@@ -89,8 +89,9 @@ using KernelFn = Status (*)(KernelContext&);
 // not one the op packs. Errors are the op's own shape errors, reported at session creation.
 using PackFn = StatusOr<std::shared_ptr<const PackedB>> (*)(const AttrMap& attrs, int input,
                                                             const Tensor& value);
-// Filled in by the training module: builds the gradient of an op's inputs from the gradient
-// of its outputs. Declared here so the registry has one entry per op.
+// Builds the gradient of an op's inputs from the gradient of its outputs, as backward nodes
+// (runtime/autodiff/). Registered beside the op's forward kernel; null for ops that are not
+// differentiated (integer ops, ArgMax, Cast, the serving-only fused ops).
 class GradientBuilder;
 using GradientFn = Status (*)(GradientBuilder&);
 

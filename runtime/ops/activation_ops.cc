@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/activation.h"
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -71,6 +72,22 @@ Status ActivationKernel(KernelContext& ctx) {
                                                  : ActivationKernelTyped<A, float>(ctx);
 }
 
+// Relu and Gelu differentiate from their input, Sigmoid and Tanh (more cheaply) from their
+// output.
+template <Activation A>
+Status ActivationGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const std::string& dy = g.output_grad(0);
+  switch (A) {
+    case Activation::kRelu: g.SetInputGrad(0, g.Op("ReluGrad", {dy, g.input(0)})); break;
+    case Activation::kGelu: g.SetInputGrad(0, g.Op("GeluGrad", {dy, g.input(0)})); break;
+    case Activation::kSigmoid: g.SetInputGrad(0, g.Op("SigmoidGrad", {dy, g.output(0)})); break;
+    case Activation::kTanh: g.SetInputGrad(0, g.Op("TanhGrad", {dy, g.output(0)})); break;
+    case Activation::kNone: g.SetInputGrad(0, dy); break;
+  }
+  return Status::Ok();
+}
+
 template <Activation A>
 OpDef ActivationDef() {
   OpDef def;
@@ -78,6 +95,7 @@ OpDef ActivationDef() {
   def.min_inputs = def.max_inputs = 1;
   def.infer = InferActivation<A>;
   def.compute = ActivationKernel<A>;
+  def.gradient = ActivationGrad<A>;
   return def;
 }
 
@@ -159,12 +177,20 @@ Status SoftmaxKernel(KernelContext& ctx) {
 }
 
 template <bool Log>
+Status SoftmaxGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  g.SetInputGrad(0, g.Op(Log ? "LogSoftmaxGrad" : "SoftmaxGrad", {g.output_grad(0), g.output(0)}));
+  return Status::Ok();
+}
+
+template <bool Log>
 OpDef SoftmaxDef() {
   OpDef def;
   def.name = std::string(SoftmaxName<Log>());
   def.min_inputs = def.max_inputs = 1;
   def.infer = InferSoftmax<Log>;
   def.compute = SoftmaxKernel<Log>;
+  def.gradient = SoftmaxGrad<Log>;
   return def;
 }
 

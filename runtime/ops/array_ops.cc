@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -221,10 +222,43 @@ OpDef MakeDef(std::string name, int min_inputs, int max_inputs, ShapeFn infer, K
 
 void RegisterArrayValueOps(OpRegistry& registry);  // array_value_ops.cc
 
+namespace {
+
+Status IdentityGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  g.SetInputGrad(0, g.output_grad(0));
+  return Status::Ok();
+}
+
+// Reshape and Flatten: the gradient takes the input's shape back. A shape with more than one
+// dimension unknown until run time cannot be written as a Reshape target.
+Status ReshapeGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const Shape& in = g.input_spec(0).shape;
+  int unknown = 0;
+  for (int64_t d : in.dims()) unknown += d < 0 ? 1 : 0;
+  if (unknown > 1) {
+    return Unimplemented("the gradient of a reshape from " + in.ToString() +
+                         " (more than one dimension unknown before run time)");
+  }
+  AttrMap attrs;
+  attrs.Set("shape", std::vector<int64_t>(in.dims().begin(), in.dims().end()));
+  g.SetInputGrad(0, g.Op("Reshape", {g.output_grad(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+}  // namespace
+
 void RegisterArrayOps(OpRegistry& registry) {
-  (void)registry.Register(MakeDef("Identity", 1, 1, InferIdentity, IdentityKernel, true));
-  (void)registry.Register(MakeDef("Reshape", 1, 1, InferReshape, ReshapeKernel, true));
-  (void)registry.Register(MakeDef("Flatten", 1, 1, InferFlatten, FlattenKernel, true));
+  OpDef identity = MakeDef("Identity", 1, 1, InferIdentity, IdentityKernel, true);
+  identity.gradient = IdentityGrad;
+  (void)registry.Register(std::move(identity));
+  OpDef reshape = MakeDef("Reshape", 1, 1, InferReshape, ReshapeKernel, true);
+  reshape.gradient = ReshapeGrad;
+  (void)registry.Register(std::move(reshape));
+  OpDef flatten = MakeDef("Flatten", 1, 1, InferFlatten, FlattenKernel, true);
+  flatten.gradient = ReshapeGrad;
+  (void)registry.Register(std::move(flatten));
   (void)registry.Register(MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false));
   RegisterArrayValueOps(registry);
 }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -312,13 +313,48 @@ Status NormalizeKernel(KernelContext& ctx) {
 }
 
 template <BinaryOp Op>
+Status BinaryGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const std::string& dy = g.output_grad(0);
+  const std::string a = g.input(0), b = g.input(1);
+  const DType dtype = g.output_spec(0).dtype;
+  // Each side's gradient, then summed down to that side's shape where it was broadcast.
+  std::string da, db;
+  if constexpr (Op == BinaryOp::kAdd) {
+    da = dy;
+    db = dy;
+  } else if constexpr (Op == BinaryOp::kSub) {
+    da = dy;
+    if (g.needs_input_grad(1)) db = g.Op("Mul", {dy, g.Scalar(dtype, -1.0)});
+  } else if constexpr (Op == BinaryOp::kMul) {
+    if (g.needs_input_grad(0)) da = g.Op("Mul", {dy, b});
+    if (g.needs_input_grad(1)) db = g.Op("Mul", {dy, a});
+  } else {
+    if (g.needs_input_grad(0)) da = g.Op("Div", {dy, b});
+    // d(a / b)/db = -(a / b) / b.
+    if (g.needs_input_grad(1)) db = g.Op("Mul", {g.Op("Mul", {dy, g.Scalar(dtype, -1.0)}), g.Op("Div", {g.output(0), b})});
+  }
+  if (g.needs_input_grad(0)) g.SetInputGrad(0, g.Op("SumLike", {da, a}));
+  if (g.needs_input_grad(1)) g.SetInputGrad(1, g.Op("SumLike", {db, b}));
+  return Status::Ok();
+}
+
+template <BinaryOp Op>
 OpDef BinaryDef() {
   OpDef def;
   def.name = std::string(BinaryOpName(Op));
   def.min_inputs = def.max_inputs = 2;
   def.infer = InferBinary<Op>;
   def.compute = BinaryKernel<Op>;
+  def.gradient = BinaryGrad<Op>;
   return def;
+}
+
+Status BiasAddGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  g.SetInputGrad(0, g.output_grad(0));
+  if (g.needs_input_grad(1)) g.SetInputGrad(1, g.Op("SumLike", {g.output_grad(0), g.input(1)}));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -334,6 +370,7 @@ void RegisterMathOps(OpRegistry& registry) {
   bias_add.min_inputs = bias_add.max_inputs = 2;
   bias_add.infer = InferBiasAdd;
   bias_add.compute = BiasAddKernel;
+  bias_add.gradient = BiasAddGrad;
   (void)registry.Register(std::move(bias_add));
 
   OpDef normalize;

@@ -10,6 +10,7 @@
 #include "runtime/activation.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -187,6 +188,34 @@ StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int i
       PackedB::Pack(b.raw_data(), b.dtype(), transpose_b, k, n, b.shape().dim(1), b.dtype()));
 }
 
+// C = op(A) op(B). With dC the gradient of C:
+//   C = A B:    dA = dC B^T,     dB = A^T dC
+//   C = A^T B:  dA = B dC^T,     dB = A dC
+//   C = A B^T:  dA = dC B,       dB = dC^T A
+//   C = A^T B^T: dA = B^T dC^T,  dB = dC^T A^T
+Status MatMulGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(g.attrs(), false));
+  const std::string& dc = g.output_grad(0);
+  const std::string a = g.input(0), b = g.input(1);
+  auto matmul = [&](const std::string& x, const std::string& y, bool tx, bool ty) {
+    AttrMap m;
+    m.Set("transpose_a", tx);
+    m.Set("transpose_b", ty);
+    return g.Op("MatMul", {x, y}, std::move(m));
+  };
+  const bool ta = attrs.transpose_a, tb = attrs.transpose_b;
+  if (g.needs_input_grad(0)) {
+    g.SetInputGrad(0, !ta ? (!tb ? matmul(dc, b, false, true) : matmul(dc, b, false, false))
+                          : (!tb ? matmul(b, dc, false, true) : matmul(b, dc, true, true)));
+  }
+  if (g.needs_input_grad(1)) {
+    g.SetInputGrad(1, !tb ? (!ta ? matmul(a, dc, true, false) : matmul(a, dc, false, false))
+                          : (!ta ? matmul(dc, a, true, false) : matmul(dc, a, true, true)));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterMatMulOps(OpRegistry& registry) {
@@ -196,6 +225,7 @@ void RegisterMatMulOps(OpRegistry& registry) {
   matmul.infer = InferMatMul;
   matmul.compute = MatMulKernel;
   matmul.pack_constant = PackWeights;
+  matmul.gradient = MatMulGrad;
   (void)registry.Register(std::move(matmul));
 
   OpDef fused;

@@ -16,6 +16,9 @@ void RegisterMatMulOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 // Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather.
 void RegisterArrayOps(OpRegistry& registry);
+// What backward graphs are made of: Sum, SumLike, BroadcastLike and the activations'
+// derivatives (ReluGrad, SigmoidGrad, TanhGrad, GeluGrad, SoftmaxGrad, LogSoftmaxGrad).
+void RegisterGradientOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -23,6 +26,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMatMulOps(registry);
   RegisterConvOps(registry);
   RegisterArrayOps(registry);
+  RegisterGradientOps(registry);
 }
 
 }  // namespace lockstep

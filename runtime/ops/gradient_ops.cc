@@ -1,0 +1,355 @@
+// The ops backward graphs are made of (runtime/autodiff): reductions that undo broadcasting
+// (Sum, SumLike, BroadcastLike) and the activations' derivatives. float32 and float64 (the
+// latter for gradient checks). Sums run in a fixed order, so a gradient is the same bits on
+// every run whatever the thread count.
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/autodiff/gradient_builder.h"
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
+
+namespace lockstep {
+namespace {
+
+Status CheckReal(std::string_view op, std::string_view what, DType dtype) {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return Status::Ok();
+  return InvalidArgument(Str(op) + ": " + Str(what) + " must be float32 or float64, got " + Str(DTypeName(dtype)));
+}
+
+template <typename Fn>
+Status DispatchReal(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat64) return fn(double{});
+  return fn(float{});
+}
+
+// Strides (in elements) of a row-major shape.
+std::array<int64_t, Shape::kMaxRank> Strides(const Shape& s) {
+  std::array<int64_t, Shape::kMaxRank> st{};
+  int64_t step = 1;
+  for (int d = s.rank() - 1; d >= 0; --d) {
+    st[static_cast<size_t>(d)] = step;
+    step *= s.dim(d);
+  }
+  return st;
+}
+
+// For each dimension of `big`, the stride of `small` (right-aligned, numpy style) along it, 0
+// where `small` is broadcast. Fails unless `small` broadcasts to `big`.
+StatusOr<std::array<int64_t, Shape::kMaxRank>> BroadcastStrides(std::string_view op, const Shape& small,
+                                                                const Shape& big) {
+  std::array<int64_t, Shape::kMaxRank> out{};
+  if (small.rank() > big.rank()) {
+    return InvalidArgument(Str(op) + ": " + small.ToString() + " does not broadcast to " + big.ToString());
+  }
+  const auto st = Strides(small);
+  const int offset = big.rank() - small.rank();
+  for (int d = 0; d < big.rank(); ++d) {
+    const int sd = d - offset;
+    if (sd < 0) continue;
+    if (small.dim(sd) == big.dim(d)) {
+      out[static_cast<size_t>(d)] = small.dim(sd) == 1 ? 0 : st[static_cast<size_t>(sd)];
+    } else if (small.dim(sd) != 1) {
+      return InvalidArgument(Str(op) + ": " + small.ToString() + " does not broadcast to " + big.ToString());
+    }
+  }
+  return out;
+}
+
+// Calls fn(big_index, small_index) for every element of `big`, in row-major order.
+template <typename Fn>
+void ForEachBroadcast(const Shape& big, const std::array<int64_t, Shape::kMaxRank>& small_strides, Fn fn) {
+  const int64_t n = big.num_elements();
+  if (n == 0) return;
+  std::array<int64_t, Shape::kMaxRank> index{};
+  int64_t small = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, small);
+    for (int d = big.rank() - 1; d >= 0; --d) {
+      const auto ud = static_cast<size_t>(d);
+      small += small_strides[ud];
+      if (++index[ud] < big.dim(d)) break;
+      small -= big.dim(d) * small_strides[ud];
+      index[ud] = 0;
+    }
+  }
+}
+
+// ---- SumLike(x, like): x summed down to like's shape (the gradient of a broadcast) ----
+
+StatusOr<std::vector<TensorSpec>> InferSumLike(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("SumLike", ctx.inputs.size(), 2, 2));
+  LS_RETURN_IF_ERROR(CheckReal("SumLike", "x", ctx.inputs[0].dtype));
+  return Single(ctx.inputs[0].dtype, ctx.inputs[1].shape);
+}
+
+// x summed over the dimensions where `kept` (x's rank or less, numpy-aligned) has size 1 or
+// none, into an output of shape `out` (kept's element count, any layout of it).
+Status SumDown(KernelContext& ctx, std::string_view op, const Tensor& x, const Shape& kept, const Shape& out_shape) {
+  LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides(op, kept, x.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, x.dtype(), out_shape));
+  return DispatchReal(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* po = out->mutable_data<T>().data();
+    std::fill(po, po + out->num_elements(), T(0));
+    const T* px = x.data<T>().data();
+    ForEachBroadcast(x.shape(), strides, [&](int64_t i, int64_t o) { po[o] += px[i]; });
+    return Status::Ok();
+  });
+}
+
+Status SumLikeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Shape& target = ctx.input(1).shape();
+  if (x.shape() == target) {  // nothing was broadcast: the gradient passes through
+    ctx.SetOutput(0, x);
+    return Status::Ok();
+  }
+  return SumDown(ctx, "SumLike", x, target, target);
+}
+
+// ---- BroadcastLike(x, like): x broadcast to like's shape (the gradient of a sum) ----
+
+StatusOr<std::vector<TensorSpec>> InferBroadcastLike(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("BroadcastLike", ctx.inputs.size(), 2, 2));
+  LS_RETURN_IF_ERROR(CheckReal("BroadcastLike", "x", ctx.inputs[0].dtype));
+  return Single(ctx.inputs[0].dtype, ctx.inputs[1].shape);
+}
+
+Status BroadcastLikeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Shape& target = ctx.input(1).shape();
+  LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides("BroadcastLike", x.shape(), target));
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, x.dtype(), target));
+  return DispatchReal(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* po = out->mutable_data<T>().data();
+    const T* px = x.data<T>().data();
+    ForEachBroadcast(target, strides, [&](int64_t o, int64_t i) { po[o] = px[i]; });
+    return Status::Ok();
+  });
+}
+
+// ---- Sum(x; axes = all, keep_dims = false) ----
+
+StatusOr<std::vector<bool>> ReducedAxes(const AttrMap& attrs, int rank) {
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  if (!attrs.Has("axes")) {
+    std::fill(reduced.begin(), reduced.end(), true);
+    return reduced;
+  }
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, attrs.GetInts("axes"));
+  for (int64_t axis : axes) {
+    LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Sum", axis, rank));
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  return reduced;
+}
+
+StatusOr<Shape> SumShape(const AttrMap& attrs, const Shape& in, Shape* kept) {
+  LS_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(attrs, in.rank()));
+  LS_ASSIGN_OR_RETURN(bool keep, attrs.GetBoolOr("keep_dims", false));
+  Shape out;
+  *kept = Shape();
+  for (int d = 0; d < in.rank(); ++d) {
+    const bool r = reduced[static_cast<size_t>(d)];
+    kept->AddDim(r ? 1 : in.dim(d));
+    if (!r || keep) out.AddDim(r ? 1 : in.dim(d));
+  }
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferSum(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Sum", ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckReal("Sum", "x", ctx.inputs[0].dtype));
+  Shape kept;
+  LS_ASSIGN_OR_RETURN(Shape out, SumShape(ctx.attrs, ctx.inputs[0].shape, &kept));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+Status SumKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Shape kept;
+  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept));
+  return SumDown(ctx, "Sum", x, kept, out_shape);
+}
+
+// ---- Activation derivatives: Op(dy, v) with v the forward input or output ----
+
+enum class Derivative { kRelu, kSigmoid, kTanh, kGelu };
+
+constexpr std::string_view DerivativeName(Derivative d) {
+  switch (d) {
+    case Derivative::kRelu: return "ReluGrad";
+    case Derivative::kSigmoid: return "SigmoidGrad";
+    case Derivative::kTanh: return "TanhGrad";
+    case Derivative::kGelu: return "GeluGrad";
+  }
+  return "";
+}
+
+// v is x for Relu and Gelu, y for Sigmoid and Tanh (cheaper from the output).
+template <Derivative D, typename T>
+T ApplyDerivative(T dy, T v) {
+  if constexpr (D == Derivative::kRelu) {
+    return v > T(0) ? dy : T(0);
+  } else if constexpr (D == Derivative::kSigmoid) {
+    return dy * v * (T(1) - v);
+  } else if constexpr (D == Derivative::kTanh) {
+    return dy * (T(1) - v * v);
+  } else {
+    const T cdf = T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440)));
+    const T pdf = std::exp(T(-0.5) * v * v) * T(0.39894228040143267794);
+    return dy * (cdf + v * pdf);
+  }
+}
+
+StatusOr<std::vector<TensorSpec>> InferPairwise(std::string_view name, const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 2, 2));
+  LS_RETURN_IF_ERROR(CheckReal(name, "dy", ctx.inputs[0].dtype));
+  LS_RETURN_IF_ERROR(CheckDType(name, "second input", ctx.inputs[1].dtype, ctx.inputs[0].dtype));
+  Shape shape;
+  for (int d = 0; d < ctx.inputs[0].shape.rank() || d < ctx.inputs[1].shape.rank(); ++d) {
+    if (ctx.inputs[0].shape.rank() != ctx.inputs[1].shape.rank()) {
+      return InvalidArgument(Str(name) + ": shapes differ, " + ctx.inputs[0].shape.ToString() + " and " +
+                             ctx.inputs[1].shape.ToString());
+    }
+    int64_t merged;
+    if (!MergeDim(ctx.inputs[0].shape.dim(d), ctx.inputs[1].shape.dim(d), &merged)) {
+      return InvalidArgument(Str(name) + ": shapes differ, " + ctx.inputs[0].shape.ToString() + " and " +
+                             ctx.inputs[1].shape.ToString());
+    }
+    shape.AddDim(merged);
+  }
+  return Single(ctx.inputs[0].dtype, shape);
+}
+
+Status CheckSameShape(std::string_view name, const Tensor& a, const Tensor& b) {
+  if (a.shape() == b.shape()) return Status::Ok();
+  return InvalidArgument(Str(name) + ": shapes differ, " + a.shape().ToString() + " and " + b.shape().ToString());
+}
+
+template <Derivative D>
+Status DerivativeKernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& v = ctx.input(1);
+  LS_RETURN_IF_ERROR(CheckSameShape(DerivativeName(D), dy, v));
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
+  return DispatchReal(dy.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pd = dy.data<T>().data();
+    const T* pv = v.data<T>().data();
+    T* po = out->mutable_data<T>().data();
+    ctx.pool().ParallelFor(dy.num_elements(), kElementGrain / 8, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = ApplyDerivative<D>(pd[i], pv[i]);
+    });
+    return Status::Ok();
+  });
+}
+
+template <Derivative D>
+OpDef DerivativeDef() {
+  OpDef def;
+  def.name = std::string(DerivativeName(D));
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](const ShapeInferenceContext& ctx) { return InferPairwise(DerivativeName(D), ctx); };
+  def.compute = DerivativeKernel<D>;
+  return def;
+}
+
+// ---- SoftmaxGrad(dy, y) = y (dy - sum(dy y)); LogSoftmaxGrad(dy, y) = dy - exp(y) sum(dy) ----
+
+template <bool Log>
+Status SoftmaxGradKernel(KernelContext& ctx) {
+  constexpr std::string_view name = Log ? "LogSoftmaxGrad" : "SoftmaxGrad";
+  const Tensor& dy = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  LS_RETURN_IF_ERROR(CheckSameShape(name, dy, y));
+  if (dy.shape().rank() < 1) return InvalidArgument(Str(name) + ": input must have rank >= 1, got a scalar");
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
+  const int64_t n = dy.shape().dim(dy.shape().rank() - 1);
+  if (dy.num_elements() == 0) return Status::Ok();
+  return DispatchReal(dy.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pd = dy.data<T>().data();
+    const T* py = y.data<T>().data();
+    T* po = out->mutable_data<T>().data();
+    ctx.pool().ParallelFor(dy.num_elements() / n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* d = pd + r * n;
+        const T* yr = py + r * n;
+        T* o = po + r * n;
+        T sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += Log ? d[j] : d[j] * yr[j];
+        for (int64_t j = 0; j < n; ++j) o[j] = Log ? d[j] - std::exp(yr[j]) * sum : yr[j] * (d[j] - sum);
+      }
+    });
+    return Status::Ok();
+  });
+}
+
+template <bool Log>
+OpDef SoftmaxGradDef() {
+  OpDef def;
+  def.name = Log ? "LogSoftmaxGrad" : "SoftmaxGrad";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](const ShapeInferenceContext& ctx) {
+    return InferPairwise(Log ? "LogSoftmaxGrad" : "SoftmaxGrad", ctx);
+  };
+  def.compute = SoftmaxGradKernel<Log>;
+  return def;
+}
+
+OpDef Def(std::string name, int inputs, ShapeFn infer, KernelFn compute, GradientFn gradient) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = def.max_inputs = inputs;
+  def.infer = infer;
+  def.compute = compute;
+  def.gradient = gradient;
+  return def;
+}
+
+// ---- Their own gradients (for reductions inside losses) ----
+
+Status SumLikeGrad(GradientBuilder& g) {
+  g.SetInputGrad(0, g.Op("BroadcastLike", {g.output_grad(0), g.input(0)}));
+  return Status::Ok();
+}
+
+Status BroadcastLikeGrad(GradientBuilder& g) {
+  g.SetInputGrad(0, g.Op("SumLike", {g.output_grad(0), g.input(0)}));
+  return Status::Ok();
+}
+
+Status SumGrad(GradientBuilder& g) {
+  Shape kept;
+  LS_ASSIGN_OR_RETURN(Shape out, SumShape(g.attrs(), g.input_spec(0).shape, &kept));
+  std::string dy = g.output_grad(0);
+  if (out.rank() != kept.rank()) {  // put the reduced axes back as 1s, then broadcast
+    AttrMap reshape;
+    reshape.Set("shape", std::vector<int64_t>(kept.dims().begin(), kept.dims().end()));
+    dy = g.Op("Reshape", {dy}, std::move(reshape));
+  }
+  g.SetInputGrad(0, g.Op("BroadcastLike", {dy, g.input(0)}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterGradientOps(OpRegistry& registry) {
+  OpDef sum_like = Def("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad);
+  sum_like.aliases_input = true;
+  (void)registry.Register(std::move(sum_like));
+  (void)registry.Register(Def("BroadcastLike", 2, InferBroadcastLike, BroadcastLikeKernel, BroadcastLikeGrad));
+  (void)registry.Register(Def("Sum", 1, InferSum, SumKernel, SumGrad));
+  (void)registry.Register(DerivativeDef<Derivative::kRelu>());
+  (void)registry.Register(DerivativeDef<Derivative::kSigmoid>());
+  (void)registry.Register(DerivativeDef<Derivative::kTanh>());
+  (void)registry.Register(DerivativeDef<Derivative::kGelu>());
+  (void)registry.Register(SoftmaxGradDef<false>());
+  (void)registry.Register(SoftmaxGradDef<true>());
+}
+
+}  // namespace lockstep

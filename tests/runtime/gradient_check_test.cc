@@ -1,0 +1,231 @@
+// Every gradient against central finite differences in float64. Each case builds a small
+// float64 graph y = f(x1, x2, ...), the loss sum(y * r) with a fixed random r (so every element
+// of y counts, each differently), adds the backward graph with AddGradients, and compares
+// each input's gradient with (loss(x + h e) - loss(x - h e)) / 2h element by element.
+//
+// Tolerance: with h = 1e-6 the difference quotient is off by about h^2 |f'''| + u64 |loss| / h,
+// around 1e-10 for these functions of values of order 1; 1e-7 relative (plus 1e-7 absolute)
+// leaves a wide margin while any wrong term in a gradient is off by far more.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "runtime/autodiff/gradients.h"
+#include "runtime/graph_builder.h"
+#include "runtime/session.h"
+
+namespace lockstep {
+namespace {
+
+Tensor RandomF64(const Shape& shape, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(static_cast<size_t>(shape.num_elements()));
+  for (double& x : v) {
+    x = dist(rng);
+    if (rng() % 2 == 0 && lo >= 0) x = -x;  // both signs, magnitudes in [lo, hi]
+  }
+  return Tensor::FromVector<double>(shape, v);
+}
+
+struct GradCase {
+  std::string name;
+  std::vector<Shape> input_shapes;
+  // Builds y from the inputs; returns y's name and shape.
+  std::function<std::pair<std::string, Shape>(GraphBuilder&, const std::vector<std::string>&)> build;
+  double lo = 0.1, hi = 1.0;  // input magnitudes (away from Relu's kink at 0)
+  bool positive = false;       // inputs all positive (a divisor)
+};
+
+void CheckGradients(const GradCase& c) {
+  SCOPED_TRACE(c.name);
+  GraphBuilder g;
+  std::vector<std::string> inputs;
+  Signature sig;
+  sig.name = "grads";
+  for (size_t i = 0; i < c.input_shapes.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    inputs.push_back(g.Input(name, DType::kFloat64, c.input_shapes[i]));
+    sig.inputs.push_back({name, inputs.back(), DType::kFloat64, c.input_shapes[i]});
+  }
+  auto [y, y_shape] = c.build(g, inputs);
+  const std::string r = g.Const("r", RandomF64(y_shape, 99, 0.5, 1.5));
+  const std::string loss = g.Op("Sum", {g.Op("Mul", {y, r})}, {}, "loss");
+  sig.outputs.push_back({"loss", loss, DType::kFloat64, Shape{}});
+  g.AddSignature(sig);
+  Model model = std::move(g).Build();
+  StatusOr<std::vector<std::string>> grads = AddGradients(model, loss, inputs);
+  ASSERT_TRUE(grads.ok()) << grads.status().ToString();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    model.graph.signatures[0].outputs.push_back(
+        {"d" + inputs[i], grads.value()[i], DType::kFloat64, c.input_shapes[i]});
+  }
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(model), {});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+
+  std::vector<NamedTensor> feed;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t = RandomF64(c.input_shapes[i], 7 + i, c.lo, c.hi);
+    if (c.positive) {
+      for (double& v : t.mutable_data<double>()) v = std::fabs(v);
+    }
+    feed.push_back({inputs[i], t});
+  }
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE(session.value()->Run("grads", feed, &out).ok());
+  auto loss_at = [&](std::vector<NamedTensor> at) {
+    std::vector<NamedTensor> o;
+    EXPECT_TRUE(session.value()->Run("grads", at, &o).ok());
+    return o[0].tensor.data<double>()[0];
+  };
+  constexpr double h = 1e-6;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& analytic = out[i + 1].tensor;
+    ASSERT_EQ(analytic.shape(), c.input_shapes[i]) << "gradient of " << inputs[i];
+    for (int64_t e = 0; e < analytic.num_elements(); ++e) {
+      std::vector<NamedTensor> plus = feed, minus = feed;
+      plus[i].tensor = Tensor::FromVector<double>(c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
+      minus[i].tensor = Tensor::FromVector<double>(c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
+      plus[i].tensor.mutable_data<double>()[static_cast<size_t>(e)] += h;
+      minus[i].tensor.mutable_data<double>()[static_cast<size_t>(e)] -= h;
+      const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * h);
+      const double got = analytic.data<double>()[static_cast<size_t>(e)];
+      EXPECT_NEAR(got, numeric, 1e-7 + 1e-7 * std::fabs(numeric)) << inputs[i] << "[" << e << "]";
+    }
+  }
+}
+
+std::pair<std::string, Shape> Unary(GraphBuilder& g, const std::string& op, const std::string& x, const Shape& s,
+                                    AttrMap attrs = {}) {
+  return {g.Op(op, {x}, std::move(attrs)), s};
+}
+
+TEST(GradientCheck, ElementwiseArithmeticWithBroadcasting) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    for (auto [a, b] : {std::pair{Shape{2, 3}, Shape{2, 3}}, {Shape{2, 3}, Shape{3}}, {Shape{2, 1}, Shape{1, 3}},
+                        {Shape{}, Shape{2, 2}}}) {
+      GradCase c{std::string(op) + " " + a.ToString() + " " + b.ToString(), {a, b},
+                 [op](GraphBuilder& g, const std::vector<std::string>& x) {
+                   return std::pair{g.Op(op, {x[0], x[1]}), Shape{}};
+                 }};
+      // y's shape is the broadcast one.
+      Shape out = a.rank() >= b.rank() ? a : b;
+      for (int d = 0; d < out.rank(); ++d) {
+        const int ia = d - (out.rank() - a.rank()), ib = d - (out.rank() - b.rank());
+        out.set_dim(d, std::max(ia >= 0 ? a.dim(ia) : 1, ib >= 0 ? b.dim(ib) : 1));
+      }
+      c.build = [op, out](GraphBuilder& g, const std::vector<std::string>& x) {
+        return std::pair{g.Op(op, {x[0], x[1]}), out};
+      };
+      c.positive = std::string(op) == "Div";
+      c.lo = c.positive ? 0.5 : 0.1;
+      CheckGradients(c);
+    }
+  }
+}
+
+TEST(GradientCheck, BiasAddAndMatMulEveryTranspose) {
+  CheckGradients({"BiasAdd", {Shape{3, 4}, Shape{4}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return std::pair{g.Op("BiasAdd", {x[0], x[1]}), Shape{3, 4}};
+                  }});
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Shape a = ta ? Shape{4, 2} : Shape{2, 4};
+      const Shape b = tb ? Shape{3, 4} : Shape{4, 3};
+      CheckGradients({"MatMul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb), {a, b},
+                      [ta, tb](GraphBuilder& g, const std::vector<std::string>& x) {
+                        AttrMap attrs;
+                        attrs.Set("transpose_a", ta);
+                        attrs.Set("transpose_b", tb);
+                        return std::pair{g.Op("MatMul", {x[0], x[1]}, attrs), Shape{2, 3}};
+                      }});
+    }
+  }
+}
+
+TEST(GradientCheck, Activations) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LogSoftmax"}) {
+    CheckGradients({op, {Shape{2, 5}}, [op](GraphBuilder& g, const std::vector<std::string>& x) {
+                      return Unary(g, op, x[0], Shape{2, 5});
+                    }, 0.1, 3.0});
+  }
+}
+
+TEST(GradientCheck, ShapesAndReductions) {
+  CheckGradients({"Reshape", {Shape{2, 3}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    AttrMap attrs;
+                    attrs.Set("shape", std::vector<int64_t>{3, 2});
+                    return Unary(g, "Reshape", x[0], Shape{3, 2}, attrs);
+                  }});
+  CheckGradients({"Flatten", {Shape{2, 2, 3}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return Unary(g, "Flatten", x[0], Shape{2, 6});
+                  }});
+  CheckGradients({"Identity", {Shape{4}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return Unary(g, "Identity", x[0], Shape{4});
+                  }});
+  for (bool keep : {false, true}) {
+    CheckGradients({"Sum axes=1 keep=" + std::to_string(keep), {Shape{2, 3, 2}},
+                    [keep](GraphBuilder& g, const std::vector<std::string>& x) {
+                      AttrMap attrs;
+                      attrs.Set("axes", std::vector<int64_t>{1});
+                      attrs.Set("keep_dims", keep);
+                      return Unary(g, "Sum", x[0], keep ? Shape{2, 1, 2} : Shape{2, 2}, attrs);
+                    }});
+  }
+}
+
+// A two-layer network, with x used by two consumers (its gradients are summed).
+TEST(GradientCheck, TwoLayerNetworkWithASharedValue) {
+  CheckGradients({"mlp", {Shape{3, 4}, Shape{4, 5}, Shape{5}, Shape{5, 2}},
+                  [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    const std::string h = g.Op("Tanh", {g.Op("BiasAdd", {g.Op("MatMul", {x[0], x[1]}), x[2]})});
+                    const std::string logits = g.Op("MatMul", {h, x[3]});
+                    const std::string y = g.Op("LogSoftmax", {logits});
+                    // x[0] also feeds the output directly through its own sum.
+                    AttrMap keep;
+                    keep.Set("axes", std::vector<int64_t>{1});
+                    keep.Set("keep_dims", true);
+                    return std::pair{g.Op("Add", {y, g.Op("Sum", {x[0]}, keep)}), Shape{3, 2}};
+                  }});
+}
+
+TEST(Gradients, ErrorsNameTheProblem) {
+  GraphBuilder g;
+  const std::string x = g.Input("x", DType::kFloat64, Shape{2, 3});
+  const std::string unused = g.Input("unused", DType::kFloat64, Shape{2});
+  AttrMap to32;
+  to32.Set("dtype", DType::kFloat32);
+  const std::string cast = g.Op("Cast", {x}, to32, "cast");
+  const std::string loss = g.Op("Sum", {cast}, {}, "loss");
+  const std::string vector = g.Op("Relu", {x}, {}, "vector");
+  Signature sig;
+  sig.name = "s";
+  sig.inputs = {{"x", x, DType::kFloat64, Shape{2, 3}}, {"unused", unused, DType::kFloat64, Shape{2}}};
+  sig.outputs = {{"loss", loss, DType::kFloat32, Shape{}}};
+  g.AddSignature(sig);
+  Model model = std::move(g).Build();
+  Model copy = model;
+
+  const std::vector<std::string> wrt_x = {x};
+  StatusOr<std::vector<std::string>> r = AddGradients(copy, loss, wrt_x);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(r.status().message(), "gradients: op Cast (node 'cast') has no gradient");
+
+  copy = model;
+  r = AddGradients(copy, vector, wrt_x);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "gradients: the loss 'vector' must be a scalar, got shape [2,3]");
+
+  copy = model;
+  const std::vector<std::string> wrt_unused = {unused};
+  r = AddGradients(copy, loss, wrt_unused);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "gradients: 'unused' does not reach the loss 'loss'");
+}
+
+}  // namespace
+}  // namespace lockstep
