@@ -44,7 +44,8 @@ class Fields {
   Fields(const Json* object, std::string path, std::string_view source, Status* error)
       : object_(object), path_(std::move(path)), source_(source), error_(error) {
     if (object_ != nullptr && !object_->is_object()) {
-      Fail(path_.empty() ? "the config must be a JSON object" : "must be an object, got " + Shown(*object_), "");
+      Fail(path_.empty() ? "the config must be a JSON object" : "must be an object, got " + Shown(*object_),
+           "");
       object_ = nullptr;
     }
   }
@@ -56,20 +57,23 @@ class Fields {
     const std::string s = v->get<std::string>();
     if (allowed.size() > 0 && std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
       std::string list;
-      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a.empty() ? "\"\"" : a);
+      for (std::string_view a : allowed)
+        list += (list.empty() ? "" : ", ") + std::string(a.empty() ? "\"\"" : a);
       return Fail("must be one of " + list + ", got \"" + s + "\"", key);
     }
     out = s;
   }
 
-  void Get(std::string_view key, int64_t& out, int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) {
+  void Get(std::string_view key, int64_t& out, int64_t min,
+           int64_t max = std::numeric_limits<int64_t>::max()) {
     const Json* v = Take(key);
     if (v == nullptr) return;
     if (!v->is_number_integer()) return Fail("must be an integer, got " + Shown(*v), key);
     const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(max);
     const int64_t x = too_big ? max : v->get<int64_t>();
     if (too_big || x < min || x > max) {
-      return Fail(Range(static_cast<double>(min), static_cast<double>(max), false) + ", got " + Shown(*v), key);
+      return Fail(Range(static_cast<double>(min), static_cast<double>(max), false) + ", got " + Shown(*v),
+                  key);
     }
     out = x;
   }
@@ -132,7 +136,8 @@ class Fields {
     std::vector<int64_t> list;
     for (const Json& item : *v) {
       if (!item.is_number_integer() || item.get<int64_t>() < min) {
-        return Fail("must be a list of integers >= " + std::to_string(min) + ", got " + Shown(item) + " in it", key);
+        return Fail(
+            "must be a list of integers >= " + std::to_string(min) + ", got " + Shown(item) + " in it", key);
       }
       list.push_back(item.get<int64_t>());
     }
@@ -227,17 +232,21 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   if (d.format == "tfrecord" && d.features.empty()) {
     return f.Fail("is required for tfrecord data: the feature keys, in order", "features");
   }
-  const double held = (d.validation.empty() ? d.validation_fraction : 0.0) + (d.test.empty() ? d.test_fraction : 0.0);
+  const double held =
+      (d.validation.empty() ? d.validation_fraction : 0.0) + (d.test.empty() ? d.test_fraction : 0.0);
   if (held >= 1.0) split.Fail("validation and test fractions leave no training rows", "");
 }
 
-void ReadLayer(const Json& json, const std::string& path, std::string_view source, Status* error, LayerConfig& l) {
+void ReadLayer(const Json& json, const std::string& path, std::string_view source, Status* error,
+               LayerConfig& l) {
   Fields f(&json, path, source, error);
   f.Get("type", l.type,
-        {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "embedding", "layer_norm", "activation"});
+        {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "embedding", "layer_norm",
+         "activation"});
   if (!error->ok()) return;
   if (l.type.empty()) return f.Fail("is required", "type");
-  const std::initializer_list<std::string_view> activations = {"", "relu", "gelu", "sigmoid", "tanh", "softmax"};
+  const std::initializer_list<std::string_view> activations = {"",        "relu", "gelu",
+                                                               "sigmoid", "tanh", "softmax"};
   const std::initializer_list<std::string_view> initializers = {"", "glorot_uniform", "he_uniform", "zeros"};
   if (l.type == "dense") {
     f.Get("units", l.units, 1);
@@ -274,7 +283,8 @@ void ReadLayer(const Json& json, const std::string& path, std::string_view sourc
   if (l.type == "embedding" && (l.vocabulary == 0 || l.dimension == 0)) {
     return f.Fail("is required for an embedding layer", l.vocabulary == 0 ? "vocabulary" : "dimension");
   }
-  if (l.type == "activation" && l.activation.empty()) return f.Fail("is required for an activation layer", "activation");
+  if (l.type == "activation" && l.activation.empty())
+    return f.Fail("is required for an activation layer", "activation");
 }
 
 void ReadModel(const Json* json, std::string_view source, Status* error, ModelConfig& m) {
@@ -323,8 +333,10 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   } catch (const Json::parse_error& e) {
     // nlohmann's message names the byte; say the line too.
     const size_t at = std::min(static_cast<size_t>(e.byte), text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at > 0 ? at - 1 : 0), '\n');
-    return InvalidArgument(std::string(source) + ":" + std::to_string(line) + ": not valid JSON: " + e.what());
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at > 0 ? at - 1 : 0), '\n');
+    return InvalidArgument(std::string(source) + ":" + std::to_string(line) +
+                           ": not valid JSON: " + e.what());
   }
   Status error;
   TrainConfig c;

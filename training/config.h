@@ -15,8 +15,8 @@
 namespace lockstep::training {
 
 struct DataConfig {
-  std::string format = "csv";  // "csv" or "tfrecord"
-  std::vector<std::string> train;  // files
+  std::string format = "csv";           // "csv" or "tfrecord"
+  std::vector<std::string> train;       // files
   std::vector<std::string> validation;  // separate files; else split.validation of train
   std::vector<std::string> test;        // separate files; else split.test of train
   std::string label = "label";
@@ -31,19 +31,20 @@ struct DataConfig {
 };
 
 struct LayerConfig {
-  std::string type;  // dense, conv2d, max_pool2d, avg_pool2d, flatten, dropout, embedding, layer_norm, activation
-  int64_t units = 0;            // dense
-  std::string activation;       // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax
-  int64_t filters = 0;          // conv2d
-  int64_t kernel_size = 3;      // conv2d
-  int64_t strides = 1;          // conv2d, pools (default: pool_size for pools)
+  // dense, conv2d, max_pool2d, avg_pool2d, flatten, dropout, embedding, layer_norm, activation
+  std::string type;
+  int64_t units = 0;              // dense
+  std::string activation;         // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax
+  int64_t filters = 0;            // conv2d
+  int64_t kernel_size = 3;        // conv2d
+  int64_t strides = 1;            // conv2d, pools (default: pool_size for pools)
   std::string padding = "valid";  // conv2d, pools: "valid" or "same"
-  int64_t pool_size = 2;        // pools
-  double rate = 0.0;            // dropout
-  int64_t vocabulary = 0;       // embedding: ids in [0, vocabulary)
-  int64_t dimension = 0;        // embedding
-  double epsilon = 1e-5;        // layer_norm
-  std::string initializer;      // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
+  int64_t pool_size = 2;          // pools
+  double rate = 0.0;              // dropout
+  int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
+  int64_t dimension = 0;          // embedding
+  double epsilon = 1e-5;          // layer_norm
+  std::string initializer;        // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
 };
 
 struct ModelConfig {
@@ -63,9 +64,9 @@ struct ScheduleConfig {
 struct OptimizerConfig {
   std::string type = "adam";  // sgd, momentum, adam, adamw
   double learning_rate = 0.001;
-  double momentum = 0.9;    // momentum
-  bool nesterov = false;    // momentum
-  double beta1 = 0.9;       // adam, adamw
+  double momentum = 0.9;  // momentum
+  bool nesterov = false;  // momentum
+  double beta1 = 0.9;     // adam, adamw
   double beta2 = 0.999;
   double epsilon = 1e-7;
   double weight_decay = 0.0;      // adamw: decoupled; others: added to the gradient (L2)
@@ -80,15 +81,16 @@ struct CheckpointConfig {
 };
 
 struct ExportConfig {
-  std::string dir;           // <dir>/<version>/, version = highest + 1
-  std::string best_by;       // "": export the final weights; "val_accuracy" or "val_loss": the best epoch's
-  std::string model_name;    // metadata; default: the config file's stem
+  std::string dir;         // <dir>/<version>/, version = highest + 1
+  std::string best_by;     // "": export the final weights; "val_accuracy" or "val_loss": the best epoch's
+  std::string model_name;  // metadata; default: the config file's stem
 };
 
 struct TrainConfig {
   DataConfig data;
   ModelConfig model;
-  std::string loss = "softmax_cross_entropy";  // softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error
+  std::string loss =
+      "softmax_cross_entropy";  // softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error
   OptimizerConfig optimizer;
   int64_t epochs = 10;
   int64_t batch_size = 32;

@@ -24,9 +24,10 @@ StatusOr<EventWriter> EventWriter::Create(const std::string& logdir) {
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
   const auto seconds = static_cast<int64_t>(WallTime());
   // The pid keeps two writers started in the same second apart.
-  const std::string path = (std::filesystem::path(logdir) / ("events.out.tfevents." + std::to_string(seconds) + "." +
-                                                            host + "." + std::to_string(::getpid())))
-                               .string();
+  const std::string path =
+      (std::filesystem::path(logdir) /
+       ("events.out.tfevents." + std::to_string(seconds) + "." + host + "." + std::to_string(::getpid())))
+          .string();
   StatusOr<TfRecordWriter> records = TfRecordWriter::Create(path);
   if (!records.ok()) return records.status();
   EventWriter writer(path, std::move(records).value());

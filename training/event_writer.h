@@ -24,7 +24,8 @@ class EventWriter {
   const std::string& path() const { return path_; }
 
  private:
-  EventWriter(std::string path, TfRecordWriter records) : path_(std::move(path)), records_(std::move(records)) {}
+  EventWriter(std::string path, TfRecordWriter records)
+      : path_(std::move(path)), records_(std::move(records)) {}
 
   std::string path_;
   TfRecordWriter records_;

@@ -10,7 +10,9 @@ uint64_t SplitMix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t RotateLeft(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t RotateLeft(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 }  // namespace
 
@@ -43,6 +45,8 @@ uint64_t Random::Below(uint64_t n) {
   return static_cast<uint64_t>(m >> 64);
 }
 
-float Random::UniformFloat() { return static_cast<float>(Next() >> 40) * 0x1p-24f; }
+float Random::UniformFloat() {
+  return static_cast<float>(Next() >> 40) * 0x1p-24f;
+}
 
 }  // namespace lockstep::training

@@ -25,7 +25,9 @@ std::string GradientBuilder::input(int i) const {
   return Ref(model_.graph.nodes[static_cast<size_t>(v.node)].name, v.output);
 }
 
-std::string GradientBuilder::output(int i) const { return Ref(node().name, i); }
+std::string GradientBuilder::output(int i) const {
+  return Ref(node().name, i);
+}
 
 const TensorSpec& GradientBuilder::input_spec(int i) const {
   return analysis_.Spec(analysis_.inputs[static_cast<size_t>(node_)][static_cast<size_t>(i)]);

@@ -16,8 +16,8 @@ namespace lockstep {
 
 class GradientBuilder {
  public:
-  GradientBuilder(Model& model, const GraphAnalysis& analysis, int node, std::vector<std::string> output_grads,
-                  std::vector<bool> needs_input_grad, int& counter);
+  GradientBuilder(Model& model, const GraphAnalysis& analysis, int node,
+                  std::vector<std::string> output_grads, std::vector<bool> needs_input_grad, int& counter);
 
   const NodeDef& node() const { return model_.graph.nodes[static_cast<size_t>(node_)]; }
   const AttrMap& attrs() const { return node().attrs; }

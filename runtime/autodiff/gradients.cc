@@ -17,7 +17,8 @@ struct ValueLess {
 }  // namespace
 
 StatusOr<std::vector<std::string>> AddGradients(Model& model, const std::string& loss,
-                                                std::span<const std::string> wrt, const OpRegistry& registry) {
+                                                std::span<const std::string> wrt,
+                                                const OpRegistry& registry) {
   LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeGraph(model, registry));
   LS_ASSIGN_OR_RETURN(ValueId loss_id, a.Resolve(loss));
   const TensorSpec& loss_spec = a.Spec(loss_id);
@@ -69,7 +70,8 @@ StatusOr<std::vector<std::string>> AddGradients(Model& model, const std::string&
 
   {
     const std::string one = "gradients/" + model.graph.nodes[static_cast<size_t>(loss_id.node)].name + "/one";
-    model.weights[one] = loss_spec.dtype == DType::kFloat64 ? Tensor::Scalar<double>(1.0) : Tensor::Scalar<float>(1.0f);
+    model.weights[one] =
+        loss_spec.dtype == DType::kFloat64 ? Tensor::Scalar<double>(1.0) : Tensor::Scalar<float>(1.0f);
     NodeDef c;
     c.name = one;
     c.op = std::string(kConstOp);
@@ -111,7 +113,8 @@ StatusOr<std::vector<std::string>> AddGradients(Model& model, const std::string&
   for (size_t i = 0; i < wrt_ids.size(); ++i) {
     std::string g = total(wrt_ids[i], model.graph.nodes[static_cast<size_t>(wrt_ids[i].node)].name);
     if (g.empty()) {
-      return InvalidArgument("gradients: '" + std::string(wrt[i]) + "' does not reach the loss '" + loss + "'");
+      return InvalidArgument("gradients: '" + std::string(wrt[i]) + "' does not reach the loss '" + loss +
+                             "'");
     }
     result.push_back(std::move(g));
   }

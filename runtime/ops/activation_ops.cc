@@ -14,16 +14,10 @@
 namespace lockstep {
 namespace {
 
-// float32, or float64 (gradient checks).
-Status CheckRealDType(std::string_view name, DType dtype) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return Status::Ok();
-  return InvalidArgument(Str(name) + ": input must be float32 or float64, got " + Str(DTypeName(dtype)));
-}
-
 StatusOr<std::vector<TensorSpec>> InferFloatUnary(std::string_view name,
                                                   const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 1, 1));
-  LS_RETURN_IF_ERROR(CheckRealDType(name, ctx.inputs[0].dtype));
+  LS_RETURN_IF_ERROR(CheckReal(name, "input", ctx.inputs[0].dtype));
   return Single(ctx.inputs[0].dtype, ctx.inputs[0].shape);
 }
 
@@ -67,7 +61,7 @@ Status ActivationKernelTyped(KernelContext& ctx) {
 
 template <Activation A>
 Status ActivationKernel(KernelContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckRealDType(ActivationOpName<A>(), ctx.input(0).dtype()));
+  LS_RETURN_IF_ERROR(CheckReal(ActivationOpName<A>(), "input", ctx.input(0).dtype()));
   return ctx.input(0).dtype() == DType::kFloat64 ? ActivationKernelTyped<A, double>(ctx)
                                                  : ActivationKernelTyped<A, float>(ctx);
 }
@@ -171,7 +165,7 @@ Status SoftmaxKernelTyped(KernelContext& ctx) {
 template <bool Log>
 Status SoftmaxKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  LS_RETURN_IF_ERROR(CheckRealDType(SoftmaxName<Log>(), x.dtype()));
+  LS_RETURN_IF_ERROR(CheckReal(SoftmaxName<Log>(), "input", x.dtype()));
   LS_RETURN_IF_ERROR(CheckSoftmaxAxis(SoftmaxName<Log>(), ctx.attrs(), x.shape()));
   return x.dtype() == DType::kFloat64 ? SoftmaxKernelTyped<Log, double>(ctx) : SoftmaxKernelTyped<Log, float>(ctx);
 }

@@ -4,6 +4,7 @@
 // every run whatever the thread count.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
@@ -12,17 +13,6 @@
 
 namespace lockstep {
 namespace {
-
-Status CheckReal(std::string_view op, std::string_view what, DType dtype) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return Status::Ok();
-  return InvalidArgument(Str(op) + ": " + Str(what) + " must be float32 or float64, got " + Str(DTypeName(dtype)));
-}
-
-template <typename Fn>
-Status DispatchReal(DType dtype, Fn&& fn) {
-  if (dtype == DType::kFloat64) return fn(double{});
-  return fn(float{});
-}
 
 // Strides (in elements) of a row-major shape.
 std::array<int64_t, Shape::kMaxRank> Strides(const Shape& s) {
@@ -86,17 +76,19 @@ StatusOr<std::vector<TensorSpec>> InferSumLike(const ShapeInferenceContext& ctx)
 
 // x summed over the dimensions where `kept` (x's rank or less, numpy-aligned) has size 1 or
 // none, into an output of shape `out` (kept's element count, any layout of it).
-Status SumDown(KernelContext& ctx, std::string_view op, const Tensor& x, const Shape& kept, const Shape& out_shape) {
+StatusOr<Tensor*> SumDown(KernelContext& ctx, std::string_view op, const Tensor& x, const Shape& kept,
+                          const Shape& out_shape) {
   LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides(op, kept, x.shape()));
-  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, x.dtype(), out_shape));
-  return DispatchReal(x.dtype(), [&](auto zero) {
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
+  LS_RETURN_IF_ERROR(DispatchReal(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* po = out->mutable_data<T>().data();
     std::fill(po, po + out->num_elements(), T(0));
     const T* px = x.data<T>().data();
     ForEachBroadcast(x.shape(), strides, [&](int64_t i, int64_t o) { po[o] += px[i]; });
     return Status::Ok();
-  });
+  }));
+  return out;
 }
 
 Status SumLikeKernel(KernelContext& ctx) {
@@ -106,7 +98,7 @@ Status SumLikeKernel(KernelContext& ctx) {
     ctx.SetOutput(0, x);
     return Status::Ok();
   }
-  return SumDown(ctx, "SumLike", x, target, target);
+  return SumDown(ctx, "SumLike", x, target, target).status();
 }
 
 // ---- BroadcastLike(x, like): x broadcast to like's shape (the gradient of a sum) ----
@@ -121,7 +113,7 @@ Status BroadcastLikeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Shape& target = ctx.input(1).shape();
   LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides("BroadcastLike", x.shape(), target));
-  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, x.dtype(), target));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), target));
   return DispatchReal(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* po = out->mutable_data<T>().data();
@@ -172,7 +164,63 @@ Status SumKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Shape kept;
   LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept));
-  return SumDown(ctx, "Sum", x, kept, out_shape);
+  return SumDown(ctx, "Sum", x, kept, out_shape).status();
+}
+
+// ---- Mean(x; axes = all, keep_dims = false) and MeanGrad(dy, x; the same attrs) ----
+//
+// The mean over a batch whose size is known only at run time (a loss averaged over examples).
+
+// How many elements each output of a reduction of `in` to `kept` averages.
+int64_t ReducedCount(const Shape& in, const Shape& kept) {
+  int64_t count = 1;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (kept.dim(d) == 1) count *= in.dim(d);
+  }
+  return count;
+}
+
+Status MeanKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Shape kept;
+  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept));
+  LS_ASSIGN_OR_RETURN(Tensor * out, SumDown(ctx, "Mean", x, kept, out_shape));
+  const int64_t count = ReducedCount(x.shape(), kept);
+  return DispatchReal(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    // The mean of nothing is NaN, as numpy's.
+    const T scale = count > 0 ? T(1) / static_cast<T>(count) : std::numeric_limits<T>::quiet_NaN();
+    for (T& v : out->mutable_data<T>()) v *= scale;
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<TensorSpec>> InferMeanGrad(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("MeanGrad", ctx.inputs.size(), 2, 2));
+  LS_RETURN_IF_ERROR(CheckReal("MeanGrad", "dy", ctx.inputs[0].dtype));
+  return Single(ctx.inputs[0].dtype, ctx.inputs[1].shape);
+}
+
+Status MeanGradKernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  Shape kept;
+  LS_RETURN_IF_ERROR(SumShape(ctx.attrs(), x.shape(), &kept).status());
+  if (dy.num_elements() != kept.num_elements()) {
+    return InvalidArgument("MeanGrad: dy " + dy.shape().ToString() + " does not match the mean of " +
+                           x.shape().ToString());
+  }
+  LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides("MeanGrad", kept, x.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dy.dtype(), x.shape()));
+  const int64_t count = ReducedCount(x.shape(), kept);
+  return DispatchReal(dy.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* po = out->mutable_data<T>().data();
+    const T* pd = dy.data<T>().data();
+    const T scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
+    ForEachBroadcast(x.shape(), strides, [&](int64_t i, int64_t k) { po[i] = pd[k] * scale; });
+    return Status::Ok();
+  });
 }
 
 // ---- Activation derivatives: Op(dy, v) with v the forward input or output ----
@@ -181,10 +229,14 @@ enum class Derivative { kRelu, kSigmoid, kTanh, kGelu };
 
 constexpr std::string_view DerivativeName(Derivative d) {
   switch (d) {
-    case Derivative::kRelu: return "ReluGrad";
-    case Derivative::kSigmoid: return "SigmoidGrad";
-    case Derivative::kTanh: return "TanhGrad";
-    case Derivative::kGelu: return "GeluGrad";
+    case Derivative::kRelu:
+      return "ReluGrad";
+    case Derivative::kSigmoid:
+      return "SigmoidGrad";
+    case Derivative::kTanh:
+      return "TanhGrad";
+    case Derivative::kGelu:
+      return "GeluGrad";
   }
   return "";
 }
@@ -227,7 +279,8 @@ StatusOr<std::vector<TensorSpec>> InferPairwise(std::string_view name, const Sha
 
 Status CheckSameShape(std::string_view name, const Tensor& a, const Tensor& b) {
   if (a.shape() == b.shape()) return Status::Ok();
-  return InvalidArgument(Str(name) + ": shapes differ, " + a.shape().ToString() + " and " + b.shape().ToString());
+  return InvalidArgument(Str(name) + ": shapes differ, " + a.shape().ToString() + " and " +
+                         b.shape().ToString());
 }
 
 template <Derivative D>
@@ -235,7 +288,7 @@ Status DerivativeKernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& v = ctx.input(1);
   LS_RETURN_IF_ERROR(CheckSameShape(DerivativeName(D), dy, v));
-  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
   return DispatchReal(dy.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pd = dy.data<T>().data();
@@ -267,7 +320,7 @@ Status SoftmaxGradKernel(KernelContext& ctx) {
   const Tensor& y = ctx.input(1);
   LS_RETURN_IF_ERROR(CheckSameShape(name, dy, y));
   if (dy.shape().rank() < 1) return InvalidArgument(Str(name) + ": input must have rank >= 1, got a scalar");
-  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
   const int64_t n = dy.shape().dim(dy.shape().rank() - 1);
   if (dy.num_elements() == 0) return Status::Ok();
   return DispatchReal(dy.dtype(), [&](auto zero) {
@@ -301,16 +354,6 @@ OpDef SoftmaxGradDef() {
   return def;
 }
 
-OpDef Def(std::string name, int inputs, ShapeFn infer, KernelFn compute, GradientFn gradient) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = def.max_inputs = inputs;
-  def.infer = infer;
-  def.compute = compute;
-  def.gradient = gradient;
-  return def;
-}
-
 // ---- Their own gradients (for reductions inside losses) ----
 
 Status SumLikeGrad(GradientBuilder& g) {
@@ -320,6 +363,11 @@ Status SumLikeGrad(GradientBuilder& g) {
 
 Status BroadcastLikeGrad(GradientBuilder& g) {
   g.SetInputGrad(0, g.Op("SumLike", {g.output_grad(0), g.input(0)}));
+  return Status::Ok();
+}
+
+Status MeanGrad(GradientBuilder& g) {
+  g.SetInputGrad(0, g.Op("MeanGrad", {g.output_grad(0), g.input(0)}, g.attrs()));
   return Status::Ok();
 }
 
@@ -339,11 +387,15 @@ Status SumGrad(GradientBuilder& g) {
 }  // namespace
 
 void RegisterGradientOps(OpRegistry& registry) {
-  OpDef sum_like = Def("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad);
+  OpDef sum_like = SimpleOpDef("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad);
   sum_like.aliases_input = true;
   (void)registry.Register(std::move(sum_like));
-  (void)registry.Register(Def("BroadcastLike", 2, InferBroadcastLike, BroadcastLikeKernel, BroadcastLikeGrad));
-  (void)registry.Register(Def("Sum", 1, InferSum, SumKernel, SumGrad));
+  (void)registry.Register(
+      SimpleOpDef("BroadcastLike", 2, InferBroadcastLike, BroadcastLikeKernel, BroadcastLikeGrad));
+  (void)registry.Register(SimpleOpDef("Sum", 1, InferSum, SumKernel, SumGrad));
+  // Mean takes Sum's shape rules.
+  (void)registry.Register(SimpleOpDef("Mean", 1, InferSum, MeanKernel, MeanGrad));
+  (void)registry.Register(SimpleOpDef("MeanGrad", 2, InferMeanGrad, MeanGradKernel, nullptr));
   (void)registry.Register(DerivativeDef<Derivative::kRelu>());
   (void)registry.Register(DerivativeDef<Derivative::kSigmoid>());
   (void)registry.Register(DerivativeDef<Derivative::kTanh>());

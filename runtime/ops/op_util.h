@@ -37,6 +37,33 @@ inline std::string IntsString(std::span<const int64_t> values) {
 }
 
 // Specs -> one-element vector, the shape of a single-output shape function's answer.
+// float32 or float64: the dtypes that are differentiated (float64 for gradient checks).
+inline bool IsReal(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+
+inline Status CheckReal(std::string_view op, std::string_view what, DType dtype) {
+  if (IsReal(dtype)) return Status::Ok();
+  return InvalidArgument(Str(op) + ": " + Str(what) + " must be float32 or float64, got " + Str(DTypeName(dtype)));
+}
+
+// Calls fn(T{}) with T = double for float64, float otherwise.
+template <typename Fn>
+Status DispatchReal(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat64) return fn(double{});
+  return fn(float{});
+}
+
+// An op with a fixed number of inputs and one output.
+inline OpDef SimpleOpDef(std::string name, int inputs, ShapeFn infer, KernelFn compute,
+                         GradientFn gradient = nullptr) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = def.max_inputs = inputs;
+  def.infer = infer;
+  def.compute = compute;
+  def.gradient = gradient;
+  return def;
+}
+
 inline StatusOr<std::vector<TensorSpec>> Single(DType dtype, const Shape& shape) {
   return std::vector<TensorSpec>{TensorSpec{dtype, shape}};
 }

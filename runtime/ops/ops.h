@@ -16,9 +16,12 @@ void RegisterMatMulOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 // Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather.
 void RegisterArrayOps(OpRegistry& registry);
-// What backward graphs are made of: Sum, SumLike, BroadcastLike and the activations'
-// derivatives (ReluGrad, SigmoidGrad, TanhGrad, GeluGrad, SoftmaxGrad, LogSoftmaxGrad).
+// Reductions (Sum, Mean) and what backward graphs are made of: SumLike, BroadcastLike,
+// MeanGrad and the activations' derivatives (ReluGrad, SigmoidGrad, TanhGrad, GeluGrad,
+// SoftmaxGrad, LogSoftmaxGrad).
 void RegisterGradientOps(OpRegistry& registry);
+// SoftmaxCrossEntropy, SigmoidCrossEntropy (fused, stable), with their gradients.
+void RegisterLossOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -27,6 +30,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterConvOps(registry);
   RegisterArrayOps(registry);
   RegisterGradientOps(registry);
+  RegisterLossOps(registry);
 }
 
 }  // namespace lockstep

@@ -23,7 +23,8 @@ TEST(Crc32cTest, ContinuesAcrossPiecesAtEveryCut) {
   for (int i = 0; i < 100; ++i) data += static_cast<char>(i * 37 + 11);
   const uint32_t whole = Crc32c(data);
   for (size_t cut = 0; cut <= data.size(); ++cut) {
-    EXPECT_EQ(Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut))), whole)
+    EXPECT_EQ(Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut))),
+              whole)
         << cut;
   }
 }

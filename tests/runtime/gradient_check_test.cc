@@ -37,7 +37,7 @@ struct GradCase {
   // Builds y from the inputs; returns y's name and shape.
   std::function<std::pair<std::string, Shape>(GraphBuilder&, const std::vector<std::string>&)> build;
   double lo = 0.1, hi = 1.0;  // input magnitudes (away from Relu's kink at 0)
-  bool positive = false;       // inputs all positive (a divisor)
+  bool positive = false;      // inputs all positive (a divisor)
 };
 
 void CheckGradients(const GradCase& c) {
@@ -87,8 +87,10 @@ void CheckGradients(const GradCase& c) {
     ASSERT_EQ(analytic.shape(), c.input_shapes[i]) << "gradient of " << inputs[i];
     for (int64_t e = 0; e < analytic.num_elements(); ++e) {
       std::vector<NamedTensor> plus = feed, minus = feed;
-      plus[i].tensor = Tensor::FromVector<double>(c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
-      minus[i].tensor = Tensor::FromVector<double>(c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
+      plus[i].tensor = Tensor::FromVector<double>(
+          c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
+      minus[i].tensor = Tensor::FromVector<double>(
+          c.input_shapes[i], {feed[i].tensor.data<double>().begin(), feed[i].tensor.data<double>().end()});
       plus[i].tensor.mutable_data<double>()[static_cast<size_t>(e)] += h;
       minus[i].tensor.mutable_data<double>()[static_cast<size_t>(e)] -= h;
       const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * h);
@@ -98,16 +100,19 @@ void CheckGradients(const GradCase& c) {
   }
 }
 
-std::pair<std::string, Shape> Unary(GraphBuilder& g, const std::string& op, const std::string& x, const Shape& s,
-                                    AttrMap attrs = {}) {
+std::pair<std::string, Shape> Unary(GraphBuilder& g, const std::string& op, const std::string& x,
+                                    const Shape& s, AttrMap attrs = {}) {
   return {g.Op(op, {x}, std::move(attrs)), s};
 }
 
 TEST(GradientCheck, ElementwiseArithmeticWithBroadcasting) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
-    for (auto [a, b] : {std::pair{Shape{2, 3}, Shape{2, 3}}, {Shape{2, 3}, Shape{3}}, {Shape{2, 1}, Shape{1, 3}},
+    for (auto [a, b] : {std::pair{Shape{2, 3}, Shape{2, 3}},
+                        {Shape{2, 3}, Shape{3}},
+                        {Shape{2, 1}, Shape{1, 3}},
                         {Shape{}, Shape{2, 2}}}) {
-      GradCase c{std::string(op) + " " + a.ToString() + " " + b.ToString(), {a, b},
+      GradCase c{std::string(op) + " " + a.ToString() + " " + b.ToString(),
+                 {a, b},
                  [op](GraphBuilder& g, const std::vector<std::string>& x) {
                    return std::pair{g.Op(op, {x[0], x[1]}), Shape{}};
                  }};
@@ -135,7 +140,8 @@ TEST(GradientCheck, BiasAddAndMatMulEveryTranspose) {
     for (bool tb : {false, true}) {
       const Shape a = ta ? Shape{4, 2} : Shape{2, 4};
       const Shape b = tb ? Shape{3, 4} : Shape{4, 3};
-      CheckGradients({"MatMul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb), {a, b},
+      CheckGradients({"MatMul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb),
+                      {a, b},
                       [ta, tb](GraphBuilder& g, const std::vector<std::string>& x) {
                         AttrMap attrs;
                         attrs.Set("transpose_a", ta);
@@ -148,9 +154,13 @@ TEST(GradientCheck, BiasAddAndMatMulEveryTranspose) {
 
 TEST(GradientCheck, Activations) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LogSoftmax"}) {
-    CheckGradients({op, {Shape{2, 5}}, [op](GraphBuilder& g, const std::vector<std::string>& x) {
+    CheckGradients({op,
+                    {Shape{2, 5}},
+                    [op](GraphBuilder& g, const std::vector<std::string>& x) {
                       return Unary(g, op, x[0], Shape{2, 5});
-                    }, 0.1, 3.0});
+                    },
+                    0.1,
+                    3.0});
   }
 }
 
@@ -167,7 +177,8 @@ TEST(GradientCheck, ShapesAndReductions) {
                     return Unary(g, "Identity", x[0], Shape{4});
                   }});
   for (bool keep : {false, true}) {
-    CheckGradients({"Sum axes=1 keep=" + std::to_string(keep), {Shape{2, 3, 2}},
+    CheckGradients({"Sum axes=1 keep=" + std::to_string(keep),
+                    {Shape{2, 3, 2}},
                     [keep](GraphBuilder& g, const std::vector<std::string>& x) {
                       AttrMap attrs;
                       attrs.Set("axes", std::vector<int64_t>{1});
@@ -177,19 +188,81 @@ TEST(GradientCheck, ShapesAndReductions) {
   }
 }
 
+TEST(GradientCheck, LossesAndMean) {
+  CheckGradients(
+      {"SoftmaxCrossEntropy",
+       {Shape{4, 3}},
+       [](GraphBuilder& g, const std::vector<std::string>& x) {
+         const std::string labels = g.Const("labels", Tensor::FromVector<int32_t>(Shape{4}, {2, 0, 1, 2}));
+         return std::pair{g.Op("SoftmaxCrossEntropy", {x[0], labels}), Shape{4}};
+       },
+       0.1,
+       3.0});
+  CheckGradients(
+      {"SigmoidCrossEntropy",
+       {Shape{2, 3}},
+       [](GraphBuilder& g, const std::vector<std::string>& x) {
+         const std::string z = g.Const("z", Tensor::FromVector<double>(Shape{2, 3}, {0, 1, 0.25, 1, 0, 0.5}));
+         return std::pair{g.Op("SigmoidCrossEntropy", {x[0], z}), Shape{2, 3}};
+       },
+       0.1,
+       4.0});
+  for (bool keep : {false, true}) {
+    CheckGradients({"Mean axes=0 keep=" + std::to_string(keep),
+                    {Shape{3, 2}},
+                    [keep](GraphBuilder& g, const std::vector<std::string>& x) {
+                      AttrMap attrs;
+                      attrs.Set("axes", std::vector<int64_t>{0});
+                      attrs.Set("keep_dims", keep);
+                      return Unary(g, "Mean", x[0], keep ? Shape{1, 2} : Shape{2}, attrs);
+                    }});
+  }
+  CheckGradients(
+      {"Mean of everything", {Shape{2, 3}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+         return Unary(g, "Mean", x[0], Shape{});
+       }});
+}
+
+TEST(LossOps, ForwardValuesAndLabelErrors) {
+  // logits (0, ln 3): softmax (1/4, 3/4); the loss of label 0 is ln 4, of label 1 ln(4/3).
+  const Tensor logits = Tensor::FromVector<double>(Shape{2, 2}, {0, std::log(3.0), 0, std::log(3.0)});
+  StatusOr<std::vector<Tensor>> loss = RunOp(
+      "SoftmaxCrossEntropy", std::vector<Tensor>{logits, Tensor::FromVector<int32_t>(Shape{2}, {0, 1})});
+  ASSERT_TRUE(loss.ok()) << loss.status().ToString();
+  EXPECT_NEAR(loss.value()[0].data<double>()[0], std::log(4.0), 1e-15);
+  EXPECT_NEAR(loss.value()[0].data<double>()[1], std::log(4.0 / 3.0), 1e-15);
+  // Large logits do not overflow.
+  const Tensor big = Tensor::FromVector<float>(Shape{1, 2}, {1000.0f, 0.0f});
+  loss = RunOp("SoftmaxCrossEntropy", std::vector<Tensor>{big, Tensor::FromVector<int32_t>(Shape{1}, {1})});
+  ASSERT_TRUE(loss.ok());
+  EXPECT_EQ(loss.value()[0].data<float>()[0], 1000.0f);
+  StatusOr<std::vector<Tensor>> bad = RunOp(
+      "SoftmaxCrossEntropy", std::vector<Tensor>{logits, Tensor::FromVector<int32_t>(Shape{2}, {0, 2})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "SoftmaxCrossEntropy: label 2 in row 1 is out of range for 2 classes");
+  // Sigmoid cross-entropy at a large negative logit with target 1 is -x, not inf.
+  StatusOr<std::vector<Tensor>> s =
+      RunOp("SigmoidCrossEntropy", std::vector<Tensor>{Tensor::FromVector<float>(Shape{1}, {-100.0f}),
+                                                       Tensor::FromVector<float>(Shape{1}, {1.0f})});
+  ASSERT_TRUE(s.ok());
+  EXPECT_FLOAT_EQ(s.value()[0].data<float>()[0], 100.0f);
+}
+
 // A two-layer network, with x used by two consumers (its gradients are summed).
 TEST(GradientCheck, TwoLayerNetworkWithASharedValue) {
-  CheckGradients({"mlp", {Shape{3, 4}, Shape{4, 5}, Shape{5}, Shape{5, 2}},
-                  [](GraphBuilder& g, const std::vector<std::string>& x) {
-                    const std::string h = g.Op("Tanh", {g.Op("BiasAdd", {g.Op("MatMul", {x[0], x[1]}), x[2]})});
-                    const std::string logits = g.Op("MatMul", {h, x[3]});
-                    const std::string y = g.Op("LogSoftmax", {logits});
-                    // x[0] also feeds the output directly through its own sum.
-                    AttrMap keep;
-                    keep.Set("axes", std::vector<int64_t>{1});
-                    keep.Set("keep_dims", true);
-                    return std::pair{g.Op("Add", {y, g.Op("Sum", {x[0]}, keep)}), Shape{3, 2}};
-                  }});
+  CheckGradients(
+      {"mlp",
+       {Shape{3, 4}, Shape{4, 5}, Shape{5}, Shape{5, 2}},
+       [](GraphBuilder& g, const std::vector<std::string>& x) {
+         const std::string h = g.Op("Tanh", {g.Op("BiasAdd", {g.Op("MatMul", {x[0], x[1]}), x[2]})});
+         const std::string logits = g.Op("MatMul", {h, x[3]});
+         const std::string y = g.Op("LogSoftmax", {logits});
+         // x[0] also feeds the output directly through its own sum.
+         AttrMap keep;
+         keep.Set("axes", std::vector<int64_t>{1});
+         keep.Set("keep_dims", true);
+         return std::pair{g.Op("Add", {y, g.Op("Sum", {x[0]}, keep)}), Shape{3, 2}};
+       }});
 }
 
 TEST(Gradients, ErrorsNameTheProblem) {

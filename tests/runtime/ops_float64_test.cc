@@ -14,7 +14,9 @@
 namespace lockstep {
 namespace {
 
-Tensor F64(const Shape& shape, std::vector<double> values) { return Tensor::FromVector<double>(shape, values); }
+Tensor F64(const Shape& shape, std::vector<double> values) {
+  return Tensor::FromVector<double>(shape, values);
+}
 
 Tensor Run1(std::string_view op, std::vector<Tensor> inputs, AttrMap attrs = {}) {
   StatusOr<std::vector<Tensor>> out = RunOp(op, inputs, attrs);
@@ -35,13 +37,15 @@ TEST(OpsFloat64Test, ArithmeticBroadcastsInDouble) {
   const Tensor biased = Run1("BiasAdd", {a, b});
   ASSERT_EQ(biased.dtype(), DType::kFloat64);
   EXPECT_EQ(biased.data<double>()[2], 0.3 + -2.0);
-  EXPECT_FALSE(RunOp("Add", std::vector<Tensor>{a, Tensor::Scalar<float>(1)}).ok()) << "no mixing float64 and float32";
+  EXPECT_FALSE(RunOp("Add", std::vector<Tensor>{a, Tensor::Scalar<float>(1)}).ok())
+      << "no mixing float64 and float32";
 }
 
 TEST(OpsFloat64Test, ActivationsAndSoftmax) {
   const std::vector<double> x = {-3.5, -0.25, 0.0, 0.1, 2.0, 40.0};
   const Tensor t = F64(Shape{2, 3}, x);
-  const Tensor relu = Run1("Relu", {t}), sig = Run1("Sigmoid", {t}), tanh = Run1("Tanh", {t}), gelu = Run1("Gelu", {t});
+  const Tensor relu = Run1("Relu", {t}), sig = Run1("Sigmoid", {t}), tanh = Run1("Tanh", {t}),
+               gelu = Run1("Gelu", {t});
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(relu.data<double>()[i], x[i] < 0 ? 0.0 : x[i]);
     EXPECT_EQ(sig.data<double>()[i], 1.0 / (1.0 + std::exp(-x[i])));
@@ -75,7 +79,8 @@ TEST(OpsFloat64Test, MatMulEveryTransposeSumsInKOrder) {
     const int64_t r = m.shape().dim(0), c = m.shape().dim(1);
     std::vector<double> v(static_cast<size_t>(r * c));
     for (int64_t i = 0; i < r; ++i) {
-      for (int64_t j = 0; j < c; ++j) v[static_cast<size_t>(j * r + i)] = m.data<double>()[static_cast<size_t>(i * c + j)];
+      for (int64_t j = 0; j < c; ++j)
+        v[static_cast<size_t>(j * r + i)] = m.data<double>()[static_cast<size_t>(i * c + j)];
     }
     return Tensor::FromVector<double>(Shape{c, r}, v);
   };
@@ -88,7 +93,8 @@ TEST(OpsFloat64Test, MatMulEveryTransposeSumsInKOrder) {
       ASSERT_EQ(c.dtype(), DType::kFloat64);
       ASSERT_EQ(c.shape(), (Shape{2, 2}));
       for (int i = 0; i < 2; ++i) {
-        for (int j = 0; j < 2; ++j) EXPECT_EQ(c.data<double>()[static_cast<size_t>(2 * i + j)], expected[i][j]) << ta << tb;
+        for (int j = 0; j < 2; ++j)
+          EXPECT_EQ(c.data<double>()[static_cast<size_t>(2 * i + j)], expected[i][j]) << ta << tb;
       }
     }
   }
@@ -121,12 +127,14 @@ TEST(OpsFloat64Test, CastToAndFromFloat64) {
   const Tensor widened = Run1("Cast", {Tensor::FromVector<float>(Shape{2}, {0.1f, -3.0f})}, to64);
   EXPECT_EQ(widened.data<double>()[0], static_cast<double>(0.1f));
   const double big = std::numeric_limits<double>::max();
-  const Tensor narrowed = Run1("Cast", {F64(Shape{5}, {0.1, 1e300, -big, 0x1p128 - 0x1p104, 0x1p128 - 0x1p103})}, to32);
+  const Tensor narrowed =
+      Run1("Cast", {F64(Shape{5}, {0.1, 1e300, -big, 0x1p128 - 0x1p104, 0x1p128 - 0x1p103})}, to32);
   EXPECT_EQ(narrowed.data<float>()[0], 0.1f);
   EXPECT_EQ(narrowed.data<float>()[1], std::numeric_limits<float>::infinity());
   EXPECT_EQ(narrowed.data<float>()[2], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(narrowed.data<float>()[3], std::numeric_limits<float>::max()) << "the largest float itself";
-  EXPECT_EQ(narrowed.data<float>()[4], std::numeric_limits<float>::infinity()) << "half an ulp above it, ties to even";
+  EXPECT_EQ(narrowed.data<float>()[4], std::numeric_limits<float>::infinity())
+      << "half an ulp above it, ties to even";
   const Tensor ints = Run1("Cast", {F64(Shape{5}, {-3.7, 1e10, -1e10, std::nan(""), 2147483647.0})}, to_i32);
   EXPECT_EQ(ints.data<int32_t>()[0], -3);
   EXPECT_EQ(ints.data<int32_t>()[1], std::numeric_limits<int32_t>::max());

@@ -9,7 +9,9 @@ const std::string kMinimal =
     R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense", "units": 10, "activation": "softmax"}]}})";
 
 // kMinimal with `extra` added at the top level (a leading comma included by the caller).
-std::string With(const std::string& extra) { return kMinimal.substr(0, kMinimal.size() - 1) + extra + "}"; }
+std::string With(const std::string& extra) {
+  return kMinimal.substr(0, kMinimal.size() - 1) + extra + "}";
+}
 
 std::string ErrorOf(const std::string& json) {
   StatusOr<TrainConfig> c = ParseTrainConfig(json, "t.json");
@@ -80,9 +82,10 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
 }
 
 TEST(TrainConfigTest, TyposAreNamedWithASuggestion) {
-  EXPECT_EQ(ErrorOf(With(R"(, "optimzer": {})")),
-            "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, loss, optimizer, "
-            "epochs, batch_size, drop_remainder, seed, checkpoint, export, logdir");
+  EXPECT_EQ(
+      ErrorOf(With(R"(, "optimzer": {})")),
+      "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, loss, optimizer, "
+      "epochs, batch_size, drop_remainder, seed, checkpoint, export, logdir");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"learnig_rate": 0.1})")).substr(0, 77),
             "t.json: optimizer.learnig_rate: unknown key (did you mean 'learning_rate'?); ");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense", "unit": 3}]}})")
@@ -96,9 +99,10 @@ TEST(TrainConfigTest, BadValuesAreNamed) {
   EXPECT_EQ(ErrorOf(With(R"(, "epochs": 2.5)")), "t.json: epochs: must be an integer, got 2.5");
   EXPECT_EQ(ErrorOf(With(R"(, "epochs": 0)")), "t.json: epochs: must be >= 1, got 0");
   EXPECT_EQ(ErrorOf(With(R"(, "seed": -1)")), "t.json: seed: must be a non-negative integer, got -1");
-  EXPECT_EQ(ErrorOf(With(R"(, "loss": "hinge")")),
-            "t.json: loss: must be one of softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error, got "
-            "\"hinge\"");
+  EXPECT_EQ(
+      ErrorOf(With(R"(, "loss": "hinge")")),
+      "t.json: loss: must be one of softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error, got "
+      "\"hinge\"");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"schedule": {"gamma": 2}})")),
             "t.json: optimizer.schedule.gamma: must be > 0 and <= 1, got 2");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense"}]}})"),
@@ -114,12 +118,15 @@ TEST(TrainConfigTest, BadValuesAreNamed) {
 }
 
 TEST(TrainConfigTest, MissingAndInconsistentSettings) {
-  EXPECT_EQ(ErrorOf(R"({"model": {"layers": [{"type": "flatten"}]}})"), "t.json: data: is required: the training data");
+  EXPECT_EQ(ErrorOf(R"({"model": {"layers": [{"type": "flatten"}]}})"),
+            "t.json: data: is required: the training data");
   EXPECT_EQ(ErrorOf(R"({"data": {}, "model": {"layers": [{"type": "flatten"}]}})"),
             "t.json: data.train: is required: the training data file(s)");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}})"), "t.json: model: is required: the model's layers");
-  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d", "format": "tfrecord"}, "model": {"layers": [{"type": "flatten"}]}})"),
-            "t.json: data.features: is required for tfrecord data: the feature keys, in order");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"data": {"train": "d", "format": "tfrecord"}, "model": {"layers": [{"type": "flatten"}]}})"),
+      "t.json: data.features: is required for tfrecord data: the feature keys, in order");
   EXPECT_EQ(ErrorOf(With(R"(, "export": {"best_by": "val_loss"})")),
             "t.json: export.best_by: needs validation data (data.validation or data.split.validation)");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d", "split": {"validation": 0.5, "test": 0.5}},

@@ -41,8 +41,8 @@ TEST(EventWriterTest, WritesTensorBoardScalars) {
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[0].file_version(), "brain.Event:2");
   EXPECT_GT(events[0].wall_time(), 1.7e9);
-  const std::tuple<const char*, int64_t, float> expected[] = {{"loss", 10, 0.5f}, {"accuracy", 10, 0.875f},
-                                                              {"loss", 20, 0.25f}};
+  const std::tuple<const char*, int64_t, float> expected[] = {
+      {"loss", 10, 0.5f}, {"accuracy", 10, 0.875f}, {"loss", 20, 0.25f}};
   for (size_t i = 0; i < 3; ++i) {
     const tensorflow::Event& e = events[i + 1];
     EXPECT_EQ(e.step(), std::get<1>(expected[i]));

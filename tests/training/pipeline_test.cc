@@ -98,7 +98,8 @@ TEST(PipelineTest, DeterministicWhateverTheThreads) {
 
 TEST(PipelineTest, SkipResumesMidEpoch) {
   const LabelledTable t = CountingTable(50);
-  const PipelineOptions options{.batch_size = 8, .shuffle_buffer = 50, .seed = 2, .prefetch = 2, .threads = 2};
+  const PipelineOptions options{
+      .batch_size = 8, .shuffle_buffer = 50, .seed = 2, .prefetch = 2, .threads = 2};
   BatchPipeline whole(t, AllRows(50), options);
   whole.StartEpoch(1);
   const auto all = DrainEpoch(whole);

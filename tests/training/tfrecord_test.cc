@@ -57,10 +57,11 @@ std::vector<std::string> ReadAll(const std::string& path, TfRecordReader::Option
 // Expected bytes computed independently (a bitwise CRC-32C in Python).
 TEST(TfRecordTest, FramingMatchesTensorFlows) {
   const std::string framed = FrameTfRecord("hello");
-  const unsigned char expected[] = {0x05, 0, 0, 0, 0, 0, 0, 0, 0xea, 0xb2, 0x04, 0x3e, 'h', 'e', 'l', 'l', 'o',
-                                    0xbb, 0x1f, 0x1c, 0x19};
+  const unsigned char expected[] = {0x05, 0,   0,   0,   0,   0,   0,    0,    0xea, 0xb2, 0x04,
+                                    0x3e, 'h', 'e', 'l', 'l', 'o', 0xbb, 0x1f, 0x1c, 0x19};
   ASSERT_EQ(framed.size(), sizeof expected);
-  for (size_t i = 0; i < sizeof expected; ++i) EXPECT_EQ(static_cast<unsigned char>(framed[i]), expected[i]) << i;
+  for (size_t i = 0; i < sizeof expected; ++i)
+    EXPECT_EQ(static_cast<unsigned char>(framed[i]), expected[i]) << i;
 }
 
 TEST(TfRecordTest, WritesAndReadsBack) {
@@ -91,7 +92,8 @@ TEST(TfRecordTest, CorruptDataIsReportedWithOffsetOrSkipped) {
 
   int64_t skipped = 0;
   error = Status::Ok();
-  EXPECT_EQ(ReadAll(path, {.skip_corrupt = true}, &error, &skipped), (std::vector<std::string>{"aaaa", "cccc"}));
+  EXPECT_EQ(ReadAll(path, {.skip_corrupt = true}, &error, &skipped),
+            (std::vector<std::string>{"aaaa", "cccc"}));
   EXPECT_TRUE(error.ok());
   EXPECT_EQ(skipped, 1);
 }
@@ -104,7 +106,8 @@ TEST(TfRecordTest, DamagedLengthOrTruncationEndsTheFile) {
   WriteBytes(path, bytes);
   Status error;
   EXPECT_EQ(ReadAll(path, {}, &error), (std::vector<std::string>{"aaaa"}));
-  EXPECT_EQ(error.message(), path + ": record at offset 20: the length's CRC does not match (a damaged header)");
+  EXPECT_EQ(error.message(),
+            path + ": record at offset 20: the length's CRC does not match (a damaged header)");
   int64_t skipped = 0;
   error = Status::Ok();
   EXPECT_EQ(ReadAll(path, {.skip_corrupt = true}, &error, &skipped), (std::vector<std::string>{"aaaa"}));
@@ -114,7 +117,8 @@ TEST(TfRecordTest, DamagedLengthOrTruncationEndsTheFile) {
   WriteBytes(path, (FrameTfRecord("aaaa") + FrameTfRecord("bbbb")).substr(0, 35));
   error = Status::Ok();
   EXPECT_EQ(ReadAll(path, {}, &error), (std::vector<std::string>{"aaaa"}));
-  EXPECT_EQ(error.message(), path + ": record at offset 20: the file ends inside the record (4 bytes announced)");
+  EXPECT_EQ(error.message(),
+            path + ": record at offset 20: the file ends inside the record (4 bytes announced)");
   WriteBytes(path, FrameTfRecord("aaaa") + "\x01\x02");
   error = Status::Ok();
   EXPECT_EQ(ReadAll(path, {}, &error), (std::vector<std::string>{"aaaa"}));
@@ -154,13 +158,15 @@ TEST(ExampleReaderTest, ReadsFeaturesInKeyOrderAcrossFiles) {
   TempDir dir;
   const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");
   ASSERT_TRUE(WriteRecords(a, {MakeExample({1, 2, 3}, 40, nullptr, 2)}).ok());
-  ASSERT_TRUE(WriteRecords(b, {MakeExample({4, 5, 6}, 50, nullptr, 0), MakeExample({7, 8, 9}, 60, nullptr, 1)}).ok());
+  ASSERT_TRUE(
+      WriteRecords(b, {MakeExample({4, 5, 6}, 50, nullptr, 0), MakeExample({7, 8, 9}, 60, nullptr, 1)}).ok());
   ExampleOptions options;
   options.feature_keys = {"age", "pixels"};
   const std::vector<std::string> paths = {a, b};
   StatusOr<LabelledTable> table = ReadExamples(paths, options);
   ASSERT_TRUE(table.ok()) << table.status().ToString();
-  EXPECT_EQ(table.value().feature_names, (std::vector<std::string>{"age", "pixels[0]", "pixels[1]", "pixels[2]"}));
+  EXPECT_EQ(table.value().feature_names,
+            (std::vector<std::string>{"age", "pixels[0]", "pixels[1]", "pixels[2]"}));
   EXPECT_EQ(table.value().features, (std::vector<float>{40, 1, 2, 3, 50, 4, 5, 6, 60, 7, 8, 9}));
   EXPECT_EQ(table.value().labels, (std::vector<int32_t>{2, 0, 1}));
 }

@@ -120,8 +120,7 @@ Status AssignLabels(const std::vector<std::string>& raw, const std::vector<int64
 
 }  // namespace
 
-StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
-                                 const CsvOptions& options) {
+StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source, const CsvOptions& options) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
 
   std::vector<std::string> header;
@@ -149,16 +148,17 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
       header = fields;
       std::unordered_map<std::string, int> column_of;
       for (size_t c = 0; c < header.size(); ++c) {
-        if (header[c].empty()) return InvalidArgument(where + ": column " + std::to_string(c + 1) + " has no name");
+        if (header[c].empty())
+          return InvalidArgument(where + ": column " + std::to_string(c + 1) + " has no name");
         if (!column_of.emplace(header[c], static_cast<int>(c)).second) {
           return InvalidArgument(where + ": column '" + header[c] + "' appears twice");
         }
       }
       auto label = column_of.find(options.label_column);
       if (label == column_of.end()) {
-        return InvalidArgument(where + ": no label column '" + options.label_column +
-                               "' (the header names " + std::to_string(header.size()) + " columns, first '" +
-                               header.front() + "', last '" + header.back() + "')");
+        return InvalidArgument(where + ": no label column '" + options.label_column + "' (the header names " +
+                               std::to_string(header.size()) + " columns, first '" + header.front() +
+                               "', last '" + header.back() + "')");
       }
       label_index = label->second;
       if (options.feature_columns.empty()) {
@@ -198,13 +198,15 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
   }
   if (header.empty()) return InvalidArgument(std::string(source) + ": the file is empty (no header row)");
   if (raw_labels.empty()) return InvalidArgument(std::string(source) + ": no rows after the header");
-  if (Status s = AssignLabels(raw_labels, label_lines, source, options.label_column, table); !s.ok()) return s;
+  if (Status s = AssignLabels(raw_labels, label_lines, source, options.label_column, table); !s.ok())
+    return s;
   return table;
 }
 
 StatusOr<LabelledTable> ReadCsv(const std::string& path, const CsvOptions& options) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument("'" + path + "' is a directory, not a CSV file");
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument("'" + path + "' is a directory, not a CSV file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
   std::ostringstream text;

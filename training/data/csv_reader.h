@@ -28,7 +28,6 @@ struct CsvOptions {
 StatusOr<LabelledTable> ReadCsv(const std::string& path, const CsvOptions& options);
 
 // The same, from text already in memory; `source` stands for the file name in messages.
-StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
-                                 const CsvOptions& options);
+StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source, const CsvOptions& options);
 
 }  // namespace lockstep::training

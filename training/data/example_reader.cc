@@ -24,7 +24,8 @@ int64_t AppendValues(const tensorflow::Feature& feature, std::vector<float>& out
 }  // namespace
 
 StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const ExampleOptions& options) {
-  if (options.feature_keys.empty()) return InvalidArgument("no feature keys given for the tf.train.Example records");
+  if (options.feature_keys.empty())
+    return InvalidArgument("no feature keys given for the tf.train.Example records");
   LabelledTable table;
   std::vector<int64_t> value_counts;  // per feature key, from the first example
   std::vector<std::string> names;     // class names, when labels are bytes
@@ -55,7 +56,8 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
           if (count == 1) {
             table.feature_names.push_back(key);
           } else {
-            for (int64_t i = 0; i < count; ++i) table.feature_names.push_back(key + "[" + std::to_string(i) + "]");
+            for (int64_t i = 0; i < count; ++i)
+              table.feature_names.push_back(key + "[" + std::to_string(i) + "]");
           }
         } else if (count != value_counts[f]) {
           return InvalidArgument(where + ": feature '" + key + "' has " + std::to_string(count) +
@@ -64,11 +66,15 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
       }
 
       auto label = features.find(options.label_key);
-      if (label == features.end()) return InvalidArgument(where + ": no label feature '" + options.label_key + "'");
+      if (label == features.end())
+        return InvalidArgument(where + ": no label feature '" + options.label_key + "'");
       const tensorflow::Feature& l = label->second;
       const bool is_name = l.has_bytes_list();
-      const int size = is_name ? l.bytes_list().value_size() : l.has_int64_list() ? l.int64_list().value_size() : -1;
-      if (size < 0) return InvalidArgument(where + ": label '" + options.label_key + "' is not an int64 or bytes list");
+      const int size = is_name              ? l.bytes_list().value_size()
+                       : l.has_int64_list() ? l.int64_list().value_size()
+                                            : -1;
+      if (size < 0)
+        return InvalidArgument(where + ": label '" + options.label_key + "' is not an int64 or bytes list");
       if (size != 1) {
         return InvalidArgument(where + ": label '" + options.label_key + "' has " + std::to_string(size) +
                                " values, not 1");

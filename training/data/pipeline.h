@@ -64,7 +64,7 @@ class BatchPipeline {
     Batch batch;
     std::vector<float> features;  // batch_size x num_features
     std::vector<int32_t> labels;
-    int64_t ready = -1;           // the batch index assembled here, -1 for none
+    int64_t ready = -1;  // the batch index assembled here, -1 for none
   };
 
   void Assemble(int64_t index, Slot& slot) const;
@@ -83,8 +83,8 @@ class BatchPipeline {
   std::condition_variable ready_;  // Next and Quiesce wait on producers
   int64_t end_ = 0;                // batches this epoch
   int64_t next_to_make_ = 0;
-  int64_t next_to_hand_ = 0;       // the batch Next returns next
-  int in_flight_ = 0;              // producers assembling now
+  int64_t next_to_hand_ = 0;  // the batch Next returns next
+  int in_flight_ = 0;         // producers assembling now
   bool stopping_ = false;
   std::vector<std::thread> producers_;
 };

@@ -39,7 +39,8 @@ std::string FrameTfRecord(std::string_view record) {
 
 StatusOr<TfRecordReader> TfRecordReader::Open(const std::string& path, Options options) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument("'" + path + "' is a directory, not a TFRecord file");
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument("'" + path + "' is a directory, not a TFRecord file");
   auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*in) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
   return TfRecordReader(path, std::move(in), options);
@@ -59,8 +60,8 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
       done_ = true;
       if (!options_.skip_corrupt) return DataLoss(where + ": " + what);
       ++corrupt_skipped_;
-      spdlog::warn("event=tfrecord_corrupt file={} offset={} problem=\"{}\" action=skip_rest_of_file", path_, start,
-                   what);
+      spdlog::warn("event=tfrecord_corrupt file={} offset={} problem=\"{}\" action=skip_rest_of_file", path_,
+                   start, what);
       return false;
     };
     char header[12];
@@ -71,7 +72,8 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
     }
     if (got < sizeof header) return give_up("the file ends inside a record header");
     const uint64_t length = GetLittleEndian(header, 8);
-    if (MaskCrc32c(Crc32c(std::string_view(header, 8))) != static_cast<uint32_t>(GetLittleEndian(header + 8, 4))) {
+    if (MaskCrc32c(Crc32c(std::string_view(header, 8))) !=
+        static_cast<uint32_t>(GetLittleEndian(header + 8, 4))) {
       return give_up("the length's CRC does not match (a damaged header)");
     }
     if (length > kMaxRecordBytes) return give_up("a length of " + std::to_string(length) + " bytes");
@@ -84,8 +86,9 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
     if (MaskCrc32c(Crc32c(*record)) != static_cast<uint32_t>(GetLittleEndian(footer, 4))) {
       if (!options_.skip_corrupt) return DataLoss(where + ": the data's CRC does not match");
       ++corrupt_skipped_;
-      spdlog::warn("event=tfrecord_corrupt file={} offset={} problem=\"data CRC mismatch\" action=skip_record",
-                   path_, start);
+      spdlog::warn(
+          "event=tfrecord_corrupt file={} offset={} problem=\"data CRC mismatch\" action=skip_record", path_,
+          start);
       continue;
     }
     ++records_read_;
