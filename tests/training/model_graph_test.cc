@@ -1,0 +1,155 @@
+#include "training/model_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "runtime/op_registry.h"
+#include "runtime/session.h"
+#include "training/data/csv_reader.h"
+#include "training/data/pipeline.h"
+#include "training/data/split.h"
+#include "training/initializers.h"
+#include "training/optimizer.h"
+
+namespace lockstep::training {
+namespace {
+
+ModelConfig Mlp(std::vector<LayerConfig> layers) {
+  ModelConfig m;
+  m.layers = std::move(layers);
+  return m;
+}
+
+LayerConfig Dense(int64_t units, std::string activation) {
+  LayerConfig l;
+  l.type = "dense";
+  l.units = units;
+  l.activation = std::move(activation);
+  return l;
+}
+
+TEST(ModelGraphTest, PlansDenseWeights) {
+  StatusOr<ModelLayout> layout = PlanModel(Mlp({Dense(16, "relu"), Dense(10, "softmax")}), 64, 10);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_EQ(layout.value().weights.size(), 4u);
+  EXPECT_EQ(layout.value().weights[0].name, "dense_0/kernel");
+  EXPECT_EQ(layout.value().weights[0].shape, (Shape{64, 16}));
+  EXPECT_EQ(layout.value().weights[0].initializer, "glorot_uniform");
+  EXPECT_EQ(layout.value().weights[3].name, "dense_1/bias");
+  EXPECT_EQ(layout.value().weights[3].initializer, "zeros");
+}
+
+TEST(ModelGraphTest, PlanErrorsNameTheLayer) {
+  EXPECT_EQ(PlanModel(Mlp({Dense(16, "relu"), Dense(3, "softmax")}), 64, 10).status().message(),
+            "model.layers[1]: the model ends with 3 outputs, but the data has 10 classes");
+  EXPECT_EQ(PlanModel(Mlp({Dense(16, "softmax"), Dense(10, "")}), 64, 10).status().message(),
+            "model.layers[0]: softmax only as the last layer's activation");
+  LayerConfig conv;
+  conv.type = "conv2d";
+  conv.filters = 4;
+  StatusOr<ModelLayout> unsupported = PlanModel(Mlp({conv, Dense(10, "")}), 64, 10);
+  EXPECT_EQ(unsupported.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(unsupported.status().message(), "model.layers[0]: a conv2d layer cannot be trained yet");
+}
+
+// The whole chain on the real digits: split, normalisation statistics, the pipeline, the
+// training graph's loss and gradients, Adam; then the serving graph built from the trained
+// weights classifies the held-out rows, and gives exactly the probabilities the training
+// graph's logits give.
+TEST(ModelGraphTest, TrainsDigitsAndServesTheSameNumbers) {
+  StatusOr<LabelledTable> read = ReadCsv(std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv", {});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  const LabelledTable& table = read.value();
+  const RowSplit split = StratifiedSplit(table.labels, 0.2, 0);
+  const FeatureStats stats = ComputeFeatureStats(table, split.train);
+
+  TrainConfig config;
+  config.model = Mlp({Dense(32, "relu"), Dense(10, "softmax")});
+  StatusOr<ModelLayout> layout = PlanModel(config.model, table.num_features(), table.num_classes());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  StatusOr<Model> train_graph = BuildTrainingGraph(config, layout.value());
+  ASSERT_TRUE(train_graph.ok()) << train_graph.status().ToString();
+  StatusOr<std::unique_ptr<Session>> trainer = Session::Create(std::move(train_graph).value(), {});
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+
+  Random rng(0);
+  WeightMap weights;
+  for (const WeightInfo& w : layout.value().weights) {
+    Tensor t(DType::kFloat32, w.shape);
+    ASSERT_TRUE(Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()).ok());
+    weights[w.name] = t;
+  }
+  OptimizerConfig adam;
+  adam.learning_rate = 0.01;
+  StatusOr<Optimizer> optimizer = Optimizer::Create(adam);
+  ASSERT_TRUE(optimizer.ok());
+
+  const int64_t f = table.num_features();
+  const Tensor mean = Tensor::FromVector<float>(Shape{f}, stats.mean);
+  const Tensor std = Tensor::FromVector<float>(Shape{f}, stats.std);
+  BatchPipeline pipeline(table, split.train, {.batch_size = 32, .shuffle_buffer = 10000, .seed = 1});
+  double first_loss = 0, last_loss = 0;
+  std::vector<NamedTensor> in, out;
+  for (int64_t epoch = 0; epoch < 8; ++epoch) {
+    pipeline.StartEpoch(epoch);
+    double sum = 0;
+    int batches = 0;
+    while (const Batch* b = pipeline.Next()) {
+      in = {{kFeaturesInput, b->features}, {kLabelsInput, b->labels}, {kMeanInput, mean}, {kStdInput, std}};
+      for (const WeightInfo& w : layout.value().weights) in.push_back({w.name, weights[w.name]});
+      ASSERT_TRUE(trainer.value()->Run(kTrainSignature, in, &out).ok());
+      sum += out[0].tensor.data<float>()[0];
+      ++batches;
+      std::vector<Parameter> params;
+      for (size_t i = 0; i < layout.value().weights.size(); ++i) {
+        params.push_back(
+            {weights[layout.value().weights[i].name].mutable_data<float>(), out[2 + i].tensor.data<float>()});
+      }
+      optimizer.value().Apply(params, adam.learning_rate);
+    }
+    if (epoch == 0) first_loss = sum / batches;
+    last_loss = sum / batches;
+  }
+  EXPECT_LT(last_loss, first_loss / 4) << "first epoch " << first_loss << ", last " << last_loss;
+
+  StatusOr<Model> serving = BuildServingGraph(config, layout.value(), weights, stats);
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  StatusOr<std::unique_ptr<Session>> server = Session::Create(std::move(serving).value(), {});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+
+  // The held-out rows in one batch, through both graphs.
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  for (int64_t r : split.held_out) {
+    x.insert(x.end(), table.row(r).begin(), table.row(r).end());
+    y.push_back(table.labels[static_cast<size_t>(r)]);
+  }
+  const auto n = static_cast<int64_t>(y.size());
+  const Tensor features = Tensor::FromVector<float>(Shape{n, f}, x);
+  std::vector<NamedTensor> served;
+  const std::vector<NamedTensor> request = {{"x", features}};
+  ASSERT_TRUE(server.value()->Run("serving_default", request, &served).ok());
+  const Tensor& probabilities = served[0].tensor;
+  const Tensor& classes = served[1].tensor;
+  int correct = 0;
+  for (int64_t i = 0; i < n; ++i)
+    correct += classes.data<int64_t>()[static_cast<size_t>(i)] == y[static_cast<size_t>(i)];
+  const double accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  EXPECT_GT(accuracy, 0.93) << correct << " of " << n;
+
+  in = {{kFeaturesInput, features},
+        {kLabelsInput, Tensor::FromVector<int32_t>(Shape{n}, y)},
+        {kMeanInput, mean},
+        {kStdInput, std}};
+  for (const WeightInfo& w : layout.value().weights) in.push_back({w.name, weights[w.name]});
+  ASSERT_TRUE(trainer.value()->Run(kTrainSignature, in, &out).ok());
+  StatusOr<std::vector<Tensor>> softmax = RunOp("Softmax", std::vector<Tensor>{out[1].tensor});
+  ASSERT_TRUE(softmax.ok());
+  EXPECT_TRUE(softmax.value()[0].BitwiseEqual(probabilities)) << "training and serving disagree";
+}
+
+}  // namespace
+}  // namespace lockstep::training
