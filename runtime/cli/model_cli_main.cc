@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cli/flags.h"
 #include "runtime/bundle/bundle.h"
 #include "runtime/cli/examples.h"
 #include "runtime/session.h"
@@ -53,54 +54,6 @@ int Fail(const std::string& message) {
 int Usage(const std::string& message) {
   std::cerr << "model-cli: " << message << "\n\n" << kUsage;
   return 2;
-}
-
-// Flags as given: "--name value" pairs and "--switch"; repeated flags keep every value.
-struct Flags {
-  std::multimap<std::string, std::string> values;
-  std::vector<std::string> positional;
-
-  bool Has(const std::string& name) const { return values.count(name) > 0; }
-  std::string Get(const std::string& name, const std::string& fallback = "") const {
-    auto it = values.find(name);
-    return it == values.end() ? fallback : it->second;
-  }
-  std::vector<std::string> GetAll(const std::string& name) const {
-    std::vector<std::string> out;
-    for (auto [it, end] = values.equal_range(name); it != end; ++it) out.push_back(it->second);
-    return out;
-  }
-};
-
-StatusOr<Flags> ParseFlags(int argc, char** argv, const std::vector<std::string>& with_value,
-                           const std::vector<std::string>& switches) {
-  Flags flags;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0) {
-      flags.positional.push_back(arg);
-      continue;
-    }
-    std::string name = arg.substr(2), value;
-    size_t eq = name.find('=');
-    bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (std::find(switches.begin(), switches.end(), name) != switches.end() && !inline_value) {
-      flags.values.emplace(name, "true");
-    } else if (std::find(with_value.begin(), with_value.end(), name) != with_value.end()) {
-      if (!inline_value) {
-        if (i + 1 >= argc) return InvalidArgument("flag --" + name + " needs a value");
-        value = argv[++i];
-      }
-      flags.values.emplace(name, value);
-    } else {
-      return InvalidArgument("unknown flag --" + name);
-    }
-  }
-  return flags;
 }
 
 // Names and metadata come from the bundle: print control bytes escaped so a hostile bundle

@@ -1,0 +1,102 @@
+// model-train as a user runs it: the real binary on the repository's digits config.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "runtime/bundle/bundle.h"
+
+namespace lockstep::training {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result RunModelTrain(const std::string& args) {
+  const std::string command =
+      "cd " + std::string(LOCKSTEP_SOURCE_DIR) + " && " + MODEL_TRAIN_PATH + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class ModelTrainCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("lockstep_model_train_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ModelTrainCliTest, TrainsDigitsAndExportsVersionAfterVersion) {
+  const std::string exports = (dir_ / "models").string();
+  Result r = RunModelTrain("--config config/train/digits.json --epochs 5 --export_dir " + exports);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("event=epoch epoch=5/5 loss="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("samples_per_s="), std::string::npos);
+  EXPECT_NE(r.output.find("exported " + exports + "/1"), std::string::npos) << r.output;
+  StatusOr<Model> bundle = ReadBundle(exports + "/1");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
+  EXPECT_EQ(bundle.value().graph.metadata.at("model_name"), "digits");
+  EXPECT_EQ(bundle.value().graph.metadata.at("trained_steps"), "200");
+  EXPECT_GT(std::stod(bundle.value().graph.metadata.at("test_accuracy")), 0.9);
+
+  r = RunModelTrain("--config config/train/digits.json --epochs 1 --export_dir " + exports);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(exports + "/2/model.pb"));
+}
+
+TEST_F(ModelTrainCliTest, BadConfigsAndFlagsAreNamedAndNothingIsExported) {
+  const std::filesystem::path bad = dir_ / "bad.json";
+  std::ofstream(bad) << R"({"data": {"train": "examples/data/digits.csv"},
+    "model": {"layers": [{"type": "dense", "units": 10}]}, "optimizer": {"learnig_rate": 0.1},
+    "export": {"dir": ")"
+                     << (dir_ / "never").string() << R"("}})";
+  Result r = RunModelTrain("--config " + bad.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.output.find(bad.string() + ": optimizer.learnig_rate: unknown key (did you mean 'learning_rate'?)"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
+
+  r = RunModelTrain("--config config/train/digits.json --epochs zero");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--epochs must be an integer >= 1"), std::string::npos) << r.output;
+  r = RunModelTrain("--confg x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown flag --confg"), std::string::npos) << r.output;
+
+  // A CSV with a ragged row: named by file and line, and no bundle.
+  const std::filesystem::path csv = dir_ / "ragged.csv";
+  std::ofstream(csv) << "a,b,label\n1,2,0\n3,1\n";
+  const std::filesystem::path config = dir_ / "ragged.json";
+  std::ofstream(config) << R"({"data": {"train": ")" << csv.string() << R"(", "split": {"test": 0}},
+    "model": {"layers": [{"type": "dense", "units": 1}]}, "export": {"dir": ")"
+                        << (dir_ / "never").string() << R"("}})";
+  r = RunModelTrain("--config " + config.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(csv.string() + ":3: 2 fields, but the header has 3"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
+
+  EXPECT_EQ(RunModelTrain("--help").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace lockstep::training

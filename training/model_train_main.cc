@@ -1,0 +1,107 @@
+// model-train: trains the model a config describes and exports it as a bundle that
+// model-server serves. See training/CONFIG.md for the config and `model-train --help`.
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "runtime/cli/flags.h"
+#include "training/config.h"
+#include "training/trainer.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: model-train --config FILE [flags]
+
+Trains the model FILE describes (JSON; schema in training/CONFIG.md) and exports it as a
+bundle into <export_dir>/<version>/, version = the highest there + 1. Flags override the
+config's settings:
+
+  --config FILE          the training config (required)
+  --export_dir DIR       export.dir: where the bundle goes
+  --epochs N             epochs
+  --batch_size N         batch_size
+  --learning_rate X      optimizer.learning_rate
+  --seed N               seed (initialisers, shuffling)
+  --logdir DIR           TensorBoard event files
+  --model_name NAME      export.model_name (default: the config file's name)
+  --help                 this text
+
+Each epoch logs one line: loss, accuracy, validation loss and accuracy, samples/s, elapsed
+time and ETA. At the end: the test accuracy and where the bundle went.
+)";
+
+int Fail(const std::string& message, int code = 1) {
+  std::cerr << "model-train: " << message << "\n";
+  return code;
+}
+
+bool ParseInt(const std::string& text, int64_t min, int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < min) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lockstep;
+  using namespace lockstep::training;
+  StatusOr<Flags> flags = ParseFlags(
+      argc - 1, argv + 1,
+      {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed", "logdir", "model_name"},
+      {"help"});
+  if (!flags.ok()) return Fail(flags.status().message() + " (see --help)", 2);
+  if (flags->Has("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (!flags->positional.empty()) return Fail("unexpected argument '" + flags->positional.front() + "'", 2);
+  if (!flags->Has("config")) return Fail("--config is required (see --help)", 2);
+  const std::string config_path = flags->Get("config");
+  StatusOr<TrainConfig> loaded = LoadTrainConfig(config_path);
+  if (!loaded.ok()) return Fail(loaded.status().message(), 2);
+  TrainConfig config = std::move(loaded).value();
+
+  if (flags->Has("export_dir")) config.export_.dir = flags->Get("export_dir");
+  if (flags->Has("logdir")) config.logdir = flags->Get("logdir");
+  if (flags->Has("model_name")) config.export_.model_name = flags->Get("model_name");
+  int64_t n = 0;
+  if (flags->Has("epochs")) {
+    if (!ParseInt(flags->Get("epochs"), 1, n)) return Fail("--epochs must be an integer >= 1", 2);
+    config.epochs = n;
+  }
+  if (flags->Has("batch_size")) {
+    if (!ParseInt(flags->Get("batch_size"), 1, n)) return Fail("--batch_size must be an integer >= 1", 2);
+    config.batch_size = n;
+  }
+  if (flags->Has("seed")) {
+    if (!ParseInt(flags->Get("seed"), 0, n)) return Fail("--seed must be a non-negative integer", 2);
+    config.seed = static_cast<uint64_t>(n);
+  }
+  if (flags->Has("learning_rate")) {
+    char* end = nullptr;
+    const std::string text = flags->Get("learning_rate");
+    const double lr = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !(lr > 0))
+      return Fail("--learning_rate must be a number > 0", 2);
+    config.optimizer.learning_rate = lr;
+  }
+  const std::string model_name = config.export_.model_name.empty()
+                                     ? std::filesystem::path(config_path).stem().string()
+                                     : config.export_.model_name;
+
+  StatusOr<TrainReport> report = Train(config, model_name);
+  if (!report.ok()) return Fail(report.status().message());
+  if (report->has_test) {
+    std::cout << "test_accuracy=" << report->test_accuracy << " test_loss=" << report->test_loss << "\n";
+  }
+  if (report->has_validation) std::cout << "validation_accuracy=" << report->validation_accuracy << "\n";
+  if (!report->export_path.empty()) std::cout << "exported " << report->export_path << "\n";
+  return 0;
+}

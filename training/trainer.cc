@@ -1,0 +1,334 @@
+#include "training/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "runtime/bundle/bundle.h"
+#include "runtime/crc32c.h"
+#include "runtime/session.h"
+#include "training/data/csv_reader.h"
+#include "training/data/example_reader.h"
+#include "training/data/feature_stats.h"
+#include "training/data/pipeline.h"
+#include "training/data/split.h"
+#include "training/event_writer.h"
+#include "training/initializers.h"
+#include "training/model_graph.h"
+#include "training/optimizer.h"
+
+namespace lockstep::training {
+namespace {
+
+StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std::string>& files) {
+  if (data.format == "tfrecord") {
+    ExampleOptions options;
+    options.label_key = data.label;
+    options.feature_keys = data.features;
+    options.records.skip_corrupt = data.skip_corrupt_records;
+    return ReadExamples(files, options);
+  }
+  CsvOptions options;
+  options.label_column = data.label;
+  options.feature_columns = data.features;
+  LabelledTable all;
+  for (const std::string& file : files) {
+    LS_ASSIGN_OR_RETURN(LabelledTable t, ReadCsv(file, options));
+    if (!all.feature_names.empty() && t.feature_names != all.feature_names) {
+      return InvalidArgument(file + ": its feature columns differ from " + files.front() + "'s");
+    }
+    all.feature_names = t.feature_names;
+    all.features.insert(all.features.end(), t.features.begin(), t.features.end());
+    all.labels.insert(all.labels.end(), t.labels.begin(), t.labels.end());
+    if (all.class_names.empty()) all.class_names = t.class_names;
+  }
+  return all;
+}
+
+// The rows of one table an evaluation or an epoch goes through.
+struct Part {
+  const LabelledTable* table = nullptr;
+  std::vector<int64_t> rows;
+};
+
+std::vector<int64_t> AllRows(const LabelledTable& t) {
+  std::vector<int64_t> rows(static_cast<size_t>(t.num_rows()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  return rows;
+}
+
+std::vector<int64_t> Select(const std::vector<int64_t>& rows, const std::vector<int64_t>& positions) {
+  std::vector<int64_t> out;
+  for (int64_t p : positions) out.push_back(rows[static_cast<size_t>(p)]);
+  return out;
+}
+
+std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>& rows) {
+  std::vector<int32_t> out;
+  for (int64_t r : rows) out.push_back(t.labels[static_cast<size_t>(r)]);
+  return out;
+}
+
+struct Evaluation {
+  double accuracy = 0, loss = 0;
+};
+
+// Through the serving graph, as a client of the exported model would: batches of up to 256.
+StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part) {
+  const int64_t f = part.table->num_features();
+  constexpr int64_t kBatch = 256;
+  double loss = 0;
+  int64_t correct = 0;
+  std::vector<NamedTensor> in(1), out;
+  for (size_t begin = 0; begin < part.rows.size(); begin += kBatch) {
+    const size_t n = std::min<size_t>(kBatch, part.rows.size() - begin);
+    Tensor x(DType::kFloat32, Shape{static_cast<int64_t>(n), f});
+    for (size_t i = 0; i < n; ++i) {
+      const auto row = part.table->row(part.rows[begin + i]);
+      std::copy(row.begin(), row.end(), x.mutable_data<float>().begin() + static_cast<std::ptrdiff_t>(i) * f);
+    }
+    in[0] = {"x", x};
+    LS_RETURN_IF_ERROR(serving.Run(kDefaultSignature, in, &out));
+    const auto probabilities = out[0].tensor.data<float>();
+    const auto classes = out[1].tensor.data<int64_t>();
+    const int64_t c = out[0].tensor.shape().dim(1);
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t label = part.table->labels[static_cast<size_t>(part.rows[begin + i])];
+      correct += classes[i] == label;
+      const double p = probabilities[i * static_cast<size_t>(c) + static_cast<size_t>(label)];
+      loss -= std::log(std::max(p, 1e-30));
+    }
+  }
+  const auto count = static_cast<double>(std::max<size_t>(part.rows.size(), 1));
+  return Evaluation{static_cast<double>(correct) / count, loss / count};
+}
+
+// The next version under `dir`: one more than the highest numeric directory there, else 1.
+int64_t NextVersion(const std::filesystem::path& dir) {
+  int64_t highest = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    highest = std::max<int64_t>(highest, std::stoll(name));
+  }
+  return highest + 1;
+}
+
+std::string Hex(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name) {
+  const DataConfig& data = config.data;
+  LS_ASSIGN_OR_RETURN(LabelledTable train_table, ReadTable(data, data.train));
+  std::optional<LabelledTable> validation_table, test_table;
+  if (!data.validation.empty()) {
+    LS_ASSIGN_OR_RETURN(validation_table, ReadTable(data, data.validation));
+  }
+  if (!data.test.empty()) {
+    LS_ASSIGN_OR_RETURN(test_table, ReadTable(data, data.test));
+  }
+  for (const auto* t :
+       {validation_table ? &*validation_table : nullptr, test_table ? &*test_table : nullptr}) {
+    if (t != nullptr && t->feature_names != train_table.feature_names) {
+      return InvalidArgument("data: the validation and test files must have the training data's features");
+    }
+  }
+
+  // Held-out rows: stratified fractions of the training file where no separate file is given.
+  Part train{&train_table, AllRows(train_table)}, validation, test;
+  if (test_table) {
+    test = {&*test_table, AllRows(*test_table)};
+  } else if (data.test_fraction > 0) {
+    const RowSplit s = StratifiedSplit(train_table.labels, data.test_fraction, data.split_seed);
+    test = {&train_table, s.held_out};
+    train.rows = s.train;
+  }
+  if (validation_table) {
+    validation = {&*validation_table, AllRows(*validation_table)};
+  } else if (data.validation_fraction > 0) {
+    // A fraction of all the rows, taken from what the test left.
+    const double remaining = test_table ? 1.0 : 1.0 - data.test_fraction;
+    const RowSplit s = StratifiedSplit(LabelsOf(train_table, train.rows),
+                                       data.validation_fraction / remaining, data.split_seed + 1);
+    validation = {&train_table, Select(train.rows, s.held_out)};
+    train.rows = Select(train.rows, s.train);
+  }
+  if (train.rows.empty()) return InvalidArgument("data: no training rows are left after the split");
+
+  int32_t classes = train_table.num_classes();
+  for (const Part* p : {&validation, &test}) {
+    if (p->table != nullptr) classes = std::max(classes, p->table->num_classes());
+  }
+  const FeatureStats stats = ComputeFeatureStats(train_table, train.rows);
+  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config.model, train_table.num_features(), classes));
+  LS_ASSIGN_OR_RETURN(Model train_graph, BuildTrainingGraph(config, layout));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> trainer, Session::Create(std::move(train_graph)));
+
+  Random rng(config.seed);
+  WeightMap weights;
+  for (const WeightInfo& w : layout.weights) {
+    Tensor t(DType::kFloat32, w.shape);
+    LS_RETURN_IF_ERROR(Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()));
+    weights[w.name] = t;
+  }
+  LS_ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config.optimizer));
+  std::optional<EventWriter> events;
+  if (!config.logdir.empty()) {
+    LS_ASSIGN_OR_RETURN(events, EventWriter::Create(config.logdir));
+  }
+
+  PipelineOptions pipeline_options{.batch_size = config.batch_size,
+                                   .drop_remainder = config.drop_remainder,
+                                   .shuffle_buffer = data.shuffle_buffer,
+                                   .seed = config.seed,
+                                   .prefetch = data.prefetch,
+                                   .threads = data.threads};
+  BatchPipeline pipeline(train_table, train.rows, pipeline_options);
+  const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
+  const Tensor mean = Tensor::FromVector<float>(Shape{train_table.num_features()}, stats.mean);
+  const Tensor std = Tensor::FromVector<float>(Shape{train_table.num_features()}, stats.std);
+
+  // The feeds and parameter list are made once; each step only points them at its batch.
+  std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
+  if (config.model.normalize) {
+    feed.push_back({kMeanInput, mean});
+    feed.push_back({kStdInput, std});
+  }
+  for (const WeightInfo& w : layout.weights) feed.push_back({w.name, weights[w.name]});
+  std::vector<NamedTensor> out;
+  std::vector<Parameter> params(layout.weights.size());
+  std::vector<std::span<float>> grads(layout.weights.size());
+
+  TrainReport report;
+  WeightMap best = weights;
+  double best_metric = -INFINITY;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
+    const auto epoch_start = std::chrono::steady_clock::now();
+    pipeline.StartEpoch(epoch);
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0, batches = 0;
+    while (const Batch* b = pipeline.Next()) {
+      feed[0].tensor = b->features;
+      feed[1].tensor = b->labels;
+      LS_RETURN_IF_ERROR(trainer->Run(kTrainSignature, feed, &out));
+      loss_sum += out[0].tensor.data<float>()[0];
+      ++batches;
+      const auto logits = out[1].tensor.data<float>();
+      const auto labels = b->labels.data<int32_t>();
+      for (int64_t r = 0; r < b->rows; ++r) {
+        const float* row = logits.data() + r * classes;
+        correct += std::max_element(row, row + classes) - row == labels[static_cast<size_t>(r)];
+      }
+      seen += b->rows;
+      for (size_t i = 0; i < params.size(); ++i) {
+        grads[i] = out[2 + i].tensor.mutable_data<float>();
+        params[i] = {weights[layout.weights[i].name].mutable_data<float>(), grads[i]};
+      }
+      if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
+      const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
+                                              optimizer.steps(), total_steps);
+      optimizer.Apply(params, lr);
+    }
+    report.steps = optimizer.steps();
+    report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));
+    report.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));
+
+    std::optional<Evaluation> val;
+    if (validation.table != nullptr) {
+      LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, weights, stats));
+      LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(std::move(serving_graph)));
+      LS_ASSIGN_OR_RETURN(val, Evaluate(*serving, validation));
+      const double metric = config.export_.best_by == "val_loss" ? -val->loss : val->accuracy;
+      if (!config.export_.best_by.empty() && metric > best_metric) {
+        best_metric = metric;
+        for (auto& [name, t] : weights) {
+          best[name] = Tensor::FromVector<float>(t.shape(), {t.data<float>().begin(), t.data<float>().end()});
+        }
+      }
+    }
+    const double epoch_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta =
+        elapsed / static_cast<double>(epoch + 1) * static_cast<double>(config.epochs - epoch - 1);
+    spdlog::info(
+        "event=epoch epoch={}/{} loss={:.4f} accuracy={:.4f} val_loss={} val_accuracy={} "
+        "samples_per_s={:.0f} "
+        "elapsed_s={:.1f} eta_s={:.1f}",
+        epoch + 1, config.epochs, report.train_loss, report.train_accuracy,
+        val ? fmt::format("{:.4f}", val->loss) : "-", val ? fmt::format("{:.4f}", val->accuracy) : "-",
+        static_cast<double>(seen) / std::max(epoch_s, 1e-9), elapsed, eta);
+    if (events) {
+      const int64_t step = optimizer.steps();
+      LS_RETURN_IF_ERROR(events->AddScalar("loss", step, report.train_loss));
+      LS_RETURN_IF_ERROR(events->AddScalar("accuracy", step, report.train_accuracy));
+      LS_RETURN_IF_ERROR(events->AddScalar("samples_per_s", step, static_cast<double>(seen) / epoch_s));
+      LS_RETURN_IF_ERROR(
+          events->AddScalar("learning_rate", step,
+                            ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
+                                                  step, total_steps)));
+      if (val) {
+        LS_RETURN_IF_ERROR(events->AddScalar("val_loss", step, val->loss));
+        LS_RETURN_IF_ERROR(events->AddScalar("val_accuracy", step, val->accuracy));
+      }
+      LS_RETURN_IF_ERROR(events->Flush());
+    }
+  }
+
+  const WeightMap& exported = config.export_.best_by.empty() ? weights : best;
+  LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, exported, stats));
+  {
+    LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(serving_graph));
+    if (validation.table != nullptr) {
+      LS_ASSIGN_OR_RETURN(Evaluation v, Evaluate(*serving, validation));
+      report.has_validation = true;
+      report.validation_accuracy = v.accuracy;
+      report.validation_loss = v.loss;
+    }
+    if (test.table != nullptr) {
+      LS_ASSIGN_OR_RETURN(Evaluation t, Evaluate(*serving, test));
+      report.has_test = true;
+      report.test_accuracy = t.accuracy;
+      report.test_loss = t.loss;
+    }
+  }
+  if (!config.export_.dir.empty()) {
+    auto& meta = serving_graph.graph.metadata;
+    meta["model_name"] = model_name;
+    meta["lockstep_version"] = LOCKSTEP_VERSION;
+    meta["trained_steps"] = std::to_string(report.steps);
+    meta["train_data"] = data.train.front();
+    meta["data_fingerprint"] =
+        "crc32c:" +
+        Hex(Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.features.data()),
+                                    train_table.features.size() * sizeof(float)),
+                   Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.labels.data()),
+                                           train_table.labels.size() * sizeof(int32_t)))));
+    if (report.has_test) meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
+    if (report.has_validation)
+      meta["validation_accuracy"] = fmt::format("{:.6f}", report.validation_accuracy);
+    std::error_code ec;
+    std::filesystem::create_directories(config.export_.dir, ec);
+    if (ec) return FailedPrecondition("export.dir '" + config.export_.dir + "': " + ec.message());
+    const std::filesystem::path dir =
+        std::filesystem::path(config.export_.dir) / std::to_string(NextVersion(config.export_.dir));
+    LS_RETURN_IF_ERROR(WriteBundle(serving_graph, dir));
+    report.export_path = dir.string();
+    spdlog::info("event=export path={} test_accuracy={:.4f}", report.export_path, report.test_accuracy);
+  }
+  return report;
+}
+
+}  // namespace lockstep::training

@@ -1,0 +1,26 @@
+// A whole training run, as model-train performs it: read and split the data, build the model's
+// graphs, train epoch after epoch (one progress line each), evaluate on the held-out rows
+// through the serving graph, and export that graph as a bundle into <export.dir>/<version>/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/status.h"
+#include "training/config.h"
+
+namespace lockstep::training {
+
+struct TrainReport {
+  int64_t steps = 0;
+  double train_loss = 0, train_accuracy = 0;  // the last epoch's, over its batches
+  bool has_validation = false, has_test = false;
+  double validation_accuracy = 0, validation_loss = 0;  // the exported weights'
+  double test_accuracy = 0, test_loss = 0;
+  std::string export_path;  // "" when the config names no export dir
+};
+
+// `model_name` goes into the bundle's metadata. Errors name the file and field at fault.
+StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name);
+
+}  // namespace lockstep::training
