@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "training/data/csv_reader.h"
 #include "training/random.h"
 
 namespace lockstep::training {
@@ -49,6 +50,16 @@ TEST(SplitTest, DependsOnTheSeedAlone) {
   EXPECT_NE(StratifiedSplit(labels, 0.2, 7).held_out, StratifiedSplit(labels, 0.2, 8).held_out);
   EXPECT_TRUE(StratifiedSplit(labels, 0.0, 1).held_out.empty());
   EXPECT_TRUE(StratifiedSplit(labels, 1.0, 1).train.empty());
+}
+
+// scripts/quickstart classifies data row 23 of the digits (a 3) as an example the model never
+// trained on: it must stay in the test part of config/train/digits.json's split.
+TEST(SplitTest, TheQuickstartDigitIsHeldOut) {
+  StatusOr<LabelledTable> digits = ReadCsv(std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv", {});
+  ASSERT_TRUE(digits.ok());
+  const RowSplit split = StratifiedSplit(digits.value().labels, 0.2, 0);
+  EXPECT_TRUE(std::binary_search(split.held_out.begin(), split.held_out.end(), 23));
+  EXPECT_EQ(digits.value().labels[23], 3);
 }
 
 // The generator's output is fixed by the algorithm (xoshiro256** seeded by SplitMix64), not by
