@@ -2,9 +2,12 @@
 // model-server serves. See training/CONFIG.md for the config and `model-train --help`.
 #include <spdlog/spdlog.h>
 
+#include <bit>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "runtime/cli/flags.h"
@@ -27,6 +30,9 @@ config's settings:
   --seed N               seed (initialisers, shuffling)
   --logdir DIR           TensorBoard event files
   --model_name NAME      export.model_name (default: the config file's name)
+  --predictions_out FILE write the test rows and the exported model's probabilities for
+                         them (JSON; floats as their IEEE-754 bit patterns, so nothing is
+                         lost): what model-server must answer for those rows, bit for bit
   --help                 this text
 
 Each epoch logs one line: loss, accuracy, validation loss and accuracy, samples/s, elapsed
@@ -47,15 +53,34 @@ bool ParseInt(const std::string& text, int64_t min, int64_t& out) {
   return true;
 }
 
+// {"features": [[bits...]...], "probabilities": [[bits...]...]}, each float as its uint32 bits.
+lockstep::Status WritePredictions(const std::string& path, const lockstep::training::TrainReport& report) {
+  nlohmann::json features = nlohmann::json::array(), probabilities = nlohmann::json::array();
+  const auto f = static_cast<size_t>(report.num_features), c = static_cast<size_t>(report.num_classes);
+  auto bits = [](const float* begin, size_t n) {
+    nlohmann::json row = nlohmann::json::array();
+    for (size_t i = 0; i < n; ++i) row.push_back(std::bit_cast<uint32_t>(begin[i]));
+    return row;
+  };
+  for (size_t r = 0; r * f < report.test_features.size(); ++r) {
+    features.push_back(bits(report.test_features.data() + r * f, f));
+    probabilities.push_back(bits(report.test_probabilities.data() + r * c, c));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << nlohmann::json{{"features", features}, {"probabilities", probabilities}}.dump() << "\n";
+  if (!out) return lockstep::DataLoss("cannot write '" + path + "'");
+  return lockstep::Status::Ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace lockstep;
   using namespace lockstep::training;
-  StatusOr<Flags> flags = ParseFlags(
-      argc - 1, argv + 1,
-      {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed", "logdir", "model_name"},
-      {"help"});
+  StatusOr<Flags> flags = ParseFlags(argc - 1, argv + 1,
+                                     {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed",
+                                      "logdir", "model_name", "predictions_out"},
+                                     {"help"});
   if (!flags.ok()) return Fail(flags.status().message() + " (see --help)", 2);
   if (flags->Has("help")) {
     std::cout << kUsage;
@@ -96,8 +121,13 @@ int main(int argc, char** argv) {
                                      ? std::filesystem::path(config_path).stem().string()
                                      : config.export_.model_name;
 
-  StatusOr<TrainReport> report = Train(config, model_name);
+  const std::string predictions_out = flags->Get("predictions_out");
+  StatusOr<TrainReport> report = Train(config, model_name, !predictions_out.empty());
   if (!report.ok()) return Fail(report.status().message());
+  if (!predictions_out.empty()) {
+    if (!report->has_test) return Fail("--predictions_out: the config holds out no test rows");
+    if (Status s = WritePredictions(predictions_out, *report); !s.ok()) return Fail(s.message());
+  }
   if (report->has_test) {
     std::cout << "test_accuracy=" << report->test_accuracy << " test_loss=" << report->test_loss << "\n";
   }

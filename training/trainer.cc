@@ -78,7 +78,10 @@ struct Evaluation {
 };
 
 // Through the serving graph, as a client of the exported model would: batches of up to 256.
-StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part) {
+// Appends the features and probabilities to the vectors given.
+StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part,
+                              std::vector<float>* features = nullptr,
+                              std::vector<float>* probabilities_out = nullptr) {
   const int64_t f = part.table->num_features();
   constexpr int64_t kBatch = 256;
   double loss = 0;
@@ -95,6 +98,11 @@ StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part) {
     LS_RETURN_IF_ERROR(serving.Run(kDefaultSignature, in, &out));
     const auto probabilities = out[0].tensor.data<float>();
     const auto classes = out[1].tensor.data<int64_t>();
+    if (features != nullptr)
+      features->insert(features->end(), x.data<float>().begin(), x.data<float>().end());
+    if (probabilities_out != nullptr) {
+      probabilities_out->insert(probabilities_out->end(), probabilities.begin(), probabilities.end());
+    }
     const int64_t c = out[0].tensor.shape().dim(1);
     for (size_t i = 0; i < n; ++i) {
       const int32_t label = part.table->labels[static_cast<size_t>(part.rows[begin + i])];
@@ -128,7 +136,8 @@ std::string Hex(uint32_t v) {
 
 }  // namespace
 
-StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name) {
+StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name,
+                            bool keep_test_predictions) {
   const DataConfig& data = config.data;
   LS_ASSIGN_OR_RETURN(LabelledTable train_table, ReadTable(data, data.train));
   std::optional<LabelledTable> validation_table, test_table;
@@ -298,7 +307,11 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       report.validation_loss = v.loss;
     }
     if (test.table != nullptr) {
-      LS_ASSIGN_OR_RETURN(Evaluation t, Evaluate(*serving, test));
+      LS_ASSIGN_OR_RETURN(Evaluation t,
+                          Evaluate(*serving, test, keep_test_predictions ? &report.test_features : nullptr,
+                                   keep_test_predictions ? &report.test_probabilities : nullptr));
+      report.num_features = train_table.num_features();
+      report.num_classes = classes;
       report.has_test = true;
       report.test_accuracy = t.accuracy;
       report.test_loss = t.loss;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/status.h"
 #include "training/config.h"
@@ -18,9 +19,14 @@ struct TrainReport {
   double validation_accuracy = 0, validation_loss = 0;  // the exported weights'
   double test_accuracy = 0, test_loss = 0;
   std::string export_path;  // "" when the config names no export dir
+  // With keep_test_predictions: the test rows' features and the exported model's
+  // probabilities for them, row-major, as model-train's own evaluation computed them.
+  int64_t num_features = 0, num_classes = 0;
+  std::vector<float> test_features, test_probabilities;
 };
 
 // `model_name` goes into the bundle's metadata. Errors name the file and field at fault.
-StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name);
+StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name,
+                            bool keep_test_predictions = false);
 
 }  // namespace lockstep::training
