@@ -33,6 +33,8 @@ config's settings:
   --predictions_out FILE write the test rows and the exported model's probabilities for
                          them (JSON; floats as their IEEE-754 bit patterns, so nothing is
                          lost): what model-server must answer for those rows, bit for bit
+  --resume               continue from the newest checkpoint in checkpoint.dir (from the
+                         start when there is none), as if the run had never stopped
   --help                 this text
 
 Each epoch logs one line: loss, accuracy, validation loss and accuracy, samples/s, elapsed
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
   StatusOr<Flags> flags = ParseFlags(argc - 1, argv + 1,
                                      {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed",
                                       "logdir", "model_name", "predictions_out"},
-                                     {"help"});
+                                     {"help", "resume"});
   if (!flags.ok()) return Fail(flags.status().message() + " (see --help)", 2);
   if (flags->Has("help")) {
     std::cout << kUsage;
@@ -122,7 +124,10 @@ int main(int argc, char** argv) {
                                      : config.export_.model_name;
 
   const std::string predictions_out = flags->Get("predictions_out");
-  StatusOr<TrainReport> report = Train(config, model_name, !predictions_out.empty());
+  TrainOptions options;
+  options.keep_test_predictions = !predictions_out.empty();
+  options.resume = flags->Has("resume");
+  StatusOr<TrainReport> report = Train(config, model_name, options);
   if (!report.ok()) return Fail(report.status().message());
   if (!predictions_out.empty()) {
     if (!report->has_test) return Fail("--predictions_out: the config holds out no test rows");

@@ -11,6 +11,7 @@
 #include "runtime/bundle/bundle.h"
 #include "runtime/crc32c.h"
 #include "runtime/session.h"
+#include "training/checkpoint.h"
 #include "training/data/csv_reader.h"
 #include "training/data/example_reader.h"
 #include "training/data/feature_stats.h"
@@ -134,10 +135,33 @@ std::string Hex(uint32_t v) {
   return buf;
 }
 
+// Puts a checkpoint's weights and optimiser state back; every weight must be there with the
+// layout's size (else the checkpoint is from another model).
+Status RestoreCheckpoint(const Checkpoint& c, const ModelLayout& layout, WeightMap& weights,
+                         Optimizer& optimizer) {
+  std::vector<std::vector<std::vector<float>>> state;
+  for (const WeightInfo& w : layout.weights) {
+    auto it = c.weights.find(w.name);
+    std::span<float> values = weights[w.name].mutable_data<float>();
+    if (it == c.weights.end() || it->second.size() != values.size()) {
+      return InvalidArgument("the checkpoint does not match the model: weight '" + w.name + "' is " +
+                             (it == c.weights.end() ? "missing" : "of another size"));
+    }
+    std::copy(it->second.begin(), it->second.end(), values.begin());
+    auto s = c.optimizer_state.find(w.name);
+    state.push_back(s == c.optimizer_state.end() ? std::vector<std::vector<float>>{} : s->second);
+  }
+  const bool stateless = std::all_of(state.begin(), state.end(), [](const auto& s) { return s.empty(); });
+  if (!stateless) optimizer.state() = std::move(state);
+  optimizer.set_steps(c.step);
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name,
-                            bool keep_test_predictions) {
+                            const TrainOptions& options) {
+  const bool keep_test_predictions = options.keep_test_predictions;
   const DataConfig& data = config.data;
   LS_ASSIGN_OR_RETURN(LabelledTable train_table, ReadTable(data, data.train));
   std::optional<LabelledTable> validation_table, test_table;
@@ -192,6 +216,22 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     weights[w.name] = t;
   }
   LS_ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config.optimizer));
+  int64_t start_epoch = 0, skip_batches = 0;
+  if (options.resume) {
+    if (config.checkpoint.dir.empty()) return InvalidArgument("--resume needs checkpoint.dir in the config");
+    StatusOr<Checkpoint> c = ReadLatestCheckpoint(config.checkpoint.dir);
+    if (c.ok()) {
+      LS_RETURN_IF_ERROR(RestoreCheckpoint(c.value(), layout, weights, optimizer));
+      start_epoch = c->epoch;
+      skip_batches = c->batches_done;
+      spdlog::info("event=resume checkpoint_step={} epoch={} batch={}", c->step, c->epoch + 1,
+                   c->batches_done);
+    } else if (c.status().code() == StatusCode::kNotFound) {
+      spdlog::info("event=resume checkpoint=none dir={} action=start_from_scratch", config.checkpoint.dir);
+    } else {
+      return c.status();
+    }
+  }
   std::optional<EventWriter> events;
   if (!config.logdir.empty()) {
     LS_ASSIGN_OR_RETURN(events, EventWriter::Create(config.logdir));
@@ -223,9 +263,28 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   WeightMap best = weights;
   double best_metric = -INFINITY;
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
+  // Saves where the run is: the next batch to train on is `batches_done` of `epoch`.
+  auto checkpoint = [&](int64_t epoch, int64_t batches_done) -> Status {
+    if (config.checkpoint.dir.empty()) return Status::Ok();
+    Checkpoint c{optimizer.steps(), epoch, batches_done, {}, {}};
+    for (size_t i = 0; i < layout.weights.size(); ++i) {
+      const std::string& name = layout.weights[i].name;
+      const auto values = weights[name].data<float>();
+      c.weights[name].assign(values.begin(), values.end());
+      if (i < optimizer.state().size()) c.optimizer_state[name] = optimizer.state()[i];
+    }
+    LS_ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(config.checkpoint.dir, c, config.checkpoint.keep));
+    spdlog::info("event=checkpoint path={} step={}", path, c.step);
+    return Status::Ok();
+  };
+  for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = std::chrono::steady_clock::now();
     pipeline.StartEpoch(epoch);
+    int64_t epoch_batches = 0;
+    if (epoch == start_epoch && skip_batches > 0) {
+      pipeline.Skip(skip_batches);
+      epoch_batches = skip_batches;
+    }
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, batches = 0;
     while (const Batch* b = pipeline.Next()) {
@@ -249,7 +308,21 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
                                               optimizer.steps(), total_steps);
       optimizer.Apply(params, lr);
+      ++epoch_batches;
+      const int64_t step = optimizer.steps();
+      if (config.checkpoint.every_steps > 0 && step % config.checkpoint.every_steps == 0) {
+        LS_RETURN_IF_ERROR(checkpoint(epoch, epoch_batches));
+      }
+      if (options.stop_after_steps > 0 && step >= options.stop_after_steps) {
+        if (config.checkpoint.every_steps <= 0 || step % config.checkpoint.every_steps != 0) {
+          LS_RETURN_IF_ERROR(checkpoint(epoch, epoch_batches));
+        }
+        report.steps = step;
+        report.stopped_early = true;
+        return report;
+      }
     }
+    LS_RETURN_IF_ERROR(checkpoint(epoch + 1, 0));
     report.steps = optimizer.steps();
     report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));
     report.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));

@@ -18,15 +18,26 @@ struct TrainReport {
   bool has_validation = false, has_test = false;
   double validation_accuracy = 0, validation_loss = 0;  // the exported weights'
   double test_accuracy = 0, test_loss = 0;
-  std::string export_path;  // "" when the config names no export dir
+  std::string export_path;     // "" when the config names no export dir
+  bool stopped_early = false;  // TrainOptions::stop_after_steps ended the run
   // With keep_test_predictions: the test rows' features and the exported model's
   // probabilities for them, row-major, as model-train's own evaluation computed them.
   int64_t num_features = 0, num_classes = 0;
   std::vector<float> test_features, test_probabilities;
 };
 
+struct TrainOptions {
+  // Fill TrainReport::test_features and test_probabilities.
+  bool keep_test_predictions = false;
+  // Continue from the newest checkpoint in checkpoint.dir (from the start when there is none).
+  bool resume = false;
+  // Stop once this many optimiser steps are done (writing a checkpoint when checkpoint.dir
+  // is set), without evaluating or exporting: a run cut short, as by a time limit. 0: no limit.
+  int64_t stop_after_steps = 0;
+};
+
 // `model_name` goes into the bundle's metadata. Errors name the file and field at fault.
 StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name,
-                            bool keep_test_predictions = false);
+                            const TrainOptions& options = {});
 
 }  // namespace lockstep::training
