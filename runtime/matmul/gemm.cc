@@ -175,6 +175,15 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
   const bool half_panel = g.n % kNr != 0 && g.n % kNr <= kNr / 2;
   MicroKernelArgs args;
+  // Points args at K block kb: its step count and whether it adds to earlier blocks; returns
+  // the step count (the strides of both operands' blocks follow from it).
+  auto set_k_block = [&](int64_t kb) {
+    const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
+    args.steps = steps;
+    args.b_panel_stride = steps * kNr;
+    args.accumulate = kb > 0;
+    return steps;
+  };
   // Strip s over panels [q0, q1), which all lie on one side of direct_end, all of K, then the
   // epilogue on what it computed.
   auto run = [&](int64_t s, int64_t q0, int64_t q1) {
@@ -192,11 +201,8 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       args.a_group_stride = 0;
       args.t_group_stride = panels * kNr;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
-        const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
-        args.steps = steps;
-        args.b_panel_stride = steps * kNr;
+        const int64_t steps = set_k_block(kb);
         args.b_group_stride = panels * args.b_panel_stride;
-        args.accumulate = kb > 0;
         args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
         args.b = call.b + PackedBBlockOffset(kb, g.n) + first_panel * args.b_panel_stride;
         args.t = out + (first_panel - q0) * kNr;
@@ -236,11 +242,8 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       args.b_group_stride = 0;
       args.t_group_stride = mr * ld;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
-        const int64_t steps = StepsFor(std::min(block_k, g.k - kb * block_k), call.bf16);
-        args.steps = steps;
-        args.b_panel_stride = steps * kNr;
+        const int64_t steps = set_k_block(kb);
         args.a_group_stride = steps * mr;
-        args.accumulate = kb > 0;
         args.b = call.b + PackedBBlockOffset(kb, g.n) + q * args.b_panel_stride;
         const uint32_t* a_block = ap + strips * mr * kb * kKcSteps;
         if (full_strips > 0) {
