@@ -1,6 +1,7 @@
-// Cast, ArgMax and Gather: the array ops that look at values (registered with the rest of
-// the array family by RegisterArrayOps in array_ops.cc).
+// Cast, ArgMax, Gather (with its gradient, GatherGrad) and OneHot: the array ops that look at
+// values (registered with the rest of the array family by RegisterArrayOps in array_ops.cc).
 #include <cstdint>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <span>
@@ -8,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/bfloat16.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
@@ -274,18 +276,25 @@ std::string IndexString(const Shape& shape, int64_t flat) {
   return IntsString(index);
 }
 
+// Checks every index against [0, bound) before a kernel uses any of them.
+template <typename I>
+Status CheckIndices(std::string_view op, const Tensor& indices, int64_t bound, const std::string& what) {
+  const std::span<const I> idx = indices.data<I>();
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 0 || idx[i] >= bound) {
+      return InvalidArgument(Str(op) + ": indices" + IndexString(indices.shape(), static_cast<int64_t>(i)) +
+                             " = " + std::to_string(idx[i]) + " is out of range [0, " + std::to_string(bound) +
+                             ") for " + what);
+    }
+  }
+  return Status::Ok();
+}
+
 template <typename I>
 Status GatherTyped(KernelContext& ctx, const Tensor& params, const Tensor& indices, Tensor& out) {
   const int64_t vocab = params.shape().dim(0);
   const std::span<const I> idx = indices.data<I>();
-  for (size_t i = 0; i < idx.size(); ++i) {
-    if (idx[i] < 0 || idx[i] >= vocab) {
-      return InvalidArgument("Gather: indices" +
-                             IndexString(indices.shape(), static_cast<int64_t>(i)) + " = " +
-                             std::to_string(idx[i]) + " is out of range [0, " +
-                             std::to_string(vocab) + ") for params " + params.shape().ToString());
-    }
-  }
+  LS_RETURN_IF_ERROR(CheckIndices<I>("Gather", indices, vocab, "params " + params.shape().ToString()));
   const int64_t row = vocab == 0 ? 0 : params.num_elements() / vocab;
   if (row == 0 || idx.empty()) return Status::Ok();
   const bool strings = params.dtype() == DType::kString;
@@ -318,6 +327,102 @@ Status GatherKernel(KernelContext& ctx) {
   return GatherTyped<int64_t>(ctx, params, indices, out);
 }
 
+// ---- GatherGrad(dy, indices, params) -> params' shape: dy's rows summed into the rows they
+// were gathered from (a row gathered twice gets both), in index order ----
+
+StatusOr<std::vector<TensorSpec>> InferGatherGrad(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("GatherGrad", ctx.inputs.size(), 3, 3));
+  LS_RETURN_IF_ERROR(CheckReal("GatherGrad", "dy", ctx.inputs[0].dtype));
+  LS_RETURN_IF_ERROR(GatherShape(ctx.inputs[2], ctx.inputs[1]).status());
+  return Single(ctx.inputs[0].dtype, ctx.inputs[2].shape);
+}
+
+Status GatherGradKernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& params = ctx.input(2);
+  LS_ASSIGN_OR_RETURN(Shape gathered,
+                      GatherShape({params.dtype(), params.shape()}, {indices.dtype(), indices.shape()}));
+  if (dy.shape() != gathered) {
+    return InvalidArgument("GatherGrad: dy " + dy.shape().ToString() + " does not match the gathered shape " +
+                           gathered.ToString());
+  }
+  const int64_t vocab = params.shape().dim(0);
+  const std::string what = "params " + params.shape().ToString();
+  LS_RETURN_IF_ERROR(indices.dtype() == DType::kInt32 ? CheckIndices<int32_t>("GatherGrad", indices, vocab, what)
+                                                      : CheckIndices<int64_t>("GatherGrad", indices, vocab, what));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dy.dtype(), params.shape()));
+  const int64_t row = vocab == 0 ? 0 : params.num_elements() / vocab;
+  return DispatchReal(dy.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* po = out->mutable_data<T>().data();
+    std::fill(po, po + out->num_elements(), T(0));
+    const T* pd = dy.data<T>().data();
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      const int64_t v = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[static_cast<size_t>(i)]
+                                                         : indices.data<int64_t>()[static_cast<size_t>(i)];
+      T* __restrict dst = po + v * row;
+      const T* __restrict src = pd + i * row;
+      for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+    }
+    return Status::Ok();
+  });
+}
+
+Status GatherGradient(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  if (g.needs_input_grad(0)) g.SetInputGrad(0, g.Op("GatherGrad", {g.output_grad(0), g.input(1), g.input(0)}));
+  return Status::Ok();  // indices are integers: no gradient
+}
+
+// ---- OneHot(indices int32/int64; depth, dtype = float32) -> [indices..., depth] ----
+//
+// 1 at each index's position, 0 elsewhere. An index outside [0, depth) is an error (TensorFlow
+// gives a row of zeros; a label out of range is a mistake here, not a convention).
+
+StatusOr<std::vector<TensorSpec>> InferOneHot(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("OneHot", ctx.inputs.size(), 1, 1));
+  const TensorSpec& indices = ctx.inputs[0];
+  if (indices.dtype != DType::kInt32 && indices.dtype != DType::kInt64) {
+    return InvalidArgument("OneHot: indices must be int32 or int64, got " + Str(DTypeName(indices.dtype)));
+  }
+  LS_ASSIGN_OR_RETURN(int64_t depth, ctx.attrs.GetInt("depth"));
+  if (depth < 1) return InvalidArgument("OneHot: attr 'depth' must be >= 1, got " + std::to_string(depth));
+  DType dtype = DType::kFloat32;
+  if (ctx.attrs.Has("dtype")) {
+    LS_ASSIGN_OR_RETURN(dtype, ctx.attrs.GetDType("dtype"));
+  }
+  LS_RETURN_IF_ERROR(CheckReal("OneHot", "attr 'dtype'", dtype));
+  if (indices.shape.rank() >= Shape::kMaxRank) {
+    return InvalidArgument("OneHot: indices " + indices.shape.ToString() + " already have the maximum rank");
+  }
+  Shape out = indices.shape;
+  out.AddDim(depth);
+  return Single(dtype, out);
+}
+
+Status OneHotKernel(KernelContext& ctx) {
+  const Tensor& indices = ctx.input(0);
+  const std::array<TensorSpec, 1> spec{TensorSpec{indices.dtype(), indices.shape()}};
+  LS_ASSIGN_OR_RETURN(std::vector<TensorSpec> out_spec, InferOneHot({spec, ctx.attrs()}));
+  const int64_t depth = out_spec[0].shape.dim(out_spec[0].shape.rank() - 1);
+  const std::string what = "depth " + std::to_string(depth);
+  LS_RETURN_IF_ERROR(indices.dtype() == DType::kInt32 ? CheckIndices<int32_t>("OneHot", indices, depth, what)
+                                                      : CheckIndices<int64_t>("OneHot", indices, depth, what));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, out_spec[0].dtype, out_spec[0].shape));
+  return DispatchReal(out->dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* po = out->mutable_data<T>().data();
+    std::fill(po, po + out->num_elements(), T(0));
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      const int64_t v = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[static_cast<size_t>(i)]
+                                                         : indices.data<int64_t>()[static_cast<size_t>(i)];
+      po[i * depth + v] = T(1);
+    }
+    return Status::Ok();
+  });
+}
+
 OpDef MakeDef(std::string name, int num_inputs, ShapeFn infer, KernelFn compute) {
   OpDef def;
   def.name = std::move(name);
@@ -332,7 +437,11 @@ OpDef MakeDef(std::string name, int num_inputs, ShapeFn infer, KernelFn compute)
 void RegisterArrayValueOps(OpRegistry& registry) {
   (void)registry.Register(MakeDef("Cast", 1, InferCast, CastKernel));
   (void)registry.Register(MakeDef("ArgMax", 1, InferArgMax, ArgMaxKernel));
-  (void)registry.Register(MakeDef("Gather", 2, InferGather, GatherKernel));
+  OpDef gather = MakeDef("Gather", 2, InferGather, GatherKernel);
+  gather.gradient = GatherGradient;
+  (void)registry.Register(std::move(gather));
+  (void)registry.Register(MakeDef("GatherGrad", 3, InferGatherGrad, GatherGradKernel));
+  (void)registry.Register(MakeDef("OneHot", 1, InferOneHot, OneHotKernel));
 }
 
 }  // namespace lockstep

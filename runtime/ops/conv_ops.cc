@@ -1,121 +1,78 @@
-// Conv2D (NHWC input, [KH, KW, Cin, Cout] filter) through the Gemm core, and MaxPool2D /
-// AvgPool2D. Padding follows TensorFlow:
-//   VALID: out = ceil((in - k + 1) / s), no padding (in < k is an error);
-//   SAME:  out = ceil(in / s), pad_total = max((out - 1) * s + k - in, 0), of which
-//          pad_total / 2 goes before (top/left) and the rest, one more when odd, after.
-// Attrs: strides [sh, sw] (default [1, 1] for Conv2D, ksize for pooling, as Keras), ksize
-// [kh, kw] (pooling), padding "SAME" / "VALID" (default "VALID"; lower case accepted); 4-element
-// NHWC lists [1, h, w, 1] are accepted for strides and ksize.
+// Conv2D (NHWC input, [KH, KW, Cin, Cout] filter) and its two gradients, all through the Gemm
+// core. With col the im2col matrix (row r: output pixel r's receptive field in filter order
+// (kh, kw, cin), zeros over the padding) and F the filter as a [KH * KW * Cin, Cout] matrix:
+//   Conv2D                 out  = col · F
+//   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
+//   Conv2DBackpropFilter   dF   = colᵀ · dy
+// Attrs (all three): strides [sh, sw] (default [1, 1]), padding "SAME" / "VALID" (window.h).
+// float64 (gradient checks only) runs plain loops over the same windows.
+//
+// im2col runs block by block, so the scratch stays small however large the batch. The
+// backward ops cut blocks of whole images: a block's col2im touches only its own images, so
+// blocks run in parallel without sharing a write, and every sum is taken in the same order
+// whatever the thread count.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <vector>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/window.h"
 
 namespace lockstep {
 namespace {
 
-// One spatial dimension of a sliding window.
-struct Window {
-  int64_t out = 0;         // -1 when the input size is unknown
-  int64_t pad_before = 0;  // top or left
-};
-
-StatusOr<bool> ReadSamePadding(std::string_view op, const AttrMap& attrs) {
-  LS_ASSIGN_OR_RETURN(std::string padding, attrs.GetStringOr("padding", "VALID"));
-  if (padding == "SAME" || padding == "same") return true;
-  if (padding == "VALID" || padding == "valid") return false;
-  return InvalidArgument(Str(op) + ": attr 'padding' must be SAME or VALID, got '" + padding + "'");
-}
-
-StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_name, int64_t in,
-                               int64_t k, int64_t stride, bool same) {
-  if (in < 0 || k < 0) return Window{-1, 0};
-  if (same) {
-    const int64_t out = (in + stride - 1) / stride;
-    const int64_t pad_total = std::max<int64_t>((out - 1) * stride + k - in, 0);
-    return Window{out, pad_total / 2};
-  }
-  if (in < k) {
-    return InvalidArgument(Str(op) + ": window " + std::to_string(k) +
-                           " is larger than the input " + Str(dim_name) + " " + std::to_string(in) +
-                           " with VALID padding");
-  }
-  return Window{(in - k) / stride + 1, 0};
-}
-
-// Everything a kernel needs about one NHWC sliding-window op.
-struct Geometry {
-  int64_t n = 0, h = 0, w = 0, c = 0;  // input
-  int64_t kh = 0, kw = 0, sh = 1, sw = 1;
-  Window wh, ww;
-  Shape out;
-};
-
-// `window` is [kh, kw]; `cout` is the output depth.
-StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, int64_t kh, int64_t kw,
-                                std::pair<int64_t, int64_t> strides, bool same, int64_t cout) {
-  LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input, 4));
-  if (kh == 0 || kw == 0) {
-    return InvalidArgument(Str(op) + ": window " + std::to_string(kh) + "x" + std::to_string(kw) +
-                           " is empty");
-  }
-  Geometry g;
-  g.n = input.dim(0);
-  g.h = input.dim(1);
-  g.w = input.dim(2);
-  g.c = input.dim(3);
-  g.kh = kh;
-  g.kw = kw;
-  g.sh = strides.first;
-  g.sw = strides.second;
-  LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, kh, g.sh, same));
-  LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, kw, g.sw, same));
-  g.out = Shape{g.n, g.wh.out, g.ww.out, cout};
-  return g;
-}
-
-// ---- Conv2D ----
-
-StatusOr<Geometry> ConvGeometry(const AttrMap& attrs, const TensorSpec& input,
+// `op`'s geometry from the input and filter specs (both float32 or both float64).
+StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input,
                                 const TensorSpec& filter) {
-  LS_RETURN_IF_ERROR(CheckDType("Conv2D", "input", input.dtype, DType::kFloat32));
-  LS_RETURN_IF_ERROR(CheckDType("Conv2D", "filter", filter.dtype, DType::kFloat32));
-  LS_RETURN_IF_ERROR(CheckRank("Conv2D", "filter [KH, KW, Cin, Cout]", filter.shape, 4));
+  LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
+  LS_RETURN_IF_ERROR(CheckDType(op, "filter", filter.dtype, input.dtype));
+  LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cin, Cout]", filter.shape, 4));
   const std::vector<int64_t> unit{1, 1};
-  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", &unit));
-  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding("Conv2D", attrs));
-  LS_RETURN_IF_ERROR(CheckRank("Conv2D", "input (NHWC)", input.shape, 4));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", &unit));
+  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
+  LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input.shape, 4));
   int64_t cin;
   if (!MergeDim(input.shape.dim(3), filter.shape.dim(2), &cin)) {
-    return InvalidArgument("Conv2D: input channels " + std::to_string(input.shape.dim(3)) +
-                           " of input " + input.shape.ToString() + " differ from filter " +
-                           filter.shape.ToString());
+    return InvalidArgument(Str(op) + ": input channels " + std::to_string(input.shape.dim(3)) + " of input " +
+                           input.shape.ToString() + " differ from filter " + filter.shape.ToString());
   }
   Shape in = input.shape;
   in.set_dim(3, cin);
-  return MakeGeometry("Conv2D", in, filter.shape.dim(0), filter.shape.dim(1), strides, same,
-                      filter.shape.dim(3));
+  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, same, filter.shape.dim(3));
 }
 
 StatusOr<std::vector<TensorSpec>> InferConv2D(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("Conv2D", ctx.inputs.size(), 2, 2));
-  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
-  return Single(DType::kFloat32, g.out);
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2D", ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  return Single(ctx.inputs[0].dtype, g.out);
+}
+
+// Conv2DBackpropInput(dy, filter, input) -> the input's shape;
+// Conv2DBackpropFilter(input, dy, filter) -> the filter's shape. The third input is there for
+// its shape (and keeps the geometry checkable); its values are not read.
+StatusOr<std::vector<TensorSpec>> InferBackpropInput(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Conv2DBackpropInput", ctx.inputs.size(), 3, 3));
+  LS_RETURN_IF_ERROR(ConvGeometry("Conv2DBackpropInput", ctx.attrs, ctx.inputs[2], ctx.inputs[1]).status());
+  return Single(ctx.inputs[2].dtype, ctx.inputs[2].shape);
+}
+
+StatusOr<std::vector<TensorSpec>> InferBackpropFilter(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Conv2DBackpropFilter", ctx.inputs.size(), 3, 3));
+  LS_RETURN_IF_ERROR(ConvGeometry("Conv2DBackpropFilter", ctx.attrs, ctx.inputs[0], ctx.inputs[2]).status());
+  return Single(ctx.inputs[2].dtype, ctx.inputs[2].shape);
 }
 
 // Budget of one im2col block, in floats: it and the Gemm's packed copy of it stay near L2.
 constexpr int64_t kIm2colFloats = 128 * 1024;
 constexpr int64_t kMinBlockRows = 32;
 
-// Rows [row0, row0 + rows) of the im2col matrix: row r is output pixel r (n, oh, ow) and holds
-// its receptive field in filter order (kh, kw, cin), zeros where it hangs over the padding.
+// Rows [row0, row0 + rows) of the im2col matrix.
 void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, float* dst) {
   const int64_t oh_n = g.wh.out, ow_n = g.ww.out;
   const int64_t kdim = g.kh * g.kw * g.c;
@@ -146,20 +103,148 @@ void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, floa
   }
 }
 
+// The inverse scatter: adds rows [row0, row0 + rows) of a [rows, kdim] matrix into the input
+// positions they were gathered from (what hangs over the padding is dropped). Rows in order,
+// so each element of dx sums its contributions in one fixed order.
+void Col2ImAdd(const Geometry& g, const float* col, int64_t row0, int64_t rows, float* dx) {
+  const int64_t oh_n = g.wh.out, ow_n = g.ww.out;
+  const int64_t kdim = g.kh * g.kw * g.c;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = row0 + r;
+    const int64_t ow = row % ow_n;
+    const int64_t oh = (row / ow_n) % oh_n;
+    const int64_t n = row / (ow_n * oh_n);
+    const float* s = col + r * kdim;
+    for (int64_t i = 0; i < g.kh; ++i, s += g.kw * g.c) {
+      const int64_t ih = oh * g.sh - g.wh.pad_before + i;
+      if (ih < 0 || ih >= g.h) continue;
+      float* dst_row = dx + (n * g.h + ih) * g.w * g.c;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t iw = ow * g.sw - g.ww.pad_before + j;
+        if (iw < 0 || iw >= g.w) continue;
+        float* __restrict d = dst_row + iw * g.c;
+        const float* __restrict v = s + j * g.c;
+        for (int64_t k = 0; k < g.c; ++k) d[k] += v[k];
+      }
+    }
+  }
+}
+
+// How the backward ops cut the im2col rows: into blocks of whole images, so that a block's
+// col2im writes only its own images.
+struct Blocks {
+  int64_t images_per_block = 1;
+  int64_t count = 0;
+  int64_t rows(const Geometry& g) const { return images_per_block * g.pixels_per_image(); }
+};
+
+// `spread`: may the blocks be made smaller so that several threads get one each. Only for
+// ops whose result does not depend on where the blocks fall.
+Blocks ImageBlocks(const Geometry& g, int64_t threads, bool spread) {
+  const int64_t kdim = std::max<int64_t>(g.kh * g.kw * g.c, 1);
+  const int64_t pixels = std::max<int64_t>(g.pixels_per_image(), 1);
+  int64_t rows = std::max(kMinBlockRows, kIm2colFloats / kdim);
+  if (spread && threads > 1) rows = std::min(rows, std::max(kMinBlockRows, g.n * pixels / (threads * 4)));
+  Blocks b;
+  b.images_per_block = std::clamp<int64_t>(rows / pixels, 1, std::max<int64_t>(g.n, 1));
+  b.count = (g.n + b.images_per_block - 1) / b.images_per_block;
+  return b;
+}
+
+// Runs fn(block, gemm_pool) for every block: in parallel, one block per task and each Gemm on
+// its own thread, when there are enough blocks to share out; else one after the other, each
+// Gemm using the whole pool.
+template <typename Fn>
+void ForEachBlock(ThreadPool& pool, int64_t count, Fn fn) {
+  const int64_t threads = pool.num_threads();
+  if (threads > 1 && count >= threads) {
+    pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) fn(b, nullptr);
+    });
+  } else {
+    for (int64_t b = 0; b < count; ++b) fn(b, &pool);
+  }
+}
+
+// A per-thread scratch buffer that only grows.
+float* Scratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < floats) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
+}
+
+// ---- float64: plain loops, for gradient checks ----
+
+// Calls fn(n, oh, ow, ih, iw, i, j) for every (output pixel, filter tap) that lands on the
+// input, in the order the float32 kernels sum.
+template <typename Fn>
+void ForEachTap(const Geometry& g, Fn fn) {
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oh = 0; oh < g.wh.out; ++oh) {
+      for (int64_t ow = 0; ow < g.ww.out; ++ow) {
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t ih = oh * g.sh - g.wh.pad_before + i;
+          if (ih < 0 || ih >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = ow * g.sw - g.ww.pad_before + j;
+            if (iw >= 0 && iw < g.w) fn(n, oh, ow, ih, iw, i, j);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The three products on float64, selected by `which`: out, dx or dF (zeroed here).
+enum class ConvProduct { kForward, kInputGradient, kFilterGradient };
+
+void Float64Conv(const Geometry& g, ConvProduct which, const double* x, const double* f, const double* dy,
+                 double* out, int64_t out_elements) {
+  std::fill(out, out + out_elements, 0.0);
+  const int64_t cout = g.out.dim(3);
+  ForEachTap(g, [&](int64_t n, int64_t oh, int64_t ow, int64_t ih, int64_t iw, int64_t i, int64_t j) {
+    const int64_t xi = ((n * g.h + ih) * g.w + iw) * g.c;
+    const int64_t fi = (i * g.kw + j) * g.c * cout;
+    const int64_t yi = ((n * g.wh.out + oh) * g.ww.out + ow) * cout;
+    for (int64_t ci = 0; ci < g.c; ++ci) {
+      for (int64_t co = 0; co < cout; ++co) {
+        const int64_t fo = fi + ci * cout + co;
+        switch (which) {
+          case ConvProduct::kForward:
+            out[yi + co] += x[xi + ci] * f[fo];
+            break;
+          case ConvProduct::kInputGradient:
+            out[xi + ci] += dy[yi + co] * f[fo];
+            break;
+          case ConvProduct::kFilterGradient:
+            out[fo] += x[xi + ci] * dy[yi + co];
+            break;
+        }
+      }
+    }
+  });
+}
+
+// ---- Conv2D ----
+
 Status Conv2DKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(ctx.attrs(), {input.dtype(), input.shape()},
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2D", ctx.attrs(), {input.dtype(), input.shape()},
                                                {filter.dtype(), filter.shape()}));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, g.out));
-  Tensor& out = *out_ptr;
-  const int64_t rows = g.n * g.wh.out * g.ww.out;
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
+  if (input.dtype() == DType::kFloat64) {
+    Float64Conv(g, ConvProduct::kForward, input.data<double>().data(), filter.data<double>().data(), nullptr,
+                out->mutable_data<double>().data(), out->num_elements());
+    return Status::Ok();
+  }
+  const int64_t rows = g.n * g.pixels_per_image();
   const int64_t cout = g.out.dim(3);
   const int64_t kdim = g.kh * g.kw * g.c;
   if (rows == 0 || cout == 0) return Status::Ok();
 
   const float* in = input.data<float>().data();
-  float* po = out.mutable_data<float>().data();
+  float* po = out->mutable_data<float>().data();
   // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
   // if it is a constant, else once here for all the blocks below.
   const PackedB* packed = ctx.packed_input(1);
@@ -177,8 +262,8 @@ Status Conv2DKernel(KernelContext& ctx) {
 
   // A 1x1, stride-1 convolution without padding is a plain matmul over the pixels (and with
   // no input channels, A is never read).
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 &&
-                         g.ww.pad_before == 0;
+  const bool pointwise =
+      g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 && g.ww.pad_before == 0;
   if (pointwise || kdim == 0) {
     gemm.m = rows;
     gemm.a = in;
@@ -186,40 +271,24 @@ Status Conv2DKernel(KernelContext& ctx) {
     Gemm(gemm, &ctx.pool());
     return Status::Ok();
   }
-
-  // Otherwise im2col block by block, so the scratch stays small however large the batch.
-  // Gemm sums each output in the same order whatever the blocking, so the choice below changes
-  // speed only: many blocks run in parallel (each one Gemm on its thread), few blocks run one
-  // after the other, each Gemm using the whole pool.
+  // Gemm computes each row of C the same way whatever M, so the blocking changes speed only;
+  // blocks need not hold whole images here (nothing is summed across rows).
   const int64_t threads = ctx.pool().num_threads();
   int64_t block_rows = std::max(kMinBlockRows, kIm2colFloats / std::max<int64_t>(kdim, 1));
-  if (threads > 1) {  // enough blocks to share out
-    block_rows =
-        std::min(block_rows, std::max(kMinBlockRows, (rows + threads * 4 - 1) / (threads * 4)));
-  }
+  if (threads > 1) block_rows = std::min(block_rows, std::max(kMinBlockRows, rows / (threads * 4)));
   block_rows = std::min(block_rows, rows);
-  const int64_t blocks = (rows + block_rows - 1) / block_rows;
-  auto run_block = [&](int64_t block, ThreadPool* pool) {
-    thread_local std::vector<float> scratch;
+  const int64_t count = (rows + block_rows - 1) / block_rows;
+  ForEachBlock(ctx.pool(), count, [&](int64_t block, ThreadPool* pool) {
     const int64_t row0 = block * block_rows;
     const int64_t m = std::min(block_rows, rows - row0);
-    if (static_cast<int64_t>(scratch.size()) < m * kdim) {
-      scratch.resize(static_cast<size_t>(m * kdim));
-    }
-    Im2Col(g, in, row0, m, scratch.data());
+    float* col = Scratch(m * kdim);
+    Im2Col(g, in, row0, m, col);
     GemmArgs args = gemm;
     args.m = m;
-    args.a = scratch.data();
+    args.a = col;
     args.c = po + row0 * cout;
     Gemm(args, pool);
-  };
-  if (threads > 1 && blocks >= threads) {
-    ctx.pool().ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) run_block(b, nullptr);
-    });
-  } else {
-    for (int64_t b = 0; b < blocks; ++b) run_block(b, &ctx.pool());
-  }
+  });
   return Status::Ok();
 }
 
@@ -229,111 +298,131 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap&, int input, c
   }
   const Shape& f = filter.shape();
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
-  return std::make_shared<const PackedB>(PackedB::Pack(filter.raw_data(), DType::kFloat32, false, k,
-                                                       f.dim(3), f.dim(3), DType::kFloat32));
+  return std::make_shared<const PackedB>(
+      PackedB::Pack(filter.raw_data(), DType::kFloat32, false, k, f.dim(3), f.dim(3), DType::kFloat32));
 }
 
-// ---- MaxPool2D / AvgPool2D ----
+// ---- Conv2DBackpropInput(dy, filter, input) ----
 
-template <bool Max>
-constexpr std::string_view PoolName() {
-  return Max ? "MaxPool2D" : "AvgPool2D";
-}
-
-template <bool Max>
-StatusOr<Geometry> PoolGeometry(const AttrMap& attrs, const TensorSpec& input) {
-  constexpr std::string_view name = PoolName<Max>();
-  LS_RETURN_IF_ERROR(CheckDType(name, "input", input.dtype, DType::kFloat32));
-  LS_ASSIGN_OR_RETURN(auto ksize, SpatialPair(name, attrs, "ksize", nullptr));
-  const std::vector<int64_t> ksize_list{ksize.first, ksize.second};
-  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(name, attrs, "strides", &ksize_list));
-  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(name, attrs));
-  return MakeGeometry(name, input.shape, ksize.first, ksize.second, strides, same,
-                      input.shape.rank() == 4 ? input.shape.dim(3) : 0);
-}
-
-template <bool Max>
-StatusOr<std::vector<TensorSpec>> InferPool(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount(PoolName<Max>(), ctx.inputs.size(), 1, 1));
-  LS_ASSIGN_OR_RETURN(Geometry g, PoolGeometry<Max>(ctx.attrs, ctx.inputs[0]));
-  return Single(DType::kFloat32, g.out);
-}
-
-// Output rows [begin, end) of the flattened (n, oh) index. Channels are innermost, so every
-// step is a vectorisable loop over C. MaxPool skips the padding (it is not -inf, it is absent);
-// a NaN in the window wins, as in numpy's max. AvgPool divides by the number of real elements
-// under the window, as TensorFlow does.
-template <bool Max>
-void PoolRows(const Geometry& g, const float* in, float* out, int64_t begin, int64_t end) {
-  const int64_t c = g.c;
-  for (int64_t row = begin; row < end; ++row) {
-    const int64_t n = row / g.wh.out;
-    const int64_t oh = row % g.wh.out;
-    const int64_t h0 = oh * g.sh - g.wh.pad_before;
-    const int64_t h_lo = std::max<int64_t>(h0, 0), h_hi = std::min(h0 + g.kh, g.h);
-    for (int64_t ow = 0; ow < g.ww.out; ++ow) {
-      const int64_t w0 = ow * g.sw - g.ww.pad_before;
-      const int64_t w_lo = std::max<int64_t>(w0, 0), w_hi = std::min(w0 + g.kw, g.w);
-      float* __restrict o = out + (row * g.ww.out + ow) * c;
-      std::fill(o, o + c, Max ? -std::numeric_limits<float>::infinity() : 0.0f);
-      for (int64_t ih = h_lo; ih < h_hi; ++ih) {
-        for (int64_t iw = w_lo; iw < w_hi; ++iw) {
-          const float* __restrict p = in + ((n * g.h + ih) * g.w + iw) * c;
-          for (int64_t k = 0; k < c; ++k) {
-            if constexpr (Max) {
-              o[k] = (p[k] > o[k] || p[k] != p[k]) ? p[k] : o[k];
-            } else {
-              o[k] += p[k];
-            }
-          }
-        }
-      }
-      if constexpr (!Max) {
-        // SAME padding leaves at least one real element under every window, VALID all of them.
-        const float count = static_cast<float>((h_hi - h_lo) * (w_hi - w_lo));
-        for (int64_t k = 0; k < c; ++k) o[k] /= count;
-      }
-    }
+Status BackpropInputKernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& filter = ctx.input(1);
+  const Tensor& like = ctx.input(2);
+  LS_ASSIGN_OR_RETURN(Geometry g,
+                      ConvGeometry("Conv2DBackpropInput", ctx.attrs(), {like.dtype(), like.shape()},
+                                   {filter.dtype(), filter.shape()}));
+  LS_RETURN_IF_ERROR(CheckDType("Conv2DBackpropInput", "dy", dy.dtype(), like.dtype()));
+  LS_RETURN_IF_ERROR(CheckOutputGradient("Conv2DBackpropInput", dy.shape(), g));
+  LS_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0, like.dtype(), like.shape()));
+  if (like.dtype() == DType::kFloat64) {
+    Float64Conv(g, ConvProduct::kInputGradient, nullptr, filter.data<double>().data(),
+                dy.data<double>().data(), dx->mutable_data<double>().data(), dx->num_elements());
+    return Status::Ok();
   }
-}
+  float* pdx = dx->mutable_data<float>().data();
+  std::fill(pdx, pdx + dx->num_elements(), 0.0f);
+  const int64_t cout = g.out.dim(3);
+  const int64_t kdim = g.kh * g.kw * g.c;
+  if (g.n * g.pixels_per_image() == 0 || cout == 0 || kdim == 0) return Status::Ok();
 
-template <bool Max>
-Status PoolKernel(KernelContext& ctx) {
-  const Tensor& input = ctx.input(0);
-  LS_ASSIGN_OR_RETURN(Geometry g, PoolGeometry<Max>(ctx.attrs(), {input.dtype(), input.shape()}));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, g.out));
-  Tensor& out = *out_ptr;
-  if (out.num_elements() == 0) return Status::Ok();
-  const float* in = input.data<float>().data();
-  float* po = out.mutable_data<float>().data();
-  const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * g.kh * g.kw);
-  auto rows = [&](int64_t begin, int64_t end) { PoolRows<Max>(g, in, po, begin, end); };
-  ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost), rows);
+  // Fᵀ, [Cout, KH * KW * Cin], packed once for every block. (The pointer, not the name, goes
+  // into the lambda: a thread_local's name would mean each worker's own, empty one.)
+  thread_local PackedB per_call;
+  per_call.Repack(filter.raw_data(), DType::kFloat32, true, cout, kdim, cout, DType::kFloat32);
+  const PackedB* filter_t = &per_call;
+  const float* pdy = dy.data<float>().data();
+  const Blocks blocks = ImageBlocks(g, ctx.pool().num_threads(), /*spread=*/true);
+  ForEachBlock(ctx.pool(), blocks.count, [&](int64_t block, ThreadPool* pool) {
+    const int64_t image0 = block * blocks.images_per_block;
+    const int64_t images = std::min(blocks.images_per_block, g.n - image0);
+    const int64_t row0 = image0 * g.pixels_per_image();
+    const int64_t m = images * g.pixels_per_image();
+    float* dcol = Scratch(m * kdim);
+    GemmArgs args;
+    args.m = m;
+    args.n = kdim;
+    args.k = cout;
+    args.a = pdy + row0 * cout;
+    args.lda = cout;
+    args.packed_b = filter_t;
+    args.c = dcol;
+    args.ldc = kdim;
+    Gemm(args, pool);
+    // Row indices are global, so the images land where they belong; the block writes only
+    // its own images of dx.
+    Col2ImAdd(g, dcol, row0, m, pdx);
+  });
   return Status::Ok();
 }
 
-template <bool Max>
-OpDef PoolDef() {
-  OpDef def;
-  def.name = std::string(PoolName<Max>());
-  def.min_inputs = def.max_inputs = 1;
-  def.infer = InferPool<Max>;
-  def.compute = PoolKernel<Max>;
-  return def;
+// ---- Conv2DBackpropFilter(input, dy, filter) ----
+
+Status BackpropFilterKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  const Tensor& like = ctx.input(2);
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2DBackpropFilter", ctx.attrs(),
+                                               {input.dtype(), input.shape()}, {like.dtype(), like.shape()}));
+  LS_RETURN_IF_ERROR(CheckDType("Conv2DBackpropFilter", "dy", dy.dtype(), input.dtype()));
+  LS_RETURN_IF_ERROR(CheckOutputGradient("Conv2DBackpropFilter", dy.shape(), g));
+  LS_ASSIGN_OR_RETURN(Tensor * df, ctx.AllocateOutput(0, like.dtype(), like.shape()));
+  if (input.dtype() == DType::kFloat64) {
+    Float64Conv(g, ConvProduct::kFilterGradient, input.data<double>().data(), nullptr,
+                dy.data<double>().data(), df->mutable_data<double>().data(), df->num_elements());
+    return Status::Ok();
+  }
+  float* pdf = df->mutable_data<float>().data();
+  std::fill(pdf, pdf + df->num_elements(), 0.0f);
+  const int64_t cout = g.out.dim(3);
+  const int64_t kdim = g.kh * g.kw * g.c;
+  const int64_t rows = g.n * g.pixels_per_image();
+  if (rows == 0 || cout == 0 || kdim == 0) return Status::Ok();
+
+  // Every block adds into all of dF, so the blocks run one after the other, in order, and
+  // their size does not depend on the thread count: the sums are the same on every machine.
+  const Blocks blocks = ImageBlocks(g, 1, /*spread=*/false);
+  const float* in = input.data<float>().data();
+  const float* pdy = dy.data<float>().data();
+  for (int64_t block = 0; block < blocks.count; ++block) {
+    const int64_t row0 = block * blocks.rows(g);
+    const int64_t m = std::min(blocks.rows(g), rows - row0);
+    float* col = Scratch(m * kdim);
+    Im2Col(g, in, row0, m, col);
+    GemmArgs args;
+    args.transpose_a = true;  // col is [m, kdim]: op(A) = colᵀ
+    args.m = kdim;
+    args.n = cout;
+    args.k = m;
+    args.a = col;
+    args.lda = kdim;
+    args.b = pdy + row0 * cout;
+    args.ldb = cout;
+    args.beta = block == 0 ? 0.0f : 1.0f;
+    args.c = pdf;
+    args.ldc = cout;
+    Gemm(args, &ctx.pool());
+  }
+  return Status::Ok();
+}
+
+Status Conv2DGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const std::string& dy = g.output_grad(0);
+  if (g.needs_input_grad(0))
+    g.SetInputGrad(0, g.Op("Conv2DBackpropInput", {dy, g.input(1), g.input(0)}, g.attrs()));
+  if (g.needs_input_grad(1))
+    g.SetInputGrad(1, g.Op("Conv2DBackpropFilter", {g.input(0), dy, g.input(1)}, g.attrs()));
+  return Status::Ok();
 }
 
 }  // namespace
 
 void RegisterConvOps(OpRegistry& registry) {
-  OpDef conv;
-  conv.name = "Conv2D";
-  conv.min_inputs = conv.max_inputs = 2;
-  conv.infer = InferConv2D;
-  conv.compute = Conv2DKernel;
+  OpDef conv = SimpleOpDef("Conv2D", 2, InferConv2D, Conv2DKernel, Conv2DGrad);
   conv.pack_constant = PackFilter;
   (void)registry.Register(std::move(conv));
-  (void)registry.Register(PoolDef<true>());
-  (void)registry.Register(PoolDef<false>());
+  (void)registry.Register(SimpleOpDef("Conv2DBackpropInput", 3, InferBackpropInput, BackpropInputKernel));
+  (void)registry.Register(SimpleOpDef("Conv2DBackpropFilter", 3, InferBackpropFilter, BackpropFilterKernel));
 }
 
 }  // namespace lockstep

@@ -102,11 +102,22 @@ Status SumLikeKernel(KernelContext& ctx) {
 }
 
 // ---- BroadcastLike(x, like): x broadcast to like's shape (the gradient of a sum) ----
+//
+// Any dtype: serving graphs also use it to repeat a row of labels for every example.
 
 StatusOr<std::vector<TensorSpec>> InferBroadcastLike(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("BroadcastLike", ctx.inputs.size(), 2, 2));
-  LS_RETURN_IF_ERROR(CheckReal("BroadcastLike", "x", ctx.inputs[0].dtype));
   return Single(ctx.inputs[0].dtype, ctx.inputs[1].shape);
+}
+
+// T is the element type, or for numbers any type of the same size (values are copied bit for
+// bit).
+template <typename T>
+void BroadcastCopy(const Tensor& x, const Shape& target, const std::array<int64_t, Shape::kMaxRank>& strides,
+                   Tensor& out) {
+  T* po = static_cast<T*>(out.mutable_raw_data());
+  const T* px = static_cast<const T*>(x.raw_data());
+  ForEachBroadcast(target, strides, [&](int64_t o, int64_t i) { po[o] = px[i]; });
 }
 
 Status BroadcastLikeKernel(KernelContext& ctx) {
@@ -114,13 +125,27 @@ Status BroadcastLikeKernel(KernelContext& ctx) {
   const Shape& target = ctx.input(1).shape();
   LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides("BroadcastLike", x.shape(), target));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), target));
-  return DispatchReal(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* po = out->mutable_data<T>().data();
-    const T* px = x.data<T>().data();
-    ForEachBroadcast(target, strides, [&](int64_t o, int64_t i) { po[o] = px[i]; });
-    return Status::Ok();
-  });
+  switch (x.dtype()) {
+    case DType::kString:
+      BroadcastCopy<std::string>(x, target, strides, *out);
+      return Status::Ok();
+    case DType::kFloat64:
+    case DType::kInt64:
+      BroadcastCopy<int64_t>(x, target, strides, *out);  // 8-byte values, copied bit for bit
+      return Status::Ok();
+    case DType::kFloat32:
+    case DType::kInt32:
+      BroadcastCopy<int32_t>(x, target, strides, *out);
+      return Status::Ok();
+    case DType::kBFloat16:
+      BroadcastCopy<uint16_t>(x, target, strides, *out);
+      return Status::Ok();
+    case DType::kBool:
+      BroadcastCopy<uint8_t>(x, target, strides, *out);
+      return Status::Ok();
+    default:
+      return InvalidArgument("BroadcastLike: unsupported dtype " + Str(DTypeName(x.dtype())));
+  }
 }
 
 // ---- Sum(x; axes = all, keep_dims = false) ----

@@ -12,9 +12,12 @@ void RegisterMathOps(OpRegistry& registry);
 void RegisterActivationOps(OpRegistry& registry);
 // MatMul (transpose flags) and FusedMatMul (MatMul + bias + activation, made by the fusion pass).
 void RegisterMatMulOps(OpRegistry& registry);
-// Conv2D (NHWC, through the matmul core), MaxPool2D, AvgPool2D.
+// Conv2D (NHWC, through the matmul core) and its gradients, Conv2DBackpropInput and
+// Conv2DBackpropFilter.
 void RegisterConvOps(OpRegistry& registry);
-// Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather.
+// MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
+void RegisterPoolOps(OpRegistry& registry);
+// Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather (and GatherGrad), OneHot.
 void RegisterArrayOps(OpRegistry& registry);
 // Reductions (Sum, Mean) and what backward graphs are made of: SumLike, BroadcastLike,
 // MeanGrad and the activations' derivatives (ReluGrad, SigmoidGrad, TanhGrad, GeluGrad,
@@ -22,15 +25,22 @@ void RegisterArrayOps(OpRegistry& registry);
 void RegisterGradientOps(OpRegistry& registry);
 // SoftmaxCrossEntropy, SigmoidCrossEntropy (fused, stable), with their gradients.
 void RegisterLossOps(OpRegistry& registry);
+// LayerNormalize (over the last axis) and LayerNormalizeGrad.
+void RegisterLayerNormOps(OpRegistry& registry);
+// DropoutMask: stateless, seeded by an input.
+void RegisterRandomOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
   RegisterActivationOps(registry);
   RegisterMatMulOps(registry);
   RegisterConvOps(registry);
+  RegisterPoolOps(registry);
   RegisterArrayOps(registry);
   RegisterGradientOps(registry);
   RegisterLossOps(registry);
+  RegisterLayerNormOps(registry);
+  RegisterRandomOps(registry);
 }
 
 }  // namespace lockstep

@@ -1,0 +1,164 @@
+// Conv2D's and the pools' gradients: against finite differences in float64 (every padding,
+// strides, overlapping windows), and the float32 kernels (through the matmul core) against the
+// float64 reference loops, bit-identical whatever the thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/op_registry.h"
+#include "runtime/thread_pool.h"
+#include "tests/runtime/gradient_check_util.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace lockstep {
+namespace {
+
+using grad_test::CheckGradients;
+
+AttrMap WindowAttrs(std::vector<int64_t> strides, const std::string& padding,
+                    std::vector<int64_t> ksize = {}) {
+  AttrMap attrs;
+  attrs.Set("strides", strides);
+  attrs.Set("padding", padding);
+  if (!ksize.empty()) attrs.Set("ksize", ksize);
+  return attrs;
+}
+
+struct ConvCase {
+  Shape input, filter, output;
+  std::vector<int64_t> strides;
+  std::string padding;
+};
+
+const std::vector<ConvCase>& ConvCases() {
+  static const std::vector<ConvCase> cases = {
+      {Shape{2, 5, 5, 2}, Shape{3, 3, 2, 3}, Shape{2, 3, 3, 3}, {1, 1}, "VALID"},
+      {Shape{1, 5, 6, 2}, Shape{3, 3, 2, 2}, Shape{1, 3, 3, 2}, {2, 2}, "SAME"},
+      {Shape{2, 4, 5, 1}, Shape{2, 3, 1, 2}, Shape{2, 2, 5, 2}, {2, 1}, "SAME"},
+      {Shape{1, 3, 3, 3}, Shape{1, 1, 3, 4}, Shape{1, 3, 3, 4}, {1, 1}, "VALID"},  // pointwise
+  };
+  return cases;
+}
+
+TEST(ConvGradientCheck, Conv2DInputAndFilter) {
+  for (const ConvCase& c : ConvCases()) {
+    CheckGradients(
+        {"Conv2D " + c.input.ToString() + " * " + c.filter.ToString() + " " + c.padding,
+         {c.input, c.filter},
+         [c](GraphBuilder& g, const std::vector<std::string>& x) {
+           return std::pair{g.Op("Conv2D", {x[0], x[1]}, WindowAttrs(c.strides, c.padding)), c.output};
+         }});
+  }
+}
+
+TEST(ConvGradientCheck, PoolsWithOverlappingAndPaddedWindows) {
+  for (const char* op : {"MaxPool2D", "AvgPool2D"}) {
+    CheckGradients(
+        {std::string(op) + " 2x2 VALID",
+         {Shape{2, 4, 5, 3}},
+         [op](GraphBuilder& g, const std::vector<std::string>& x) {
+           return grad_test::Unary(g, op, x[0], Shape{2, 2, 2, 3}, WindowAttrs({2, 2}, "VALID", {2, 2}));
+         }});
+    CheckGradients(
+        {std::string(op) + " 3x3 stride 2 SAME",
+         {Shape{1, 5, 4, 2}},
+         [op](GraphBuilder& g, const std::vector<std::string>& x) {
+           return grad_test::Unary(g, op, x[0], Shape{1, 3, 2, 2}, WindowAttrs({2, 2}, "SAME", {3, 3}));
+         }});
+  }
+}
+
+// The layers of the digits CNN in a row: the gradients flow through each into the one before.
+TEST(ConvGradientCheck, ConvPoolFlattenDense) {
+  CheckGradients({"cnn",
+                  {Shape{2, 6, 6, 1}, Shape{3, 3, 1, 2}, Shape{2}, Shape{8, 3}},
+                  [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    std::string h = g.Op("Conv2D", {x[0], x[1]}, WindowAttrs({1, 1}, "VALID"));
+                    h = g.Op("Tanh", {g.Op("BiasAdd", {h, x[2]})});
+                    h = g.Op("MaxPool2D", {h}, WindowAttrs({2, 2}, "VALID", {2, 2}));
+                    return std::pair{g.Op("MatMul", {g.Op("Flatten", {h}), x[3]}), Shape{2, 3}};
+                  }});
+}
+
+Tensor ToF64(const Tensor& t) {
+  std::vector<double> v;
+  for (float f : t.data<float>()) v.push_back(f);
+  return Tensor::FromVector<double>(t.shape(), v);
+}
+
+// The float32 backward kernels against the float64 loops on the same values, within the dot
+// product bound (op_test_util.h), and the same bits on one thread and on four. The batch is
+// large enough for several blocks of images.
+TEST(ConvGradients, Float32KernelsMatchTheReferenceOnAnyThreadCount) {
+  const Shape input{64, 8, 8, 16}, filter{3, 3, 16, 8};
+  for (const std::string padding : {"VALID", "SAME"}) {
+    SCOPED_TRACE(padding);
+    const AttrMap attrs = WindowAttrs({1, 1}, padding);
+    const Tensor x = op_test::RandomTensor(input, 1);
+    const Tensor f = op_test::RandomTensor(filter, 2);
+    StatusOr<std::vector<Tensor>> y = RunOp("Conv2D", std::vector<Tensor>{x, f}, attrs);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    const Tensor dy = op_test::RandomTensor(y.value()[0].shape(), 3);
+    struct Grad {
+      const char* op;
+      std::vector<Tensor> inputs;
+      int64_t terms;  // products summed per element, for the error bound
+    };
+    const std::vector<Grad> grads = {
+        {"Conv2DBackpropInput", {dy, f, x}, 3 * 3 * 8},
+        {"Conv2DBackpropFilter", {x, dy, f}, 64 * 8 * 8},
+    };
+    for (const Grad& grad : grads) {
+      SCOPED_TRACE(grad.op);
+      const OpDef* def = OpRegistry::Global().Find(grad.op);
+      ASSERT_NE(def, nullptr);
+      ThreadPool one(1), four(4);
+      StatusOr<std::vector<Tensor>> a = RunOp(*def, grad.inputs, attrs, one);
+      StatusOr<std::vector<Tensor>> b = RunOp(*def, grad.inputs, attrs, four);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+      ASSERT_EQ(a.value()[0].num_elements(), b.value()[0].num_elements());
+      EXPECT_EQ(0, std::memcmp(a.value()[0].raw_data(), b.value()[0].raw_data(), a.value()[0].byte_size()));
+
+      std::vector<Tensor> wide;
+      for (const Tensor& t : grad.inputs) wide.push_back(ToF64(t));
+      StatusOr<std::vector<Tensor>> ref = RunOp(*def, wide, attrs, one);
+      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      // Inputs in [-1, 1]: each term is at most 1 in magnitude.
+      const double bound =
+          static_cast<double>(grad.terms + 1) * op_test::kU * static_cast<double>(grad.terms);
+      const auto got = a.value()[0].data<float>();
+      const auto want = ref.value()[0].data<double>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], bound) << i;
+    }
+  }
+}
+
+TEST(ConvGradients, MaxPoolSendsATiedWindowsGradientToItsFirstElement) {
+  const Tensor x = Tensor::FromVector<float>(Shape{1, 2, 2, 1}, {5, 5, 1, 5});
+  const Tensor dy = Tensor::FromVector<float>(Shape{1, 1, 1, 1}, {2});
+  StatusOr<std::vector<Tensor>> dx =
+      RunOp("MaxPool2DGrad", std::vector<Tensor>{x, dy}, WindowAttrs({2, 2}, "VALID", {2, 2}));
+  ASSERT_TRUE(dx.ok()) << dx.status().ToString();
+  const auto v = dx.value()[0].data<float>();
+  EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{2, 0, 0, 0}));
+}
+
+TEST(ConvGradients, AGradientOfTheWrongShapeIsAnError) {
+  const Tensor x = op_test::RandomTensor(Shape{1, 4, 4, 1}, 1);
+  const Tensor f = op_test::RandomTensor(Shape{3, 3, 1, 2}, 2);
+  const Tensor dy = op_test::RandomTensor(Shape{1, 3, 3, 2}, 3);  // VALID gives [1,2,2,2]
+  StatusOr<std::vector<Tensor>> r = RunOp("Conv2DBackpropInput", std::vector<Tensor>{dy, f, x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "Conv2DBackpropInput: gradient [1,3,3,2] does not match the forward output [1,2,2,2]");
+  r = RunOp("MaxPool2DGrad", std::vector<Tensor>{x, dy}, WindowAttrs({2, 2}, "VALID", {2, 2}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "MaxPool2DGrad: gradient [1,3,3,2] does not match the forward output [1,2,2,1]");
+}
+
+}  // namespace
+}  // namespace lockstep
