@@ -61,6 +61,8 @@ StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Checkpoint& 
     data.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   };
   for (const auto& [name, values] : c.weights) add("weight:" + name, values);
+  for (const auto& [name, values] : c.best_weights) add("best:" + name, values);
+  if (c.best_metric) header["best_metric"] = *c.best_metric;
   for (const auto& [name, slots] : c.optimizer_state) {
     for (size_t s = 0; s < slots.size(); ++s) add("state" + std::to_string(s) + ":" + name, slots[s]);
   }
@@ -119,6 +121,7 @@ StatusOr<Checkpoint> ReadLatestCheckpoint(const std::string& dir) {
     c.step = header.at("step").get<int64_t>();
     c.epoch = header.at("epoch").get<int64_t>();
     c.batches_done = header.at("batches_done").get<int64_t>();
+    if (header.contains("best_metric")) c.best_metric = header.at("best_metric").get<double>();
     for (const auto& t : header.at("tensors")) {
       const std::string name = t.at("name").get<std::string>();
       const auto count = t.at("count").get<uint64_t>();
@@ -130,6 +133,8 @@ StatusOr<Checkpoint> ReadLatestCheckpoint(const std::string& dir) {
       const std::string kind = name.substr(0, colon), weight = name.substr(colon + 1);
       if (kind == "weight") {
         c.weights[weight] = std::move(values);
+      } else if (kind == "best") {
+        c.best_weights[weight] = std::move(values);
       } else if (kind.starts_with("state")) {
         c.optimizer_state[weight].push_back(std::move(values));
       }

@@ -1,12 +1,14 @@
 // Checkpoints: everything a run needs to continue as if it had never stopped. The weights,
-// the optimiser's state and step count, and the position in the data (epoch, batches done;
-// the pipeline's order follows from the seed and the epoch). One file per checkpoint,
+// the optimiser's state and step count, the position in the data (epoch, batches done; the
+// pipeline's order and the dropout masks follow from the seed, the epoch and the step), and
+// the best epoch so far when the export keeps the best one. One file per checkpoint,
 // <dir>/checkpoint-<step>.ckpt, written to a temporary name and renamed into place, so a
 // reader only ever sees complete ones; a CRC-32C over the contents catches damage.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,10 @@ struct Checkpoint {
   std::map<std::string, std::vector<float>> weights;
   // Per weight, the optimiser's state vectors (momentum: 1, adam: 2, sgd: none).
   std::map<std::string, std::vector<std::vector<float>>> optimizer_state;
+  // With export.best_by: the best validation metric so far (higher is better) and the weights
+  // that reached it. Unset and empty otherwise.
+  std::optional<double> best_metric;
+  std::map<std::string, std::vector<float>> best_weights;
 };
 
 // Writes `checkpoint` into `dir` (created if missing) and then deletes all but the newest

@@ -232,6 +232,13 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   if (d.format == "tfrecord" && d.features.empty()) {
     return f.Fail("is required for tfrecord data: the feature keys, in order", "features");
   }
+  for (size_t i = 0; i < d.features.size(); ++i) {
+    if (std::find(d.features.begin(), d.features.begin() + static_cast<std::ptrdiff_t>(i), d.features[i]) !=
+        d.features.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return f.Fail("'" + d.features[i] + "' is listed twice", "features");
+    }
+    if (d.features[i] == d.label) return f.Fail("'" + d.label + "' is the label, not a feature", "features");
+  }
   const double held =
       (d.validation.empty() ? d.validation_fraction : 0.0) + (d.test.empty() ? d.test_fraction : 0.0);
   if (held >= 1.0) split.Fail("validation and test fractions leave no training rows", "");
@@ -370,6 +377,76 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
     return error;
   }
   return c;
+}
+
+std::string TrainConfigToJson(const TrainConfig& c) {
+  const DataConfig& d = c.data;
+  Json data = {{"format", d.format},
+               {"train", d.train},
+               {"validation", d.validation},
+               {"test", d.test},
+               {"label", d.label},
+               {"features", d.features},
+               {"split", {{"validation", d.validation_fraction}, {"test", d.test_fraction}, {"seed", d.split_seed}}},
+               {"skip_corrupt_records", d.skip_corrupt_records},
+               {"shuffle_buffer", d.shuffle_buffer},
+               {"prefetch", d.prefetch},
+               {"threads", d.threads}};
+  Json layers = Json::array();
+  for (const LayerConfig& l : c.model.layers) {
+    Json layer = {{"type", l.type}};
+    if (l.type == "dense") {
+      layer.update({{"units", l.units}, {"activation", l.activation}, {"initializer", l.initializer}});
+    } else if (l.type == "conv2d") {
+      layer.update({{"filters", l.filters},
+                    {"kernel_size", l.kernel_size},
+                    {"strides", l.strides},
+                    {"padding", l.padding},
+                    {"activation", l.activation},
+                    {"initializer", l.initializer}});
+    } else if (l.type == "max_pool2d" || l.type == "avg_pool2d") {
+      layer.update({{"pool_size", l.pool_size}, {"strides", l.strides}, {"padding", l.padding}});
+    } else if (l.type == "dropout") {
+      layer["rate"] = l.rate;
+    } else if (l.type == "embedding") {
+      layer.update({{"vocabulary", l.vocabulary}, {"dimension", l.dimension}});
+    } else if (l.type == "layer_norm") {
+      layer["epsilon"] = l.epsilon;
+    } else if (l.type == "activation") {
+      layer["activation"] = l.activation;
+    }
+    layers.push_back(layer);
+  }
+  const OptimizerConfig& o = c.optimizer;
+  Json optimizer = {{"type", o.type},
+                    {"learning_rate", o.learning_rate},
+                    {"momentum", o.momentum},
+                    {"nesterov", o.nesterov},
+                    {"beta1", o.beta1},
+                    {"beta2", o.beta2},
+                    {"epsilon", o.epsilon},
+                    {"weight_decay", o.weight_decay},
+                    {"clip_global_norm", o.clip_global_norm},
+                    {"schedule",
+                     {{"type", o.schedule.type},
+                      {"warmup_steps", o.schedule.warmup_steps},
+                      {"step_size", o.schedule.step_size},
+                      {"gamma", o.schedule.gamma},
+                      {"min_learning_rate", o.schedule.min_learning_rate}}}};
+  Json model = {{"normalize", c.model.normalize}, {"layers", layers}};
+  if (!c.model.input_shape.empty()) model["input_shape"] = c.model.input_shape;
+  Json json = {{"data", data},
+               {"model", model},
+               {"loss", c.loss},
+               {"optimizer", optimizer},
+               {"epochs", c.epochs},
+               {"batch_size", c.batch_size},
+               {"drop_remainder", c.drop_remainder},
+               {"seed", c.seed},
+               {"checkpoint", {{"dir", c.checkpoint.dir}, {"every_steps", c.checkpoint.every_steps}, {"keep", c.checkpoint.keep}}},
+               {"export", {{"dir", c.export_.dir}, {"best_by", c.export_.best_by}, {"model_name", c.export_.model_name}}},
+               {"logdir", c.logdir}};
+  return json.dump();
 }
 
 StatusOr<TrainConfig> LoadTrainConfig(const std::string& path) {

@@ -28,6 +28,8 @@ struct DataConfig {
   int64_t shuffle_buffer = 10000;
   int prefetch = 2;
   int threads = 1;
+
+  friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
 struct LayerConfig {
@@ -45,12 +47,16 @@ struct LayerConfig {
   int64_t dimension = 0;          // embedding
   double epsilon = 1e-5;          // layer_norm
   std::string initializer;        // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
+
+  friend bool operator==(const LayerConfig&, const LayerConfig&) = default;
 };
 
 struct ModelConfig {
   std::vector<int64_t> input_shape;  // per example; default: [number of features]
   bool normalize = true;             // bake train-split mean and std into the graph
   std::vector<LayerConfig> layers;
+
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 struct ScheduleConfig {
@@ -59,6 +65,8 @@ struct ScheduleConfig {
   int64_t step_size = 1000;       // step: multiply by gamma every step_size steps
   double gamma = 0.1;
   double min_learning_rate = 0.0;  // cosine: where it ends
+
+  friend bool operator==(const ScheduleConfig&, const ScheduleConfig&) = default;
 };
 
 struct OptimizerConfig {
@@ -72,18 +80,24 @@ struct OptimizerConfig {
   double weight_decay = 0.0;      // adamw: decoupled; others: added to the gradient (L2)
   double clip_global_norm = 0.0;  // 0: no clipping
   ScheduleConfig schedule;
+
+  friend bool operator==(const OptimizerConfig&, const OptimizerConfig&) = default;
 };
 
 struct CheckpointConfig {
   std::string dir;          // "": no checkpoints
   int64_t every_steps = 0;  // 0: at the end of each epoch only
   int keep = 3;
+
+  friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
 };
 
 struct ExportConfig {
   std::string dir;         // <dir>/<version>/, version = highest + 1
   std::string best_by;     // "": export the final weights; "val_accuracy" or "val_loss": the best epoch's
   std::string model_name;  // metadata; default: the config file's stem
+
+  friend bool operator==(const ExportConfig&, const ExportConfig&) = default;
 };
 
 struct TrainConfig {
@@ -99,11 +113,17 @@ struct TrainConfig {
   CheckpointConfig checkpoint;
   ExportConfig export_;  // "export" in the file
   std::string logdir;    // "": no TensorBoard events
+
+  friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
 
 // Parses a config; `source` names it in messages. Paths in it are taken as they are (relative
 // ones from the working directory, as for every other command-line tool).
 StatusOr<TrainConfig> ParseTrainConfig(std::string_view json, std::string_view source);
 StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
+
+// The config as JSON in the same schema, every field written out: what the bundle's metadata
+// records, and what ParseTrainConfig reads back to an equal config.
+std::string TrainConfigToJson(const TrainConfig& config);
 
 }  // namespace lockstep::training

@@ -8,8 +8,8 @@ namespace lockstep::training {
 
 Status Initialize(std::string_view kind, int64_t fan_in, int64_t fan_out, Random& rng,
                   std::span<float> values) {
-  if (kind == "zeros") {
-    std::fill(values.begin(), values.end(), 0.0f);
+  if (kind == "zeros" || kind == "ones") {
+    std::fill(values.begin(), values.end(), kind == "ones" ? 1.0f : 0.0f);
     return Status::Ok();
   }
   double limit;
@@ -19,7 +19,7 @@ Status Initialize(std::string_view kind, int64_t fan_in, int64_t fan_out, Random
     limit = std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(fan_in, 1)));
   } else {
     return InvalidArgument("unknown initializer '" + std::string(kind) +
-                           "' (glorot_uniform, he_uniform, zeros)");
+                           "' (glorot_uniform, he_uniform, zeros, ones)");
   }
   for (float& v : values) v = static_cast<float>((2.0 * rng.UniformFloat() - 1.0) * limit);
   return Status::Ok();

@@ -1,6 +1,8 @@
 #include "training/model_graph.h"
 
 #include <functional>
+#include <map>
+#include <numeric>
 
 #include "runtime/autodiff/gradients.h"
 #include "runtime/graph_builder.h"
@@ -16,6 +18,12 @@ std::string LayerName(const LayerConfig& layer, size_t i) {
   return layer.type + "_" + std::to_string(i);
 }
 
+std::string ShapeString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 // The op of an activation name ("" for none).
 std::string ActivationOp(const std::string& activation) {
   if (activation == "relu") return "Relu";
@@ -26,75 +34,217 @@ std::string ActivationOp(const std::string& activation) {
   return "";
 }
 
+// The op that turns the logits into what the model serves: the loss's own link for the
+// cross-entropies, the last layer's activation for mean squared error ("" for none).
+std::string OutputOp(const TrainConfig& config) {
+  if (config.loss == "softmax_cross_entropy") return "Softmax";
+  if (config.loss == "sigmoid_cross_entropy") return "Sigmoid";
+  return ActivationOp(config.model.layers.back().activation);
+}
+
+// One spatial dimension of a window, as the runtime's ops compute it (runtime/ops/window.h).
+StatusOr<int64_t> WindowOutput(size_t layer, int64_t in, int64_t k, int64_t stride, bool same) {
+  if (same) return (in + stride - 1) / stride;
+  if (in < k) {
+    return InvalidArgument(LayerPath(layer) + ": window " + std::to_string(k) +
+                           " is larger than its input (" + std::to_string(in) + ") with padding \"valid\"");
+  }
+  return (in - k) / stride + 1;
+}
+
+AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
+  AttrMap attrs;
+  attrs.Set("strides", std::vector<int64_t>{layer.strides, layer.strides});
+  attrs.Set("padding", std::string(layer.padding == "same" ? "SAME" : "VALID"));
+  if (pool) attrs.Set("ksize", std::vector<int64_t>{layer.pool_size, layer.pool_size});
+  return attrs;
+}
+
 using WeightRef = std::function<std::string(const std::string&)>;
 
-// The layers on `x` ([batch, num_features]), up to the logits: a softmax on the last layer is
-// left out here (the loss and the serving graph apply it themselves). The one forward pass
-// both graphs are made of.
-std::string Forward(GraphBuilder& g, std::string x, const ModelConfig& model, const WeightRef& weight) {
+// The layers on `x` ([batch, num_features]), up to the logits: the last layer's activation is
+// left to the caller (the loss and the serving graph apply it themselves). Dropout layers are
+// applied when `dropout_seed` names the seed, left out when it is empty. Node names start with
+// `prefix`. The one forward pass every graph is made of.
+std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, const ModelLayout& layout,
+                    const WeightRef& weight, const std::string& dropout_seed, const std::string& prefix) {
+  const ModelConfig& model = config.model;
+  if (layout.input_shape.size() > 1) {
+    std::vector<int64_t> shape = {-1};
+    shape.insert(shape.end(), layout.input_shape.begin(), layout.input_shape.end());
+    AttrMap attrs;
+    attrs.Set("shape", shape);
+    x = g.Op("Reshape", {x}, attrs, prefix + "input_shape");
+  }
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
-    const std::string name = LayerName(layer, i);
-    const bool last = i + 1 == model.layers.size();
-    std::string activation = layer.activation;
-    if (last && activation == "softmax") activation.clear();
+    const std::string name = prefix + LayerName(layer, i);
+    const std::string w = LayerName(layer, i);
     if (layer.type == "dense") {
-      x = g.Op("MatMul", {x, weight(name + "/kernel")}, {}, name + "/MatMul");
-      x = g.Op("BiasAdd", {x, weight(name + "/bias")}, {}, name + "/BiasAdd");
+      x = g.Op("MatMul", {x, weight(w + "/kernel")}, {}, name + "/MatMul");
+      x = g.Op("BiasAdd", {x, weight(w + "/bias")}, {}, name + "/BiasAdd");
+    } else if (layer.type == "conv2d") {
+      x = g.Op("Conv2D", {x, weight(w + "/kernel")}, WindowAttrs(layer, false), name + "/Conv2D");
+      x = g.Op("BiasAdd", {x, weight(w + "/bias")}, {}, name + "/BiasAdd");
+    } else if (layer.type == "max_pool2d") {
+      x = g.Op("MaxPool2D", {x}, WindowAttrs(layer, true), name);
+    } else if (layer.type == "avg_pool2d") {
+      x = g.Op("AvgPool2D", {x}, WindowAttrs(layer, true), name);
     } else if (layer.type == "flatten") {
       x = g.Op("Flatten", {x}, {}, name);
+    } else if (layer.type == "dropout") {
+      if (!dropout_seed.empty() && layer.rate > 0) {
+        AttrMap attrs;
+        attrs.Set("rate", layer.rate);
+        attrs.Set("stream", static_cast<int64_t>(i));
+        x = g.Op("Mul", {x, g.Op("DropoutMask", {x, dropout_seed}, attrs, name + "/mask")}, {}, name);
+      }
+    } else if (layer.type == "embedding") {
+      // The feature values are the ids (checked to be whole numbers in range by the trainer).
+      AttrMap to_int;
+      to_int.Set("dtype", DType::kInt32);
+      x = g.Op("Gather", {weight(w + "/embeddings"), g.Op("Cast", {x}, to_int, name + "/ids")}, {}, name);
+    } else if (layer.type == "layer_norm") {
+      AttrMap attrs;
+      attrs.Set("epsilon", layer.epsilon);
+      x = g.Op("LayerNormalize", {x}, attrs, name + "/normalize");
+      x = g.Op("Mul", {x, weight(w + "/gamma")}, {}, name + "/scale");
+      x = g.Op("Add", {x, weight(w + "/beta")}, {}, name + "/offset");
     }
-    if (const std::string op = ActivationOp(activation); !op.empty()) x = g.Op(op, {x}, {}, name + "/" + op);
+    const bool last = i + 1 == model.layers.size();
+    if (const std::string op = ActivationOp(layer.activation); !op.empty() && !last) {
+      x = g.Op(op, {x}, {}, name + "/" + op);
+    }
   }
   return x;
 }
 
+// The normalisation at the front of a graph, when the config asks for it.
+std::string Normalized(GraphBuilder& g, const std::string& x, const TrainConfig& config,
+                       const std::string& mean, const std::string& std, const std::string& name) {
+  if (!config.model.normalize) return x;
+  return g.Op("Normalize", {x, mean, std}, {}, name);
+}
+
 }  // namespace
 
-StatusOr<ModelLayout> PlanModel(const ModelConfig& model, int64_t num_features, int32_t num_classes) {
-  if (!model.input_shape.empty()) {
-    int64_t n = 1;
-    for (int64_t d : model.input_shape) n *= d;
-    if (n != num_features || model.input_shape.size() != 1) {
-      return Unimplemented("model.input_shape: only a flat input of the " + std::to_string(num_features) +
-                           " features can be trained yet");
-    }
+int64_t DataSchema::num_features() const {
+  int64_t n = 0;
+  for (const FeatureKey& k : feature_keys) n += k.width;
+  return n;
+}
+
+DataSchema DataSchema::Of(const LabelledTable& table, int32_t num_classes) {
+  DataSchema s;
+  s.feature_keys = table.feature_keys;
+  for (int32_t c = 0; c < num_classes; ++c) {
+    s.class_names.push_back(static_cast<size_t>(c) < table.class_names.size()
+                                ? table.class_names[static_cast<size_t>(c)]
+                                : std::to_string(c));
   }
+  return s;
+}
+
+StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data) {
+  const ModelConfig& model = config.model;
   ModelLayout layout;
-  layout.num_features = num_features;
-  layout.num_classes = num_classes;
-  int64_t width = num_features;
+  layout.data = data;
+  layout.num_features = data.num_features();
+  layout.num_classes = static_cast<int32_t>(data.class_names.size());
+  std::vector<int64_t> shape =
+      model.input_shape.empty() ? std::vector<int64_t>{layout.num_features} : model.input_shape;
+  const int64_t elements = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  if (elements != layout.num_features) {
+    return InvalidArgument("model.input_shape: " + ShapeString(shape) + " holds " + std::to_string(elements) +
+                           " values, but the data has " + std::to_string(layout.num_features) + " features");
+  }
+  layout.input_shape = shape;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
     const std::string name = LayerName(layer, i);
+    const std::string path = LayerPath(i);
+    auto init = [&](const char* fallback) {
+      return layer.initializer.empty() ? std::string(fallback) : layer.initializer;
+    };
     if (layer.type == "dense") {
-      const std::string init = layer.initializer.empty() ? "glorot_uniform" : layer.initializer;
-      layout.weights.push_back({name + "/kernel", Shape{width, layer.units}, width, layer.units, init});
+      if (shape.size() != 1) {
+        return InvalidArgument(path + ": a dense layer needs a flat input, got " + ShapeString(shape) +
+                               "; add a flatten layer before it");
+      }
+      const int64_t width = shape[0];
+      layout.weights.push_back(
+          {name + "/kernel", Shape{width, layer.units}, width, layer.units, init("glorot_uniform")});
       layout.weights.push_back({name + "/bias", Shape{layer.units}, width, layer.units, "zeros"});
-      width = layer.units;
-    } else if (layer.type == "activation" || layer.type == "flatten") {
-      // Shape-preserving on a flat input.
-    } else {
-      return Unimplemented(LayerPath(i) + ": a " + layer.type + " layer cannot be trained yet");
+      shape = {layer.units};
+    } else if (layer.type == "conv2d" || layer.type == "max_pool2d" || layer.type == "avg_pool2d") {
+      if (shape.size() != 3) {
+        return InvalidArgument(path + ": a " + layer.type +
+                               " layer needs an input of [height, width, channels], got " +
+                               ShapeString(shape) + "; set model.input_shape (e.g. [8, 8, 1])");
+      }
+      const bool conv = layer.type == "conv2d";
+      const int64_t k = conv ? layer.kernel_size : layer.pool_size;
+      const bool same = layer.padding == "same";
+      LS_ASSIGN_OR_RETURN(const int64_t h, WindowOutput(i, shape[0], k, layer.strides, same));
+      LS_ASSIGN_OR_RETURN(const int64_t w, WindowOutput(i, shape[1], k, layer.strides, same));
+      if (conv) {
+        const int64_t cin = shape[2];
+        layout.weights.push_back({name + "/kernel", Shape{k, k, cin, layer.filters}, k * k * cin,
+                                  k * k * layer.filters, init("glorot_uniform")});
+        layout.weights.push_back(
+            {name + "/bias", Shape{layer.filters}, k * k * cin, k * k * layer.filters, "zeros"});
+      }
+      shape = {h, w, conv ? layer.filters : shape[2]};
+    } else if (layer.type == "flatten") {
+      shape = {std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>())};
+    } else if (layer.type == "embedding") {
+      if (i != 0 || shape.size() != 1) {
+        return InvalidArgument(path +
+                               ": an embedding layer must come first, on a flat input: it looks up the raw "
+                               "features");
+      }
+      if (model.normalize) {
+        return InvalidArgument(
+            "model.normalize: must be false with an embedding layer, whose ids are looked up as they are");
+      }
+      layout.weights.push_back({name + "/embeddings", Shape{layer.vocabulary, layer.dimension},
+                                layer.vocabulary, layer.dimension, init("glorot_uniform")});
+      shape.push_back(layer.dimension);
+    } else if (layer.type == "layer_norm") {
+      const int64_t d = shape.back();
+      layout.weights.push_back({name + "/gamma", Shape{d}, d, d, "ones"});
+      layout.weights.push_back({name + "/beta", Shape{d}, d, d, "zeros"});
+    } else if (layer.type == "dropout") {
+      layout.has_dropout = layout.has_dropout || layer.rate > 0;
     }
+    // activation layers keep the shape.
     if (layer.activation == "softmax" && i + 1 != model.layers.size()) {
-      return InvalidArgument(LayerPath(i) + ": softmax only as the last layer's activation");
+      return InvalidArgument(path + ": softmax only as the last layer's activation");
     }
   }
-  if (width != num_classes) {
-    return InvalidArgument(LayerPath(model.layers.size() - 1) + ": the model ends with " +
-                           std::to_string(width) + " outputs, but the data has " +
-                           std::to_string(num_classes) + " classes");
+  const size_t last = model.layers.size() - 1;
+  if (shape.size() != 1 || shape[0] != layout.num_classes) {
+    return InvalidArgument(LayerPath(last) + ": the model ends with outputs " + ShapeString(shape) +
+                           ", but the data has " + std::to_string(layout.num_classes) + " classes");
+  }
+  const std::string& activation = model.layers[last].activation;
+  if (config.loss == "softmax_cross_entropy" && !activation.empty() && activation != "softmax") {
+    return InvalidArgument(LayerPath(last) + ": activation \"" + activation +
+                           "\" does not go with loss softmax_cross_entropy, which applies softmax itself "
+                           "(use \"softmax\" or none)");
+  }
+  if (config.loss == "sigmoid_cross_entropy" && !activation.empty() && activation != "sigmoid") {
+    return InvalidArgument(LayerPath(last) + ": activation \"" + activation +
+                           "\" does not go with loss sigmoid_cross_entropy, which applies a sigmoid itself "
+                           "(use \"sigmoid\" or none)");
   }
   return layout;
 }
 
 StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout& layout) {
-  if (config.loss != "softmax_cross_entropy") {
-    return Unimplemented("loss: " + config.loss + " cannot be trained yet");
-  }
   GraphBuilder g;
   const int64_t f = layout.num_features;
+  const int64_t classes = layout.num_classes;
   Signature sig;
   sig.name = kTrainSignature;
   auto input = [&](const std::string& name, DType dtype, const Shape& shape) {
@@ -107,15 +257,39 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   if (config.model.normalize) {
     const std::string mean = input(kMeanInput, DType::kFloat32, Shape{f});
     const std::string std = input(kStdInput, DType::kFloat32, Shape{f});
-    x = g.Op("Normalize", {x, mean, std}, {}, "normalize");
+    x = Normalized(g, x, config, mean, std, "normalize");
   }
+  const std::string seed = layout.has_dropout ? input(kDropoutSeedInput, DType::kInt64, Shape{}) : "";
   std::vector<std::string> weight_refs;
   for (const WeightInfo& w : layout.weights) weight_refs.push_back(input(w.name, DType::kFloat32, w.shape));
-  const std::string logits = Forward(g, x, config.model, [&](const std::string& name) { return name; });
-  const std::string loss =
-      g.Op("Mean", {g.Op("SoftmaxCrossEntropy", {logits, labels}, {}, "loss/per_example")}, {}, "loss/mean");
+  const std::string logits = Forward(
+      g, x, config, layout, [&](const std::string& name) { return name; }, seed, "");
+
+  std::string per_example;
+  if (config.loss == "softmax_cross_entropy") {
+    per_example = g.Op("SoftmaxCrossEntropy", {logits, labels}, {}, "loss/per_example");
+  } else {
+    AttrMap depth;
+    depth.Set("depth", classes);
+    const std::string targets = g.Op("OneHot", {labels}, depth, "loss/targets");
+    AttrMap per_row;
+    per_row.Set("axes", std::vector<int64_t>{1});
+    if (config.loss == "sigmoid_cross_entropy") {
+      per_example = g.Op("Sum", {g.Op("SigmoidCrossEntropy", {logits, targets}, {}, "loss/per_class")},
+                         per_row, "loss/per_example");
+    } else if (config.loss == "mean_squared_error") {
+      std::string out = logits;
+      if (const std::string op = OutputOp(config); !op.empty()) out = g.Op(op, {logits}, {}, "loss/outputs");
+      const std::string error = g.Op("Sub", {out, targets}, {}, "loss/error");
+      per_example =
+          g.Op("Mean", {g.Op("Mul", {error, error}, {}, "loss/squared")}, per_row, "loss/per_example");
+    } else {
+      return InvalidArgument("loss: unknown loss '" + config.loss + "'");
+    }
+  }
+  const std::string loss = g.Op("Mean", {per_example}, {}, "loss/mean");
   sig.outputs.push_back({kLossOutput, loss, DType::kFloat32, Shape{}});
-  sig.outputs.push_back({kLogitsOutput, logits, DType::kFloat32, Shape{-1, layout.num_classes}});
+  sig.outputs.push_back({kLogitsOutput, logits, DType::kFloat32, Shape{-1, classes}});
   g.AddSignature(sig);
   Model model = std::move(g).Build();
   LS_ASSIGN_OR_RETURN(std::vector<std::string> grads, AddGradients(model, loss, weight_refs));
@@ -130,33 +304,66 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
                                   const WeightMap& weights, const FeatureStats& stats) {
   GraphBuilder g;
   const int64_t f = layout.num_features;
-  const std::string raw = g.Input("x", DType::kFloat32, Shape{-1, f});
-  std::string x = raw;
-  if (config.model.normalize) {
-    x = g.Op("Normalize",
-             {x, g.Const("feature_mean", Tensor::FromVector<float>(Shape{f}, stats.mean)),
-              g.Const("feature_std", Tensor::FromVector<float>(Shape{f}, stats.std))},
-             {}, "normalize");
-  }
+  const int64_t classes = layout.num_classes;
   Status missing;
-  const std::string logits = Forward(g, x, config.model, [&](const std::string& name) {
+  std::map<std::string, std::string> consts;  // weight -> its Const node, shared by both signatures
+  const WeightRef weight = [&](const std::string& name) {
+    if (auto it = consts.find(name); it != consts.end()) return it->second;
     auto it = weights.find(name);
     if (it == weights.end()) {
       if (missing.ok()) missing = InvalidArgument("no weight '" + name + "' for the serving graph");
-      return g.Const(name, Tensor(DType::kFloat32, Shape{0}));
+      return consts[name] = g.Const(name, Tensor(DType::kFloat32, Shape{0}));
     }
-    return g.Const(name, it->second);
-  });
+    return consts[name] = g.Const(name, it->second);
+  };
+  std::string mean, std;
+  if (config.model.normalize) {
+    mean = g.Const("feature_mean", Tensor::FromVector<float>(Shape{f}, stats.mean));
+    std = g.Const("feature_std", Tensor::FromVector<float>(Shape{f}, stats.std));
+  }
+  const std::string output_op = OutputOp(config);
+  // Raw features [batch, f] -> (logits, probabilities), node names starting with `prefix`.
+  auto head = [&](const std::string& raw, const std::string& prefix) {
+    const std::string x = Normalized(g, raw, config, mean, std, prefix + "normalize");
+    const std::string logits = Forward(g, x, config, layout, weight, "", prefix);
+    return std::pair{
+        logits, g.Op(output_op.empty() ? "Identity" : output_op, {logits}, {}, prefix + "probabilities")};
+  };
+
+  const std::string raw = g.Input("x", DType::kFloat32, Shape{-1, f});
+  const auto [logits, probabilities] = head(raw, "");
+  const std::string classes_out = g.Op("ArgMax", {logits}, {}, "classes");
+  Signature predict;
+  predict.name = std::string(kDefaultSignature);
+  predict.method_name = "tensorflow/serving/predict";
+  predict.inputs.push_back({"x", raw, DType::kFloat32, Shape{-1, f}});
+  predict.outputs.push_back({"probabilities", probabilities, DType::kFloat32, Shape{-1, classes}});
+  predict.outputs.push_back({"classes", classes_out, DType::kInt64, Shape{-1}});
+  g.AddSignature(predict);
+
+  // The classification signature takes each feature key of the training data as an input and
+  // joins them in the training order, then runs the same layers on the same weights.
+  Signature classify;
+  classify.name = kClassificationSignature;
+  classify.method_name = "tensorflow/serving/classify";
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < layout.data.feature_keys.size(); ++i) {
+    const FeatureKey& key = layout.data.feature_keys[i];
+    parts.push_back(
+        g.Input("classification/input_" + std::to_string(i), DType::kFloat32, Shape{-1, key.width}));
+    classify.inputs.push_back({key.name, parts.back(), DType::kFloat32, Shape{-1, key.width}});
+  }
+  AttrMap axis1;
+  axis1.Set("axis", int64_t{1});
+  const std::string scores =
+      head(g.Op("Concat", parts, axis1, "classification/features"), "classification/").second;
+  const std::string names =
+      g.Const("class_names", Tensor::FromVector<std::string>(Shape{1, classes}, layout.data.class_names));
+  classify.outputs.push_back({"scores", scores, DType::kFloat32, Shape{-1, classes}});
+  classify.outputs.push_back({"classes", g.Op("BroadcastLike", {names, scores}, {}, "classification/classes"),
+                              DType::kString, Shape{-1, classes}});
+  g.AddSignature(classify);
   if (!missing.ok()) return missing;
-  const std::string probabilities = g.Op("Softmax", {logits}, {}, "probabilities");
-  const std::string classes = g.Op("ArgMax", {logits}, {}, "classes");
-  Signature sig;
-  sig.name = std::string(kDefaultSignature);
-  sig.method_name = "tensorflow/serving/predict";
-  sig.inputs.push_back({"x", raw, DType::kFloat32, Shape{-1, f}});
-  sig.outputs.push_back({"probabilities", probabilities, DType::kFloat32, Shape{-1, layout.num_classes}});
-  sig.outputs.push_back({"classes", classes, DType::kInt64, Shape{-1}});
-  g.AddSignature(sig);
   return std::move(g).Build();
 }
 

@@ -4,6 +4,7 @@
 //  - the serving graph: the weights and the normalisation are constants; raw features come
 //    in, probabilities and classes go out.
 // Both forward passes come from one function, so training and serving cannot drift apart.
+// Dropout is the one difference: a training-only layer, left out of the serving graph.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,23 @@
 #include "runtime/graph.h"
 #include "training/config.h"
 #include "training/data/feature_stats.h"
+#include "training/data/labelled_table.h"
 
 namespace lockstep::training {
 
+// What the model learns about the data it is given.
+struct DataSchema {
+  std::vector<FeatureKey> feature_keys;  // the features as the source groups them, in order
+  std::vector<std::string> class_names;  // one per class: the source's names, else "0", "1", ...
+
+  int64_t num_features() const;
+  // From a table read for training: `num_classes` may exceed the table's own (held-out files
+  // can hold classes the training file lacks).
+  static DataSchema Of(const LabelledTable& table, int32_t num_classes);
+};
+
 struct WeightInfo {
-  std::string name;  // "dense_0/kernel", "dense_0/bias"
+  std::string name;  // "dense_0/kernel", "conv2d_0/bias", "embedding_0/embeddings", ...
   Shape shape;
   int64_t fan_in = 0, fan_out = 0;
   std::string initializer;  // resolved: never ""
@@ -25,32 +38,51 @@ struct WeightInfo {
 
 // What the layers need, worked out from the config and the data.
 struct ModelLayout {
+  DataSchema data;
   int64_t num_features = 0;
   int32_t num_classes = 0;
+  std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
+  bool has_dropout = false;  // the training graph takes kDropoutSeedInput
 };
 
-// Fails, naming the layer, for a layer that does not fit what comes before it, or one
-// model-train cannot train yet.
-StatusOr<ModelLayout> PlanModel(const ModelConfig& model, int64_t num_features, int32_t num_classes);
+// Fails, naming the layer and what is wrong, for a layer that does not fit what comes before
+// it (a dense layer on an image, a window larger than its input, a model whose outputs are not
+// the classes) or a last activation that does not go with the loss.
+StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data);
 
 // The training graph's names.
 inline constexpr char kTrainSignature[] = "train";
-inline constexpr char kFeaturesInput[] = "features";  // float32 [batch, num_features]
-inline constexpr char kLabelsInput[] = "labels";      // int32 [batch]
-inline constexpr char kMeanInput[] = "feature_mean";  // float32 [num_features]
-inline constexpr char kStdInput[] = "feature_std";    // float32 [num_features]
-inline constexpr char kLossOutput[] = "loss";         // float32 scalar: the batch's mean loss
-inline constexpr char kLogitsOutput[] = "logits";     // float32 [batch, num_classes]
+inline constexpr char kFeaturesInput[] = "features";         // float32 [batch, num_features]
+inline constexpr char kLabelsInput[] = "labels";             // int32 [batch]
+inline constexpr char kMeanInput[] = "feature_mean";         // float32 [num_features]
+inline constexpr char kStdInput[] = "feature_std";           // float32 [num_features]
+inline constexpr char kDropoutSeedInput[] = "dropout_seed";  // int64 scalar, new each step
+inline constexpr char kLossOutput[] = "loss";                // float32 scalar: the batch's mean loss
+inline constexpr char kLogitsOutput[] = "logits";            // float32 [batch, num_classes]
 inline std::string GradientOutput(const std::string& weight) {
   return "grad/" + weight;
 }
 
+// Losses (config.loss), each of the logits and the integer labels, averaged over the batch:
+//   softmax_cross_entropy  -log softmax(logits)[label]
+//   sigmoid_cross_entropy  one sigmoid per class, one-vs-rest: the sum over classes of the
+//                          binary cross-entropy against the one-hot label
+//   mean_squared_error     the mean over classes of (output - one-hot label)^2, where the
+//                          output is the last layer's activation of the logits
 StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout& layout);
 
-// The serving graph, signature "serving_default": input "x" (raw features, float32
-// [batch, num_features]), outputs "probabilities" (float32 [batch, num_classes]) and "classes"
-// (int64 [batch]). `weights` holds every weight of the layout.
+// The serving graph's names.
+inline constexpr char kClassificationSignature[] = "classification";
+
+// The serving graph, with two signatures over one set of weights:
+//  - "serving_default" (predict): input "x", raw features, float32 [batch, num_features];
+//    outputs "probabilities" float32 [batch, num_classes] (softmax, sigmoid or the last
+//    activation, as the loss has it) and "classes" int64 [batch] (the most likely);
+//  - "classification" (classify, for :classify with tf.Examples): one input per feature key,
+//    float32 [batch, width], named as in the training data; outputs "scores" (the
+//    probabilities) and "classes", string [batch, num_classes], the class names.
+// `weights` holds every weight of the layout.
 StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& layout,
                                   const WeightMap& weights, const FeatureStats& stats);
 

@@ -1,5 +1,6 @@
 #include "training/trainer.h"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -39,13 +40,24 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
   LabelledTable all;
   for (const std::string& file : files) {
     LS_ASSIGN_OR_RETURN(LabelledTable t, ReadCsv(file, options));
-    if (!all.feature_names.empty() && t.feature_names != all.feature_names) {
+    if (file == files.front()) {
+      all = std::move(t);
+      continue;
+    }
+    if (t.feature_names != all.feature_names) {
       return InvalidArgument(file + ": its feature columns differ from " + files.front() + "'s");
     }
-    all.feature_names = t.feature_names;
+    // Class names get ids across all the files, not per file.
+    LabelledTable classes;
+    classes.class_names = all.class_names;
+    classes.class_names.insert(classes.class_names.end(), t.class_names.begin(), t.class_names.end());
+    std::sort(classes.class_names.begin(), classes.class_names.end());
+    classes.class_names.erase(std::unique(classes.class_names.begin(), classes.class_names.end()),
+                              classes.class_names.end());
+    LS_RETURN_IF_ERROR(MapClassesOnto(classes, all).WithPrefix(files.front()));
+    LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(file));
     all.features.insert(all.features.end(), t.features.begin(), t.features.end());
     all.labels.insert(all.labels.end(), t.labels.begin(), t.labels.end());
-    if (all.class_names.empty()) all.class_names = t.class_names;
   }
   return all;
 }
@@ -74,13 +86,52 @@ std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>
   return out;
 }
 
+// One example's loss from the served outputs (what the training graph computes from the
+// logits; here from the probabilities, clamped away from log(0)).
+double ExampleLoss(const std::string& loss, std::span<const float> outputs, int32_t label) {
+  auto log = [](double p) { return std::log(std::max(p, 1e-30)); };
+  double sum = 0;
+  for (size_t c = 0; c < outputs.size(); ++c) {
+    const double target = static_cast<int32_t>(c) == label ? 1.0 : 0.0;
+    const double p = outputs[c];
+    if (loss == "softmax_cross_entropy") {
+      sum -= target * log(p);
+    } else if (loss == "sigmoid_cross_entropy") {
+      sum -= target * log(p) + (1 - target) * log(1 - p);
+    } else {
+      sum += (p - target) * (p - target) / static_cast<double>(outputs.size());
+    }
+  }
+  return sum;
+}
+
+// An embedding layer looks the feature values up as ids: each must be a whole number in
+// [0, vocabulary). Checked on every row before training, so a bad value is named by its row
+// and column rather than failing a step.
+Status CheckEmbeddingIds(const ModelConfig& model, const LabelledTable& t, const std::string& field) {
+  if (model.layers.empty() || model.layers.front().type != "embedding") return Status::Ok();
+  const int64_t vocabulary = model.layers.front().vocabulary;
+  for (int64_t r = 0; r < t.num_rows(); ++r) {
+    const auto row = t.row(r);
+    for (size_t c = 0; c < row.size(); ++c) {
+      const float v = row[c];
+      if (!(v >= 0 && v < static_cast<float>(vocabulary) && v == std::floor(v))) {
+        return InvalidArgument(field + ": row " + std::to_string(r + 1) + ", feature '" + t.feature_names[c] +
+                               "': " + std::to_string(v) + " is not an id in [0, " + std::to_string(vocabulary) +
+                               ") for the embedding layer model.layers[0]");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 struct Evaluation {
   double accuracy = 0, loss = 0;
 };
 
 // Through the serving graph, as a client of the exported model would: batches of up to 256.
 // Appends the features and probabilities to the vectors given.
-StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part,
+StatusOr<Evaluation> Evaluate(const Session& serving, const std::string& loss_name, const Part& part,
                               std::vector<float>* features = nullptr,
                               std::vector<float>* probabilities_out = nullptr) {
   const int64_t f = part.table->num_features();
@@ -108,8 +159,7 @@ StatusOr<Evaluation> Evaluate(const Session& serving, const Part& part,
     for (size_t i = 0; i < n; ++i) {
       const int32_t label = part.table->labels[static_cast<size_t>(part.rows[begin + i])];
       correct += classes[i] == label;
-      const double p = probabilities[i * static_cast<size_t>(c) + static_cast<size_t>(label)];
-      loss -= std::log(std::max(p, 1e-30));
+      loss += ExampleLoss(loss_name, probabilities.subspan(i * static_cast<size_t>(c), static_cast<size_t>(c)), label);
     }
   }
   const auto count = static_cast<double>(std::max<size_t>(part.rows.size(), 1));
@@ -171,11 +221,13 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   if (!data.test.empty()) {
     LS_ASSIGN_OR_RETURN(test_table, ReadTable(data, data.test));
   }
-  for (const auto* t :
-       {validation_table ? &*validation_table : nullptr, test_table ? &*test_table : nullptr}) {
-    if (t != nullptr && t->feature_names != train_table.feature_names) {
-      return InvalidArgument("data: the validation and test files must have the training data's features");
+  for (auto [t, field] : {std::pair{validation_table ? &*validation_table : nullptr, "data.validation"},
+                          std::pair{test_table ? &*test_table : nullptr, "data.test"}}) {
+    if (t == nullptr) continue;
+    if (t->feature_names != train_table.feature_names) {
+      return InvalidArgument(std::string(field) + ": the files must have the training data's features");
     }
+    LS_RETURN_IF_ERROR(MapClassesOnto(train_table, *t).WithPrefix(field));
   }
 
   // Held-out rows: stratified fractions of the training file where no separate file is given.
@@ -204,7 +256,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     if (p->table != nullptr) classes = std::max(classes, p->table->num_classes());
   }
   const FeatureStats stats = ComputeFeatureStats(train_table, train.rows);
-  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config.model, train_table.num_features(), classes));
+  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema::Of(train_table, classes)));
+  LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, train_table, "data.train"));
+  if (validation_table) LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, *validation_table, "data.validation"));
+  if (test_table) LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, *test_table, "data.test"));
   LS_ASSIGN_OR_RETURN(Model train_graph, BuildTrainingGraph(config, layout));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> trainer, Session::Create(std::move(train_graph)));
 
@@ -216,12 +271,25 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     weights[w.name] = t;
   }
   LS_ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config.optimizer));
+  // export.best_by: the best epoch's weights so far and its metric (higher is better).
+  WeightMap best = weights;
+  double best_metric = -INFINITY;
   int64_t start_epoch = 0, skip_batches = 0;
   if (options.resume) {
     if (config.checkpoint.dir.empty()) return InvalidArgument("--resume needs checkpoint.dir in the config");
     StatusOr<Checkpoint> c = ReadLatestCheckpoint(config.checkpoint.dir);
     if (c.ok()) {
       LS_RETURN_IF_ERROR(RestoreCheckpoint(c.value(), layout, weights, optimizer));
+      if (c->best_metric) {
+        best_metric = *c->best_metric;
+        for (const WeightInfo& w : layout.weights) {
+          auto it = c->best_weights.find(w.name);
+          if (it == c->best_weights.end() || static_cast<int64_t>(it->second.size()) != w.shape.num_elements()) {
+            return InvalidArgument("the checkpoint does not match the model: best weight '" + w.name + "'");
+          }
+          best[w.name] = Tensor::FromVector<float>(w.shape, it->second);
+        }
+      }
       start_epoch = c->epoch;
       skip_batches = c->batches_done;
       spdlog::info("event=resume checkpoint_step={} epoch={} batch={}", c->step, c->epoch + 1,
@@ -255,24 +323,31 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     feed.push_back({kStdInput, std});
   }
   for (const WeightInfo& w : layout.weights) feed.push_back({w.name, weights[w.name]});
+  // Each step's dropout masks come from the run's seed and the step, so a resumed run draws
+  // the same ones.
+  Tensor dropout_seed = Tensor::FromVector<int64_t>(Shape{}, {0});
+  if (layout.has_dropout) feed.push_back({kDropoutSeedInput, dropout_seed});
   std::vector<NamedTensor> out;
   std::vector<Parameter> params(layout.weights.size());
   std::vector<std::span<float>> grads(layout.weights.size());
 
   TrainReport report;
-  WeightMap best = weights;
-  double best_metric = -INFINITY;
   const auto start = std::chrono::steady_clock::now();
   // Saves where the run is: the next batch to train on is `batches_done` of `epoch`.
   auto checkpoint = [&](int64_t epoch, int64_t batches_done) -> Status {
     if (config.checkpoint.dir.empty()) return Status::Ok();
-    Checkpoint c{optimizer.steps(), epoch, batches_done, {}, {}};
+    Checkpoint c{optimizer.steps(), epoch, batches_done, {}, {}, {}, {}};
     for (size_t i = 0; i < layout.weights.size(); ++i) {
       const std::string& name = layout.weights[i].name;
       const auto values = weights[name].data<float>();
       c.weights[name].assign(values.begin(), values.end());
       if (i < optimizer.state().size()) c.optimizer_state[name] = optimizer.state()[i];
+      if (best_metric > -INFINITY) {
+        const auto b = best[name].data<float>();
+        c.best_weights[name].assign(b.begin(), b.end());
+      }
     }
+    if (best_metric > -INFINITY) c.best_metric = best_metric;
     LS_ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(config.checkpoint.dir, c, config.checkpoint.keep));
     spdlog::info("event=checkpoint path={} step={}", path, c.step);
     return Status::Ok();
@@ -290,6 +365,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     while (const Batch* b = pipeline.Next()) {
       feed[0].tensor = b->features;
       feed[1].tensor = b->labels;
+      dropout_seed.mutable_data<int64_t>()[0] =
+          static_cast<int64_t>(Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1))).Next());
       LS_RETURN_IF_ERROR(trainer->Run(kTrainSignature, feed, &out));
       loss_sum += out[0].tensor.data<float>()[0];
       ++batches;
@@ -331,7 +408,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     if (validation.table != nullptr) {
       LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, weights, stats));
       LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(std::move(serving_graph)));
-      LS_ASSIGN_OR_RETURN(val, Evaluate(*serving, validation));
+      LS_ASSIGN_OR_RETURN(val, Evaluate(*serving, config.loss, validation));
       const double metric = config.export_.best_by == "val_loss" ? -val->loss : val->accuracy;
       if (!config.export_.best_by.empty() && metric > best_metric) {
         best_metric = metric;
@@ -374,14 +451,14 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   {
     LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(serving_graph));
     if (validation.table != nullptr) {
-      LS_ASSIGN_OR_RETURN(Evaluation v, Evaluate(*serving, validation));
+      LS_ASSIGN_OR_RETURN(Evaluation v, Evaluate(*serving, config.loss, validation));
       report.has_validation = true;
       report.validation_accuracy = v.accuracy;
       report.validation_loss = v.loss;
     }
     if (test.table != nullptr) {
       LS_ASSIGN_OR_RETURN(Evaluation t,
-                          Evaluate(*serving, test, keep_test_predictions ? &report.test_features : nullptr,
+                          Evaluate(*serving, config.loss, test, keep_test_predictions ? &report.test_features : nullptr,
                                    keep_test_predictions ? &report.test_probabilities : nullptr));
       report.num_features = train_table.num_features();
       report.num_classes = classes;
@@ -395,6 +472,11 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     meta["model_name"] = model_name;
     meta["lockstep_version"] = LOCKSTEP_VERSION;
     meta["trained_steps"] = std::to_string(report.steps);
+    meta["training_config"] = TrainConfigToJson(config);
+    meta["loss"] = config.loss;
+    meta["train_loss"] = fmt::format("{:.6f}", report.train_loss);
+    meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
+    meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
     meta["train_data"] = data.train.front();
     meta["data_fingerprint"] =
         "crc32c:" +
@@ -402,9 +484,14 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                     train_table.features.size() * sizeof(float)),
                    Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.labels.data()),
                                            train_table.labels.size() * sizeof(int32_t)))));
-    if (report.has_test) meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
-    if (report.has_validation)
+    if (report.has_test) {
+      meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
+      meta["test_loss"] = fmt::format("{:.6f}", report.test_loss);
+    }
+    if (report.has_validation) {
       meta["validation_accuracy"] = fmt::format("{:.6f}", report.validation_accuracy);
+      meta["validation_loss"] = fmt::format("{:.6f}", report.validation_loss);
+    }
     std::error_code ec;
     std::filesystem::create_directories(config.export_.dir, ec);
     if (ec) return FailedPrecondition("export.dir '" + config.export_.dir + "': " + ec.message());

@@ -1,6 +1,8 @@
-// Lockstep's promise, end to end: model-train trains the digits model and exports it; the real
-// model-server serves the bundle; over REST and over gRPC it answers, for every test row,
-// exactly the probabilities model-train's own evaluation computed (bit-identical floats).
+// Lockstep's promise, end to end: model-train trains a digits model (the MLP and the CNN) and
+// exports it; the real model-server serves the bundle; over REST and over gRPC, :predict and
+// :classify answer, for every test row, exactly the probabilities model-train's own
+// evaluation computed (bit-identical floats). Then model-train exports again into the
+// directory being served, and the server picks the new version up without a restart.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -27,50 +29,60 @@ std::vector<std::vector<float>> FloatRows(const nlohmann::json& rows) {
   return out;
 }
 
-TEST(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
+uint32_t Bits(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+
+// Runs model-train with `flags`; its log on failure.
+void RunModelTrain(const fs::path& dir, std::vector<std::string> flags) {
+  flags.insert(flags.begin(), MODEL_TRAIN_PATH);
+  const pid_t trainer = Spawn(flags, dir / "model-train.log");
+  int status = 0;
+  ASSERT_EQ(waitpid(trainer, &status, 0), trainer);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(dir / "model-train.log");
+}
+
+class TrainingParityTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
   ScratchDir dir;
   const fs::path models = dir / "digits";
   const fs::path predictions = dir / "predictions.json";
-  // The repository's digits config, with the data path made absolute (model-train takes
-  // relative paths from its working directory, and the test runs elsewhere).
-  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train/digits.json");
+  // The repository's config, with the data path made absolute (model-train takes relative
+  // paths from its working directory, and the test runs elsewhere).
+  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train" / GetParam());
   const std::string data = "examples/data/digits.csv";
   config.replace(config.find(data), data.size(), std::string(LOCKSTEP_SOURCE_DIR) + "/" + data);
-  const fs::path config_path = dir / "digits.json";
+  const fs::path config_path = dir / "config.json";
   std::ofstream(config_path) << config;
-  const pid_t trainer = Spawn({MODEL_TRAIN_PATH, "--config", config_path.string(), "--epochs", "3",
-                               "--export_dir", models.string(), "--predictions_out", predictions.string()},
-                              dir / "model-train.log");
-  int status = 0;
-  ASSERT_EQ(waitpid(trainer, &status, 0), trainer);
-  const std::string train_log = ReadFile(dir / "model-train.log");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << train_log;
+  RunModelTrain(dir.path(), {"--config", config_path.string(), "--epochs", "3", "--export_dir",
+                             models.string(), "--predictions_out", predictions.string()});
   const nlohmann::json expected = nlohmann::json::parse(ReadFile(predictions));
   const auto features = FloatRows(expected["features"]);
   const auto probabilities = FloatRows(expected["probabilities"]);
   ASSERT_EQ(features.size(), 359u) << "the digits test split: 20 % of each class, rounded";
 
-  ServerProcess server(dir.path(), {"--model_name=digits", "--model_base_path=" + models.string()});
+  ServerProcess server(dir.path(), {"--model_name=digits", "--model_base_path=" + models.string(),
+                                    "--file_system_poll_wait_seconds=1"});
 
-  // REST: every test row in one request, in the row format clients use.
+  // REST :predict: every test row in one request, in the row format clients use.
   nlohmann::json instances = nlohmann::json::array();
   for (const auto& row : features) instances.push_back(row);
   HttpClient http(server.rest_port());
-  const HttpResult r =
-      http.Post("/v1/models/digits:predict", nlohmann::json{{"instances", instances}}.dump());
+  HttpResult r = http.Post("/v1/models/digits:predict", nlohmann::json{{"instances", instances}}.dump());
   ASSERT_EQ(r.status, 200) << r.error << r.body.substr(0, 500);
-  const nlohmann::json body = nlohmann::json::parse(r.body);
+  nlohmann::json body = nlohmann::json::parse(r.body);
   ASSERT_EQ(body["predictions"].size(), features.size());
   for (size_t i = 0; i < features.size(); ++i) {
     const auto& served = body["predictions"][i]["probabilities"];
     ASSERT_EQ(served.size(), probabilities[i].size());
     for (size_t j = 0; j < served.size(); ++j) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(served[j].get<float>()), std::bit_cast<uint32_t>(probabilities[i][j]))
+      ASSERT_EQ(Bits(served[j].get<float>()), Bits(probabilities[i][j]))
           << "REST row " << i << " class " << j;
     }
   }
 
-  // gRPC: the same rows as one [360, 64] tensor.
+  // gRPC Predict: the same rows as one [359, 64] tensor.
   auto stub = tfs::PredictionService::NewStub(MakeChannel(server.grpc_target()));
   tfs::PredictRequest request;
   request.mutable_model_spec()->set_name("digits");
@@ -82,19 +94,85 @@ TEST(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
     for (float v : row) x.add_float_val(v);
   }
   tfs::PredictResponse response;
-  grpc::ClientContext context;
-  const grpc::Status s = stub->Predict(&context, request, &response);
-  ASSERT_TRUE(s.ok()) << Describe(s);
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = stub->Predict(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+  }
   const tensorflow::TensorProto& served = response.outputs().at("probabilities");
   ASSERT_EQ(served.float_val_size(), static_cast<int>(features.size() * 10));
   for (size_t i = 0; i < features.size(); ++i) {
     for (size_t j = 0; j < 10; ++j) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(served.float_val(static_cast<int>(i * 10 + j))),
-                std::bit_cast<uint32_t>(probabilities[i][j]))
+      ASSERT_EQ(Bits(served.float_val(static_cast<int>(i * 10 + j))), Bits(probabilities[i][j]))
           << "gRPC row " << i << " class " << j;
     }
   }
+
+  // :classify on the classification signature, with tf.Examples keyed by the CSV's column
+  // names, as a TF Serving client sends them: the scores are the same probabilities and the
+  // classes carry the labels.
+  constexpr size_t kClassified = 40;
+  nlohmann::json examples = nlohmann::json::array();
+  tfs::ClassificationRequest classify;
+  classify.mutable_model_spec()->set_name("digits");
+  classify.mutable_model_spec()->set_signature_name("classification");
+  for (size_t i = 0; i < kClassified; ++i) {
+    nlohmann::json example = nlohmann::json::object();
+    auto& features_proto =
+        *classify.mutable_input()->mutable_example_list()->add_examples()->mutable_features();
+    for (size_t p = 0; p < 64; ++p) {
+      const std::string key = "pixel_" + std::to_string(p);
+      example[key] = features[i][p];
+      (*features_proto.mutable_feature())[key].mutable_float_list()->add_value(features[i][p]);
+    }
+    examples.push_back(example);
+  }
+  r = http.Post("/v1/models/digits:classify",
+                nlohmann::json{{"signature_name", "classification"}, {"examples", examples}}.dump());
+  ASSERT_EQ(r.status, 200) << r.error << r.body.substr(0, 500);
+  body = nlohmann::json::parse(r.body);
+  ASSERT_EQ(body["results"].size(), kClassified);
+  tfs::ClassificationResponse classified;
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = stub->Classify(&context, classify, &classified);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+  }
+  ASSERT_EQ(classified.result().classifications_size(), static_cast<int>(kClassified));
+  for (size_t i = 0; i < kClassified; ++i) {
+    const auto& rest_row = body["results"][i];
+    const auto& grpc_row = classified.result().classifications(static_cast<int>(i)).classes();
+    ASSERT_EQ(rest_row.size(), 10u);
+    ASSERT_EQ(grpc_row.size(), 10);
+    for (size_t j = 0; j < 10; ++j) {
+      EXPECT_EQ(rest_row[j][0], std::to_string(j));
+      EXPECT_EQ(grpc_row[static_cast<int>(j)].label(), std::to_string(j));
+      ASSERT_EQ(Bits(rest_row[j][1].get<float>()), Bits(probabilities[i][j])) << "REST classify row " << i;
+      ASSERT_EQ(Bits(grpc_row[static_cast<int>(j)].score()), Bits(probabilities[i][j]))
+          << "gRPC classify row " << i;
+    }
+  }
+
+  // A second export into the served directory becomes version 2, served without a restart.
+  RunModelTrain(dir.path(),
+                {"--config", config_path.string(), "--epochs", "1", "--export_dir", models.string()});
+  ASSERT_TRUE(fs::exists(models / "2"));
+  const bool picked_up = WaitFor([&] {
+    const HttpResult status = http.Get("/v1/models/digits/versions/2");
+    return status.status == 200 && status.body.find("AVAILABLE") != std::string::npos;
+  });
+  ASSERT_TRUE(picked_up) << server.Log();
+  // Requests naming no version now go to the newest.
+  r = http.Get("/v1/models/digits/metadata");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["model_spec"]["version"], "2") << r.body;
 }
+
+INSTANTIATE_TEST_SUITE_P(DigitsModels, TrainingParityTest,
+                         ::testing::Values("digits.json", "digits_cnn.json"), [](const auto& info) {
+                           return std::string(info.param) == "digits.json" ? std::string("Mlp")
+                                                                           : std::string("Cnn");
+                         });
 
 }  // namespace
 }  // namespace lockstep::e2e

@@ -33,6 +33,9 @@ Checkpoint Sample(int64_t step) {
   c.weights["dense_0/bias"] = {0.0f};
   c.optimizer_state["dense_0/kernel"] = {{0.1f, 0.2f, 0.3f}, {1.0f, 2.0f, 3.0f}};
   c.optimizer_state["dense_0/bias"] = {{0.5f}, {0.75f}};
+  c.best_metric = 0.875;
+  c.best_weights["dense_0/kernel"] = {1.0f, -1.0f, 0.5f};
+  c.best_weights["dense_0/bias"] = {0.125f};
   return c;
 }
 
@@ -50,6 +53,8 @@ TEST_F(CheckpointTest, RoundTripsAndKeepsTheNewest) {
   EXPECT_EQ(c->batches_done, 5);
   EXPECT_EQ(c->weights, expected.weights);
   EXPECT_EQ(c->optimizer_state, expected.optimizer_state);
+  EXPECT_EQ(c->best_metric, expected.best_metric);
+  EXPECT_EQ(c->best_weights, expected.best_weights);
 }
 
 TEST_F(CheckpointTest, DamageIsAnErrorNamingTheFile) {
@@ -77,13 +82,16 @@ TrainConfig DigitsConfig(const fs::path& dir) {
   TrainConfig c;
   c.data.train = {std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv"};
   c.data.validation_fraction = 0.1;
-  LayerConfig hidden, out;
+  LayerConfig hidden, dropout, out;
   hidden.type = out.type = "dense";
   hidden.units = 16;
   hidden.activation = "relu";
+  dropout.type = "dropout";
+  dropout.rate = 0.2;
   out.units = 10;
   out.activation = "softmax";
-  c.model.layers = {hidden, out};
+  c.model.layers = {hidden, dropout, out};
+  c.export_.best_by = "val_accuracy";
   c.epochs = 4;
   c.optimizer.learning_rate = 0.01;
   c.checkpoint.dir = (dir / "checkpoints").string();
@@ -92,7 +100,8 @@ TrainConfig DigitsConfig(const fs::path& dir) {
 }
 
 // Train 4 epochs straight, and the same run cut at step 50 (mid-epoch) then resumed: the
-// exported weights are the same bits.
+// exported weights (the best epoch's, by validation accuracy) are the same bits, dropout masks
+// and all.
 TEST_F(CheckpointTest, AResumedRunEndsWhereAnUninterruptedOneDoes) {
   StatusOr<TrainReport> straight = Train(DigitsConfig(dir_ / "a"), "digits");
   ASSERT_TRUE(straight.ok()) << straight.status().ToString();

@@ -79,6 +79,11 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
   EXPECT_EQ(c.checkpoint.keep, 2);
   EXPECT_EQ(c.export_.best_by, "val_accuracy");
   EXPECT_EQ(c.logdir, "logs");
+
+  // Written out in full (as a bundle's metadata records it), it reads back the same.
+  StatusOr<TrainConfig> again = ParseTrainConfig(TrainConfigToJson(c), "metadata");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again.value() == c) << TrainConfigToJson(c);
 }
 
 TEST(TrainConfigTest, TyposAreNamedWithASuggestion) {
@@ -115,6 +120,10 @@ TEST(TrainConfigTest, BadValuesAreNamed) {
             "t.json: model.layers: must be a non-empty list of layers");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": 3}, "model": {}})"),
             "t.json: data.train: must be a string or a list of strings, got 3");
+  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv", "features": ["a", "b", "a"]}, "model": {"layers": [{"type": "flatten"}]}})"),
+            "t.json: data.features: 'a' is listed twice");
+  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv", "features": ["label"]}, "model": {"layers": [{"type": "flatten"}]}})"),
+            "t.json: data.features: 'label' is the label, not a feature");
 }
 
 TEST(TrainConfigTest, MissingAndInconsistentSettings) {
@@ -143,7 +152,10 @@ TEST(TrainConfigTest, InvalidJsonNamesTheLine) {
 TEST(TrainConfigTest, TheExampleConfigsParse) {
   for (const char* name : {"digits.json", "digits_cnn.json"}) {
     StatusOr<TrainConfig> c = LoadTrainConfig(std::string(LOCKSTEP_SOURCE_DIR) + "/config/train/" + name);
-    EXPECT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    StatusOr<TrainConfig> again = ParseTrainConfig(TrainConfigToJson(c.value()), "metadata");
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(again.value() == c.value()) << name;
   }
   StatusOr<TrainConfig> missing = LoadTrainConfig("/nonexistent.json");
   ASSERT_FALSE(missing.ok());

@@ -56,6 +56,7 @@ TEST(CsvReaderTest, LabelColumnAnywhereAndChosenFeatures) {
   options.feature_columns = {"c", "a"};
   t = MustParse("a,b,c,y\n1,2,3,0\n", options);
   EXPECT_EQ(t.feature_names, (std::vector<std::string>{"c", "a"}));
+  EXPECT_EQ(t.feature_keys, (std::vector<FeatureKey>{{"c", 1}, {"a", 1}}));
   EXPECT_EQ(t.features, (std::vector<float>{3, 1}));
 }
 

@@ -17,10 +17,18 @@
 namespace lockstep::training {
 namespace {
 
-ModelConfig Mlp(std::vector<LayerConfig> layers) {
-  ModelConfig m;
-  m.layers = std::move(layers);
-  return m;
+TrainConfig Mlp(std::vector<LayerConfig> layers) {
+  TrainConfig c;
+  c.model.layers = std::move(layers);
+  return c;
+}
+
+// `features` columns f0, f1, ... and `classes` classes "0", "1", ...
+DataSchema Schema(int64_t features, int32_t classes) {
+  DataSchema s;
+  for (int64_t i = 0; i < features; ++i) s.feature_keys.push_back({"f" + std::to_string(i), 1});
+  for (int32_t c = 0; c < classes; ++c) s.class_names.push_back(std::to_string(c));
+  return s;
 }
 
 LayerConfig Dense(int64_t units, std::string activation) {
@@ -32,7 +40,7 @@ LayerConfig Dense(int64_t units, std::string activation) {
 }
 
 TEST(ModelGraphTest, PlansDenseWeights) {
-  StatusOr<ModelLayout> layout = PlanModel(Mlp({Dense(16, "relu"), Dense(10, "softmax")}), 64, 10);
+  StatusOr<ModelLayout> layout = PlanModel(Mlp({Dense(16, "relu"), Dense(10, "softmax")}), Schema(64, 10));
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   ASSERT_EQ(layout.value().weights.size(), 4u);
   EXPECT_EQ(layout.value().weights[0].name, "dense_0/kernel");
@@ -43,16 +51,76 @@ TEST(ModelGraphTest, PlansDenseWeights) {
 }
 
 TEST(ModelGraphTest, PlanErrorsNameTheLayer) {
-  EXPECT_EQ(PlanModel(Mlp({Dense(16, "relu"), Dense(3, "softmax")}), 64, 10).status().message(),
-            "model.layers[1]: the model ends with 3 outputs, but the data has 10 classes");
-  EXPECT_EQ(PlanModel(Mlp({Dense(16, "softmax"), Dense(10, "")}), 64, 10).status().message(),
+  EXPECT_EQ(PlanModel(Mlp({Dense(16, "relu"), Dense(3, "softmax")}), Schema(64, 10)).status().message(),
+            "model.layers[1]: the model ends with outputs [3], but the data has 10 classes");
+  EXPECT_EQ(PlanModel(Mlp({Dense(16, "softmax"), Dense(10, "")}), Schema(64, 10)).status().message(),
             "model.layers[0]: softmax only as the last layer's activation");
+  EXPECT_EQ(PlanModel(Mlp({Dense(10, "sigmoid")}), Schema(64, 10)).status().message(),
+            "model.layers[0]: activation \"sigmoid\" does not go with loss softmax_cross_entropy, which applies "
+            "softmax itself (use \"softmax\" or none)");
   LayerConfig conv;
   conv.type = "conv2d";
   conv.filters = 4;
-  StatusOr<ModelLayout> unsupported = PlanModel(Mlp({conv, Dense(10, "")}), 64, 10);
-  EXPECT_EQ(unsupported.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(unsupported.status().message(), "model.layers[0]: a conv2d layer cannot be trained yet");
+  conv.kernel_size = 3;
+  EXPECT_EQ(PlanModel(Mlp({conv, Dense(10, "")}), Schema(64, 10)).status().message(),
+            "model.layers[0]: a conv2d layer needs an input of [height, width, channels], got [64]; set "
+            "model.input_shape (e.g. [8, 8, 1])");
+  TrainConfig image = Mlp({conv, Dense(10, "")});
+  image.model.input_shape = {8, 8, 1};
+  EXPECT_EQ(PlanModel(image, Schema(64, 10)).status().message(),
+            "model.layers[1]: a dense layer needs a flat input, got [6,6,4]; add a flatten layer before it");
+  image.model.input_shape = {8, 4, 2};
+  conv.kernel_size = 5;
+  image.model.layers[0] = conv;
+  EXPECT_EQ(PlanModel(image, Schema(64, 10)).status().message(),
+            "model.layers[0]: window 5 is larger than its input (4) with padding \"valid\"");
+  image.model.input_shape = {8, 9, 1};
+  EXPECT_EQ(PlanModel(image, Schema(64, 10)).status().message(),
+            "model.input_shape: [8,9,1] holds 72 values, but the data has 64 features");
+  LayerConfig embedding;
+  embedding.type = "embedding";
+  embedding.vocabulary = 17;
+  embedding.dimension = 4;
+  EXPECT_EQ(PlanModel(Mlp({embedding, Dense(10, "")}), Schema(64, 10)).status().message(),
+            "model.normalize: must be false with an embedding layer, whose ids are looked up as they are");
+  EXPECT_EQ(PlanModel(Mlp({Dense(10, ""), embedding}), Schema(64, 10)).status().message(),
+            "model.layers[1]: an embedding layer must come first, on a flat input: it looks up the raw features");
+}
+
+LayerConfig Layer(std::string type) {
+  LayerConfig l;
+  l.type = std::move(type);
+  return l;
+}
+
+TEST(ModelGraphTest, PlansEveryLayerKind) {
+  TrainConfig c;
+  c.model.input_shape = {8, 8, 1};
+  LayerConfig conv = Layer("conv2d");
+  conv.filters = 6;
+  conv.padding = "same";
+  LayerConfig pool = Layer("max_pool2d");  // 2x2, stride 2
+  pool.strides = 2;
+  LayerConfig avg = Layer("avg_pool2d");
+  avg.pool_size = 3;
+  avg.strides = 1;
+  LayerConfig dropout = Layer("dropout");
+  dropout.rate = 0.25;
+  c.model.layers = {conv, pool, avg, Layer("layer_norm"), Layer("flatten"), dropout, Dense(10, "softmax")};
+  StatusOr<ModelLayout> layout = PlanModel(c, Schema(64, 10));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  std::vector<std::pair<std::string, Shape>> weights;
+  for (const WeightInfo& w : layout.value().weights) weights.emplace_back(w.name, w.shape);
+  // 8x8 -same conv-> 8x8x6 -pool-> 4x4x6 -avg 3x3 valid-> 2x2x6 -> 24
+  EXPECT_EQ(weights, (std::vector<std::pair<std::string, Shape>>{{"conv2d_0/kernel", Shape{3, 3, 1, 6}},
+                                                                  {"conv2d_0/bias", Shape{6}},
+                                                                  {"layer_norm_3/gamma", Shape{6}},
+                                                                  {"layer_norm_3/beta", Shape{6}},
+                                                                  {"dense_6/kernel", Shape{24, 10}},
+                                                                  {"dense_6/bias", Shape{10}}}));
+  EXPECT_EQ(layout.value().weights[2].initializer, "ones");
+  EXPECT_TRUE(layout.value().has_dropout);
+  EXPECT_EQ(layout.value().weights[0].fan_in, 9);
 }
 
 // The whole chain on the real digits: split, normalisation statistics, the pipeline, the
@@ -67,8 +135,8 @@ TEST(ModelGraphTest, TrainsDigitsAndServesTheSameNumbers) {
   const FeatureStats stats = ComputeFeatureStats(table, split.train);
 
   TrainConfig config;
-  config.model = Mlp({Dense(32, "relu"), Dense(10, "softmax")});
-  StatusOr<ModelLayout> layout = PlanModel(config.model, table.num_features(), table.num_classes());
+  config.model = Mlp({Dense(32, "relu"), Dense(10, "softmax")}).model;
+  StatusOr<ModelLayout> layout = PlanModel(config, DataSchema::Of(table, table.num_classes()));
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   StatusOr<Model> train_graph = BuildTrainingGraph(config, layout.value());
   ASSERT_TRUE(train_graph.ok()) << train_graph.status().ToString();

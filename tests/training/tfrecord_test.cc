@@ -167,6 +167,7 @@ TEST(ExampleReaderTest, ReadsFeaturesInKeyOrderAcrossFiles) {
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_EQ(table.value().feature_names,
             (std::vector<std::string>{"age", "pixels[0]", "pixels[1]", "pixels[2]"}));
+  EXPECT_EQ(table.value().feature_keys, (std::vector<FeatureKey>{{"age", 1}, {"pixels", 3}}));
   EXPECT_EQ(table.value().features, (std::vector<float>{40, 1, 2, 3, 50, 4, 5, 6, 60, 7, 8, 9}));
   EXPECT_EQ(table.value().labels, (std::vector<int32_t>{2, 0, 1}));
 }

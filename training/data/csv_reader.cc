@@ -176,7 +176,10 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
         }
       }
       if (feature_index.empty()) return InvalidArgument(where + ": no feature columns besides the label");
-      for (int c : feature_index) table.feature_names.push_back(header[static_cast<size_t>(c)]);
+      for (int c : feature_index) {
+        table.feature_names.push_back(header[static_cast<size_t>(c)]);
+        table.feature_keys.push_back({header[static_cast<size_t>(c)], 1});
+      }
       continue;
     }
 

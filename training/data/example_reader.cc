@@ -53,6 +53,7 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
         if (value_counts.size() < options.feature_keys.size()) {
           if (count == 0) return InvalidArgument(where + ": feature '" + key + "' has no values");
           value_counts.push_back(count);
+          table.feature_keys.push_back({key, count});
           if (count == 1) {
             table.feature_names.push_back(key);
           } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 namespace lockstep::training {
 
@@ -22,6 +23,26 @@ void AssignClassNames(const std::vector<std::string>& names, LabelledTable& tabl
   }
   table.labels.resize(names.size());
   for (size_t r = 0; r < names.size(); ++r) table.labels[r] = ids.at(names[r]);
+}
+
+Status MapClassesOnto(const LabelledTable& reference, LabelledTable& table) {
+  if (reference.class_names.empty() != table.class_names.empty()) {
+    return InvalidArgument(std::string("its labels are ") + (table.class_names.empty() ? "integer ids" : "names") +
+                           ", but the training data's are " +
+                           (reference.class_names.empty() ? "integer ids" : "names"));
+  }
+  if (table.class_names.empty()) return Status::Ok();
+  std::map<std::string, int32_t> ids;
+  for (size_t i = 0; i < reference.class_names.size(); ++i) ids.emplace(reference.class_names[i], static_cast<int32_t>(i));
+  std::vector<int32_t> remap;
+  for (const std::string& name : table.class_names) {
+    auto it = ids.find(name);
+    if (it == ids.end()) return InvalidArgument("class '" + name + "' does not occur in the training data");
+    remap.push_back(it->second);
+  }
+  for (int32_t& label : table.labels) label = remap[static_cast<size_t>(label)];
+  table.class_names = reference.class_names;
+  return Status::Ok();
 }
 
 }  // namespace lockstep::training

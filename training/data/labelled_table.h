@@ -7,10 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "runtime/status.h"
+
 namespace lockstep::training {
+
+// A feature as the source names it: a CSV column (width 1), or a tf.Example key holding
+// `width` values.
+struct FeatureKey {
+  std::string name;
+  int64_t width = 1;
+  friend bool operator==(const FeatureKey&, const FeatureKey&) = default;
+};
 
 struct LabelledTable {
   std::vector<std::string> feature_names;  // one per column of `features`
+  std::vector<FeatureKey> feature_keys;    // the same columns grouped by source key, in order
   std::vector<float> features;             // row-major [num_rows(), num_features()]
   std::vector<int32_t> labels;             // class id per row, >= 0
   // When the source's labels were names: class id -> name, ids given in sorted name order.
@@ -30,5 +41,10 @@ struct LabelledTable {
 // Sets `table.labels` and `table.class_names` from one class name per row: ids in sorted name
 // order, so that the same set of names always gives the same ids.
 void AssignClassNames(const std::vector<std::string>& names, LabelledTable& table);
+
+// Renumbers `table`'s labels by `reference`'s class names, so that a held-out file read on its
+// own means the same class by the same id as the training file. Both must have names, or both
+// integer ids (then nothing changes); a name the reference lacks is an error naming it.
+Status MapClassesOnto(const LabelledTable& reference, LabelledTable& table);
 
 }  // namespace lockstep::training
