@@ -1,6 +1,7 @@
 #include "training/model_graph.h"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -134,15 +135,8 @@ int64_t DataSchema::num_features() const {
   return n;
 }
 
-DataSchema DataSchema::Of(const LabelledTable& table, int32_t num_classes) {
-  DataSchema s;
-  s.feature_keys = table.feature_keys;
-  for (int32_t c = 0; c < num_classes; ++c) {
-    s.class_names.push_back(static_cast<size_t>(c) < table.class_names.size()
-                                ? table.class_names[static_cast<size_t>(c)]
-                                : std::to_string(c));
-  }
-  return s;
+DataSchema DataSchema::Of(const LabelledTable& table) {
+  return DataSchema{table.feature_keys, table.class_names};
 }
 
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data) {
@@ -150,7 +144,6 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
   ModelLayout layout;
   layout.data = data;
   layout.num_features = data.num_features();
-  layout.num_classes = static_cast<int32_t>(data.class_names.size());
   std::vector<int64_t> shape =
       model.input_shape.empty() ? std::vector<int64_t>{layout.num_features} : model.input_shape;
   const int64_t elements = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
@@ -223,9 +216,19 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
     }
   }
   const size_t last = model.layers.size() - 1;
-  if (shape.size() != 1 || shape[0] != layout.num_classes) {
+  const auto named = static_cast<int64_t>(data.class_names.size());
+  if (shape.size() != 1 || (named > 0 && shape[0] != named)) {
     return InvalidArgument(LayerPath(last) + ": the model ends with outputs " + ShapeString(shape) +
-                           ", but the data has " + std::to_string(layout.num_classes) + " classes");
+                           (named > 0 ? ", but the data has " + std::to_string(named) + " classes"
+                                      : ", not one output per class"));
+  }
+  if (shape[0] > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgument(LayerPath(last) + ": " + std::to_string(shape[0]) +
+                           " outputs are too many classes");
+  }
+  layout.num_classes = static_cast<int32_t>(shape[0]);
+  for (int32_t c = static_cast<int32_t>(named); c < layout.num_classes; ++c) {
+    layout.data.class_names.push_back(std::to_string(c));
   }
   const std::string& activation = model.layers[last].activation;
   if (config.loss == "softmax_cross_entropy" && !activation.empty() && activation != "softmax") {

@@ -21,12 +21,10 @@ namespace lockstep::training {
 // What the model learns about the data it is given.
 struct DataSchema {
   std::vector<FeatureKey> feature_keys;  // the features as the source groups them, in order
-  std::vector<std::string> class_names;  // one per class: the source's names, else "0", "1", ...
+  std::vector<std::string> class_names;  // the source's class names; empty when labels are ids
 
   int64_t num_features() const;
-  // From a table read for training: `num_classes` may exceed the table's own (held-out files
-  // can hold classes the training file lacks).
-  static DataSchema Of(const LabelledTable& table, int32_t num_classes);
+  static DataSchema Of(const LabelledTable& table);
 };
 
 struct WeightInfo {
@@ -38,17 +36,18 @@ struct WeightInfo {
 
 // What the layers need, worked out from the config and the data.
 struct ModelLayout {
-  DataSchema data;
+  DataSchema data;  // class_names filled in: one per class, "0", "1", ... for id labels
   int64_t num_features = 0;
-  int32_t num_classes = 0;
+  int32_t num_classes = 0;  // the last layer's outputs; labels must be below it
   std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
   bool has_dropout = false;  // the training graph takes kDropoutSeedInput
 };
 
 // Fails, naming the layer and what is wrong, for a layer that does not fit what comes before
-// it (a dense layer on an image, a window larger than its input, a model whose outputs are not
-// the classes) or a last activation that does not go with the loss.
+// it (a dense layer on an image, a window larger than its input, a model that does not end
+// with one output per named class) or a last activation that does not go with the loss.
+// With id labels the model's outputs are the classes: the caller checks each label is below.
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data);
 
 // The training graph's names.

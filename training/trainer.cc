@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "training/initializers.h"
 #include "training/model_graph.h"
 #include "training/optimizer.h"
+#include "training/progress_bar.h"
 
 namespace lockstep::training {
 namespace {
@@ -56,8 +58,7 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
                               classes.class_names.end());
     LS_RETURN_IF_ERROR(MapClassesOnto(classes, all).WithPrefix(files.front()));
     LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(file));
-    all.features.insert(all.features.end(), t.features.begin(), t.features.end());
-    all.labels.insert(all.labels.end(), t.labels.begin(), t.labels.end());
+    all.Append(t);
   }
   return all;
 }
@@ -105,19 +106,26 @@ double ExampleLoss(const std::string& loss, std::span<const float> outputs, int3
   return sum;
 }
 
-// An embedding layer looks the feature values up as ids: each must be a whole number in
-// [0, vocabulary). Checked on every row before training, so a bad value is named by its row
-// and column rather than failing a step.
-Status CheckEmbeddingIds(const ModelConfig& model, const LabelledTable& t, const std::string& field) {
-  if (model.layers.empty() || model.layers.front().type != "embedding") return Status::Ok();
+// Checks every row of `t` before training, so that a bad value is named by its file, line
+// (or record offset) and column rather than failing a step: each label must be one of the
+// model's `classes` outputs, and when the first layer is an embedding, which looks the
+// feature values up as ids, each value must be a whole number in [0, vocabulary).
+Status CheckRows(const ModelConfig& model, int32_t classes, const LabelledTable& t, const std::string& label) {
+  const std::string last = "model.layers[" + std::to_string(model.layers.size() - 1) + "]";
+  const bool embedding = model.layers.front().type == "embedding";
   const int64_t vocabulary = model.layers.front().vocabulary;
   for (int64_t r = 0; r < t.num_rows(); ++r) {
+    if (const int32_t l = t.labels[static_cast<size_t>(r)]; l >= classes) {
+      return InvalidArgument(t.Where(r) + ": label '" + label + "' is " + std::to_string(l) + ", but the model has " +
+                             std::to_string(classes) + " outputs (" + last + "), one per class from 0");
+    }
+    if (!embedding) continue;
     const auto row = t.row(r);
     for (size_t c = 0; c < row.size(); ++c) {
       const float v = row[c];
       if (!(v >= 0 && v < static_cast<float>(vocabulary) && v == std::floor(v))) {
-        return InvalidArgument(field + ": row " + std::to_string(r + 1) + ", feature '" + t.feature_names[c] +
-                               "': " + std::to_string(v) + " is not an id in [0, " + std::to_string(vocabulary) +
+        return InvalidArgument(t.Where(r) + ": feature '" + t.feature_names[c] + "' is " + fmt::format("{}", v) +
+                               ", not an id in [0, " + std::to_string(vocabulary) +
                                ") for the embedding layer model.layers[0]");
       }
     }
@@ -251,15 +259,13 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   }
   if (train.rows.empty()) return InvalidArgument("data: no training rows are left after the split");
 
-  int32_t classes = train_table.num_classes();
-  for (const Part* p : {&validation, &test}) {
-    if (p->table != nullptr) classes = std::max(classes, p->table->num_classes());
-  }
   const FeatureStats stats = ComputeFeatureStats(train_table, train.rows);
-  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema::Of(train_table, classes)));
-  LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, train_table, "data.train"));
-  if (validation_table) LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, *validation_table, "data.validation"));
-  if (test_table) LS_RETURN_IF_ERROR(CheckEmbeddingIds(config.model, *test_table, "data.test"));
+  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema::Of(train_table)));
+  const int32_t classes = layout.num_classes;
+  for (const LabelledTable* t : {&train_table, validation_table ? &*validation_table : nullptr,
+                                 test_table ? &*test_table : nullptr}) {
+    if (t != nullptr) LS_RETURN_IF_ERROR(CheckRows(config.model, classes, *t, data.label));
+  }
   LS_ASSIGN_OR_RETURN(Model train_graph, BuildTrainingGraph(config, layout));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> trainer, Session::Create(std::move(train_graph)));
 
@@ -352,6 +358,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     spdlog::info("event=checkpoint path={} step={}", path, c.step);
     return Status::Ok();
   };
+  ProgressBar bar(stderr, isatty(STDERR_FILENO) == 1);
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = std::chrono::steady_clock::now();
     pipeline.StartEpoch(epoch);
@@ -386,6 +393,16 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                               optimizer.steps(), total_steps);
       optimizer.Apply(params, lr);
       ++epoch_batches;
+      const double so_far =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+      bar.Update({.epoch = epoch + 1,
+                  .epochs = config.epochs,
+                  .batch = epoch_batches,
+                  .batches = pipeline.batches_per_epoch(),
+                  .loss = loss_sum / static_cast<double>(batches),
+                  .samples_per_second = static_cast<double>(seen) / std::max(so_far, 1e-9),
+                  .eta_seconds = so_far / static_cast<double>(batches) *
+                                 static_cast<double>(pipeline.batches_per_epoch() - epoch_batches)});
       const int64_t step = optimizer.steps();
       if (config.checkpoint.every_steps > 0 && step % config.checkpoint.every_steps == 0) {
         LS_RETURN_IF_ERROR(checkpoint(epoch, epoch_batches));
@@ -399,6 +416,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
         return report;
       }
     }
+    bar.Clear();
     LS_RETURN_IF_ERROR(checkpoint(epoch + 1, 0));
     report.steps = optimizer.steps();
     report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));

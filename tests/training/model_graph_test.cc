@@ -136,7 +136,7 @@ TEST(ModelGraphTest, TrainsDigitsAndServesTheSameNumbers) {
 
   TrainConfig config;
   config.model = Mlp({Dense(32, "relu"), Dense(10, "softmax")}).model;
-  StatusOr<ModelLayout> layout = PlanModel(config, DataSchema::Of(table, table.num_classes()));
+  StatusOr<ModelLayout> layout = PlanModel(config, DataSchema::Of(table));
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   StatusOr<Model> train_graph = BuildTrainingGraph(config, layout.value());
   ASSERT_TRUE(train_graph.ok()) << train_graph.status().ToString();

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "runtime/bundle/bundle.h"
+#include "tensorflow/core/example/example.pb.h"
+#include "training/data/tfrecord.h"
 
 namespace lockstep::training {
 namespace {
@@ -96,6 +98,67 @@ TEST_F(ModelTrainCliTest, BadConfigsAndFlagsAreNamedAndNothingIsExported) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
 
   EXPECT_EQ(RunModelTrain("--help").exit_code, 0);
+}
+
+TEST_F(ModelTrainCliTest, ALabelBeyondTheModelsOutputsNamesTheLine) {
+  const std::filesystem::path csv = dir_ / "labels.csv";
+  std::ofstream(csv) << "a,b,label\n1,2,0\n3,1,2\n0,0,5\n";
+  const std::filesystem::path config = dir_ / "labels.json";
+  std::ofstream(config) << R"({"data": {"train": ")" << csv.string() << R"(", "split": {"test": 0}},
+    "model": {"layers": [{"type": "dense", "units": 3}]}, "export": {"dir": ")"
+                        << (dir_ / "never").string() << R"("}})";
+  const Result r = RunModelTrain("--config " + config.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(csv.string() + ":4: label 'label' is 5, but the model has 3 outputs (model.layers[0])"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
+}
+
+// A TFRecord file with one damaged record: the run stops naming the file and the record's
+// offset, and exports nothing; with data.skip_corrupt_records it reports the record, skips it
+// and trains on the rest.
+TEST_F(ModelTrainCliTest, ADamagedTfRecordIsNamedByOffsetOrSkipped) {
+  std::string bytes;
+  int64_t damaged_offset = 0;
+  for (int i = 0; i < 40; ++i) {
+    tensorflow::Example example;
+    auto& features = *example.mutable_features()->mutable_feature();
+    features["x"].mutable_float_list()->add_value(static_cast<float>(i % 2));
+    features["x"].mutable_float_list()->add_value(static_cast<float>(i));
+    features["label"].mutable_int64_list()->add_value(i % 2);
+    if (i == 7) damaged_offset = static_cast<int64_t>(bytes.size());
+    bytes += FrameTfRecord(example.SerializeAsString());
+  }
+  bytes[static_cast<size_t>(damaged_offset) + 14] ^= 0x01;  // in record 7's data (after 12 header bytes)
+  const std::filesystem::path records = dir_ / "train.tfrecord";
+  std::ofstream(records, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  auto write_config = [&](bool skip) {
+    const std::filesystem::path config = dir_ / "records.json";
+    std::ofstream(config) << R"({"data": {"format": "tfrecord", "train": ")" << records.string()
+                          << R"(", "features": ["x"], "split": {"test": 0}, "skip_corrupt_records": )"
+                          << (skip ? "true" : "false") << R"(},
+      "model": {"layers": [{"type": "dense", "units": 2}]}, "epochs": 2, "export": {"dir": ")"
+                          << (dir_ / "models").string() << R"("}})";
+    return config.string();
+  };
+  Result r = RunModelTrain("--config " + write_config(false));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(records.string() + ": record at offset " + std::to_string(damaged_offset) +
+                          ": the data's CRC does not match"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "models"));
+
+  r = RunModelTrain("--config " + write_config(true));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("event=tfrecord_corrupt file=" + records.string() + " offset=" +
+                          std::to_string(damaged_offset)),
+            std::string::npos)
+      << r.output;
+  StatusOr<Model> bundle = ReadBundle((dir_ / "models" / "1").string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
+  EXPECT_EQ(bundle.value().graph.metadata.at("trained_steps"), "4") << "39 records in 2 batches, twice";
 }
 
 }  // namespace

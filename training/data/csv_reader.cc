@@ -198,9 +198,11 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
     }
     raw_labels.push_back(std::move(fields[static_cast<size_t>(label_index)]));
     label_lines.push_back(line_number);
+    table.origins.push_back({0, line_number});
   }
   if (header.empty()) return InvalidArgument(std::string(source) + ": the file is empty (no header row)");
   if (raw_labels.empty()) return InvalidArgument(std::string(source) + ": no rows after the header");
+  table.source_files = {std::string(source)};
   if (Status s = AssignLabels(raw_labels, label_lines, source, options.label_column, table); !s.ok())
     return s;
   return table;

@@ -32,7 +32,10 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
   bool named_labels = false;
   tensorflow::Example example;
   std::string record;
+  table.record_offsets = true;
   for (const std::string& path : paths) {
+    const auto file = static_cast<int32_t>(table.source_files.size());
+    table.source_files.push_back(path);
     StatusOr<TfRecordReader> opened = TfRecordReader::Open(path, options.records);
     if (!opened.ok()) return opened.status();
     TfRecordReader& reader = opened.value();
@@ -41,6 +44,7 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
       if (!more.ok()) return more.status();
       if (!more.value()) break;
       const std::string where = path + ": record at offset " + std::to_string(reader.last_offset());
+      table.origins.push_back({file, reader.last_offset()});
       if (!example.ParseFromString(record)) return DataLoss(where + ": not a tf.train.Example");
       const auto& features = example.features().feature();
 

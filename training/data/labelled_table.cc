@@ -12,6 +12,22 @@ int32_t LabelledTable::num_classes() const {
   return std::max(n, static_cast<int32_t>(class_names.size()));
 }
 
+std::string LabelledTable::Where(int64_t row) const {
+  if (static_cast<size_t>(row) >= origins.size()) return "row " + std::to_string(row + 1);
+  const RowOrigin& o = origins[static_cast<size_t>(row)];
+  const std::string& file = source_files[static_cast<size_t>(o.file)];
+  return record_offsets ? file + ": record at offset " + std::to_string(o.position)
+                        : file + ":" + std::to_string(o.position);
+}
+
+void LabelledTable::Append(const LabelledTable& other) {
+  features.insert(features.end(), other.features.begin(), other.features.end());
+  labels.insert(labels.end(), other.labels.begin(), other.labels.end());
+  const auto file_base = static_cast<int32_t>(source_files.size());
+  source_files.insert(source_files.end(), other.source_files.begin(), other.source_files.end());
+  for (const RowOrigin& o : other.origins) origins.push_back({o.file + file_base, o.position});
+}
+
 void AssignClassNames(const std::vector<std::string>& names, LabelledTable& table) {
   std::map<std::string, int32_t> ids;
   for (const std::string& name : names) ids.emplace(name, 0);

@@ -19,6 +19,12 @@ struct FeatureKey {
   friend bool operator==(const FeatureKey&, const FeatureKey&) = default;
 };
 
+// Where a row came from, for messages that name it.
+struct RowOrigin {
+  int32_t file = 0;      // index into LabelledTable::source_files
+  int64_t position = 0;  // CSV: the line number; TFRecord: the record's byte offset
+};
+
 struct LabelledTable {
   std::vector<std::string> feature_names;  // one per column of `features`
   std::vector<FeatureKey> feature_keys;    // the same columns grouped by source key, in order
@@ -27,6 +33,11 @@ struct LabelledTable {
   // When the source's labels were names: class id -> name, ids given in sorted name order.
   // Empty when the labels were integer ids already.
   std::vector<std::string> class_names;
+  // One origin per row (empty for a table built in code); positions are byte offsets of
+  // records when `record_offsets`, else line numbers.
+  std::vector<std::string> source_files;
+  std::vector<RowOrigin> origins;
+  bool record_offsets = false;
 
   int64_t num_features() const { return static_cast<int64_t>(feature_names.size()); }
   int64_t num_rows() const { return static_cast<int64_t>(labels.size()); }
@@ -36,6 +47,10 @@ struct LabelledTable {
   }
   // One more than the largest label (0 for an empty table).
   int32_t num_classes() const;
+  // "digits.csv:57" or "a.tfrecord: record at offset 1234"; "row 57" (from 1) without origins.
+  std::string Where(int64_t row) const;
+  // Appends `other`'s rows (same features), with their origins.
+  void Append(const LabelledTable& other);
 };
 
 // Sets `table.labels` and `table.class_names` from one class name per row: ids in sorted name
