@@ -42,6 +42,17 @@ class ModelTrainCliTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Writes <name>.csv holding `csv` and <name>.json training a dense layer of `units` on all of
+  // it, exporting to <dir>/never; returns the CSV's path.
+  std::string CsvConfig(const std::string& name, const std::string& csv, int units) {
+    const std::filesystem::path path = dir_ / (name + ".csv");
+    std::ofstream(path) << csv;
+    std::ofstream(dir_ / (name + ".json"))
+        << R"({"data": {"train": ")" << path.string() << R"(", "split": {"test": 0}},
+      "model": {"layers": [{"type": "dense", "units": )"
+        << units << R"(}]}, "export": {"dir": ")" << (dir_ / "never").string() << R"("}})";
+    return path.string();
+  }
   std::filesystem::path dir_;
 };
 
@@ -85,15 +96,10 @@ TEST_F(ModelTrainCliTest, BadConfigsAndFlagsAreNamedAndNothingIsExported) {
   EXPECT_NE(r.output.find("unknown flag --confg"), std::string::npos) << r.output;
 
   // A CSV with a ragged row: named by file and line, and no bundle.
-  const std::filesystem::path csv = dir_ / "ragged.csv";
-  std::ofstream(csv) << "a,b,label\n1,2,0\n3,1\n";
-  const std::filesystem::path config = dir_ / "ragged.json";
-  std::ofstream(config) << R"({"data": {"train": ")" << csv.string() << R"(", "split": {"test": 0}},
-    "model": {"layers": [{"type": "dense", "units": 1}]}, "export": {"dir": ")"
-                        << (dir_ / "never").string() << R"("}})";
-  r = RunModelTrain("--config " + config.string());
+  const std::string csv = CsvConfig("ragged", "a,b,label\n1,2,0\n3,1\n", 1);
+  r = RunModelTrain("--config " + dir_.string() + "/ragged.json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find(csv.string() + ":3: 2 fields, but the header has 3"), std::string::npos)
+  EXPECT_NE(r.output.find(csv + ":3: 2 fields, but the header has 3"), std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
 
@@ -101,15 +107,10 @@ TEST_F(ModelTrainCliTest, BadConfigsAndFlagsAreNamedAndNothingIsExported) {
 }
 
 TEST_F(ModelTrainCliTest, ALabelBeyondTheModelsOutputsNamesTheLine) {
-  const std::filesystem::path csv = dir_ / "labels.csv";
-  std::ofstream(csv) << "a,b,label\n1,2,0\n3,1,2\n0,0,5\n";
-  const std::filesystem::path config = dir_ / "labels.json";
-  std::ofstream(config) << R"({"data": {"train": ")" << csv.string() << R"(", "split": {"test": 0}},
-    "model": {"layers": [{"type": "dense", "units": 3}]}, "export": {"dir": ")"
-                        << (dir_ / "never").string() << R"("}})";
-  const Result r = RunModelTrain("--config " + config.string());
+  const std::string csv = CsvConfig("labels", "a,b,label\n1,2,0\n3,1,2\n0,0,5\n", 3);
+  const Result r = RunModelTrain("--config " + dir_.string() + "/labels.json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find(csv.string() + ":4: label 'label' is 5, but the model has 3 outputs (model.layers[0])"),
+  EXPECT_NE(r.output.find(csv + ":4: label 'label' is 5, but the model has 3 outputs (model.layers[0])"),
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
