@@ -32,13 +32,11 @@ StatusOr<bool> AttrMap::GetBoolOr(const std::string& name, bool fallback) const 
   return Has(name) ? Get<bool>(name, "bool") : StatusOr<bool>(fallback);
 }
 
-StatusOr<std::vector<int64_t>> AttrMap::GetInts(const std::string& name) const {
-  return Get<std::vector<int64_t>>(name, "list of ints");
-}
-
-StatusOr<std::vector<int64_t>> AttrMap::GetIntsOr(const std::string& name,
-                                                  std::vector<int64_t> fallback) const {
-  return Has(name) ? GetInts(name) : StatusOr<std::vector<int64_t>>(std::move(fallback));
+StatusOr<std::span<const int64_t>> AttrMap::GetInts(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return InvalidArgument("missing attr '" + name + "'");
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return std::span<const int64_t>(*v);
+  return InvalidArgument("attr '" + name + "' is not of type list of ints");
 }
 
 StatusOr<DType> AttrMap::GetDType(const std::string& name) const { return Get<DType>(name, "dtype"); }

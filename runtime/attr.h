@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -34,8 +35,9 @@ class AttrMap {
   StatusOr<std::string> GetString(const std::string& name) const;
   StatusOr<std::string> GetStringOr(const std::string& name, std::string fallback) const;
   StatusOr<bool> GetBoolOr(const std::string& name, bool fallback) const;
-  StatusOr<std::vector<int64_t>> GetInts(const std::string& name) const;
-  StatusOr<std::vector<int64_t>> GetIntsOr(const std::string& name, std::vector<int64_t> fallback) const;
+  // A view of the stored list, valid while the map is unchanged (kernels read it per call
+  // without copying).
+  StatusOr<std::span<const int64_t>> GetInts(const std::string& name) const;
   StatusOr<DType> GetDType(const std::string& name) const;
   StatusOr<Shape> GetShape(const std::string& name) const;
 

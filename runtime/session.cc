@@ -356,10 +356,13 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
   }
 
   if (status.ok()) {
-    outputs->clear();
-    outputs->reserve(sig.outputs.size());
+    // Into the caller's tensors from its last call when they fit (a training loop's step
+    // then allocates nothing); fresh ones otherwise.
+    outputs->resize(sig.outputs.size());
     for (size_t k = 0; k < sig.outputs.size(); ++k) {
-      outputs->push_back({sig.outputs[k].key, values[plan->output_values[k]].Clone()});
+      NamedTensor& out = (*outputs)[k];
+      if (out.name != sig.outputs[k].key) out.name = sig.outputs[k].key;
+      out.tensor.AssignCopyOf(values[plan->output_values[k]]);
     }
   }
   // Drop the caller's tensors so the scratch does not keep them alive between calls.

@@ -5,7 +5,7 @@
 // matrix for the matmul core and plans the reuse of intermediate buffers. Run() may be called from any number of threads at once: each call
 // takes a scratch (values and arena buffers) of its own from a pool and gives it back, so a
 // warmed-up session allocates no intermediate values: only the owned copies of the outputs it
-// returns (and string tensors, which live on the heap).
+// returns, which a caller can keep reusing (Run), and string tensors, which live on the heap.
 #pragma once
 
 #include <memory>
@@ -47,7 +47,9 @@ class Session {
 
   // Runs `signature` on `inputs`, which must give every input key of the signature exactly
   // once, with its dtype and a shape matching its declared one. On success `outputs` holds
-  // one owned tensor per output key, in the signature's order.
+  // one owned tensor per output key, in the signature's order. A tensor `outputs` already
+  // holds (from the last call) is written in place when it has the right dtype and shape and
+  // nothing else shares it, so a loop that passes the same vector allocates no outputs.
   Status Run(std::string_view signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs) const;
 

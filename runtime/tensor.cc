@@ -76,6 +76,16 @@ Tensor Tensor::Clone() const {
   return t;
 }
 
+void Tensor::AssignCopyOf(const Tensor& src) {
+  const bool reusable = dtype_ == src.dtype_ && dtype_ != DType::kString && shape_ == src.shape_ && !read_only_ &&
+                        owner_ != nullptr && owner_.use_count() == 1 && data_ != src.data_;
+  if (!reusable) {
+    *this = src.Clone();
+    return;
+  }
+  if (byte_size() > 0) std::memcpy(data_, src.data_, byte_size());
+}
+
 bool Tensor::BitwiseEqual(const Tensor& other) const {
   if (dtype_ != other.dtype_ || !(shape_ == other.shape_)) return false;
   if (dtype_ == DType::kString) {

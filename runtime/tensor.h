@@ -75,6 +75,10 @@ class Tensor {
   Tensor Reshaped(const Shape& shape) const;
   // A deep, owned copy.
   Tensor Clone() const;
+  // Makes this tensor a deep copy of `src`: in place, allocating nothing, when this one has
+  // src's dtype and shape, is writable, and no other Tensor shares its storage; otherwise it
+  // becomes src.Clone(). For callers that run the same computation again and again.
+  void AssignCopyOf(const Tensor& src);
 
   // Same dtype, shape and bytes (strings compared by value; floats bitwise).
   bool BitwiseEqual(const Tensor& other) const;

@@ -44,6 +44,7 @@ thread_local int this_thread_index = 0;
 int ThreadPool::ThisThreadIndex() { return this_thread_index; }
 
 ThreadPool::ThreadPool(int num_threads) {
+  queue_.reserve(64);
   if (num_threads <= 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < num_threads; ++i) {
     workers_.emplace_back([this, i] {
@@ -86,7 +87,7 @@ bool ThreadPool::RunOneQueued(std::unique_lock<std::mutex>& lock) {
   Job* job = queue_.front();
   if (job->next.load(std::memory_order_relaxed) >= job->num_chunks) {
     // Fully claimed: nothing left for us. The caller still owns it until it is done.
-    queue_.pop_front();
+    queue_.erase(queue_.begin());
     queued_.store(queue_.size(), std::memory_order_relaxed);
     return true;
   }

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -68,7 +67,10 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job*> queue_;
+  // Jobs waiting for workers, oldest first. A vector reserved up front rather than a deque:
+  // it holds one entry per concurrent ParallelFor (a handful), and a deque allocates and
+  // frees blocks as entries come and go, which a training step must not do.
+  std::vector<Job*> queue_;
   // queue_.size(), readable without the lock by spinning workers.
   std::atomic<size_t> queued_{0};
   bool stopping_ = false;

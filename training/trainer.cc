@@ -20,6 +20,7 @@
 #include "training/data/pipeline.h"
 #include "training/data/split.h"
 #include "training/event_writer.h"
+#include "training/gradient_step.h"
 #include "training/initializers.h"
 #include "training/model_graph.h"
 #include "training/optimizer.h"
@@ -266,8 +267,6 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                  test_table ? &*test_table : nullptr}) {
     if (t != nullptr) LS_RETURN_IF_ERROR(CheckRows(config.model, classes, *t, data.label));
   }
-  LS_ASSIGN_OR_RETURN(Model train_graph, BuildTrainingGraph(config, layout));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> trainer, Session::Create(std::move(train_graph)));
 
   Random rng(config.seed);
   WeightMap weights;
@@ -319,23 +318,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                    .threads = data.threads};
   BatchPipeline pipeline(train_table, train.rows, pipeline_options);
   const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
-  const Tensor mean = Tensor::FromVector<float>(Shape{train_table.num_features()}, stats.mean);
-  const Tensor std = Tensor::FromVector<float>(Shape{train_table.num_features()}, stats.std);
 
-  // The feeds and parameter list are made once; each step only points them at its batch.
-  std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
-  if (config.model.normalize) {
-    feed.push_back({kMeanInput, mean});
-    feed.push_back({kStdInput, std});
-  }
-  for (const WeightInfo& w : layout.weights) feed.push_back({w.name, weights[w.name]});
-  // Each step's dropout masks come from the run's seed and the step, so a resumed run draws
-  // the same ones.
-  Tensor dropout_seed = Tensor::FromVector<int64_t>(Shape{}, {0});
-  if (layout.has_dropout) feed.push_back({kDropoutSeedInput, dropout_seed});
-  std::vector<NamedTensor> out;
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<GradientStep> step, GradientStep::Create(config, layout, weights, stats));
   std::vector<Parameter> params(layout.weights.size());
-  std::vector<std::span<float>> grads(layout.weights.size());
+  for (size_t i = 0; i < params.size(); ++i) params[i].value = weights[layout.weights[i].name].mutable_data<float>();
 
   TrainReport report;
   const auto start = std::chrono::steady_clock::now();
@@ -370,24 +356,17 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, batches = 0;
     while (const Batch* b = pipeline.Next()) {
-      feed[0].tensor = b->features;
-      feed[1].tensor = b->labels;
-      dropout_seed.mutable_data<int64_t>()[0] =
-          static_cast<int64_t>(Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1))).Next());
-      LS_RETURN_IF_ERROR(trainer->Run(kTrainSignature, feed, &out));
-      loss_sum += out[0].tensor.data<float>()[0];
+      // Each step's dropout masks come from the run's seed and the step, so a resumed run
+      // draws the same ones.
+      const auto dropout_seed = static_cast<int64_t>(
+          Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1))).Next());
+      LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed));
+      loss_sum += step->loss();
+      correct += step->correct();
       ++batches;
-      const auto logits = out[1].tensor.data<float>();
-      const auto labels = b->labels.data<int32_t>();
-      for (int64_t r = 0; r < b->rows; ++r) {
-        const float* row = logits.data() + r * classes;
-        correct += std::max_element(row, row + classes) - row == labels[static_cast<size_t>(r)];
-      }
       seen += b->rows;
-      for (size_t i = 0; i < params.size(); ++i) {
-        grads[i] = out[2 + i].tensor.mutable_data<float>();
-        params[i] = {weights[layout.weights[i].name].mutable_data<float>(), grads[i]};
-      }
+      const std::span<const std::span<float>> grads = step->gradients();
+      for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
       if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
       const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
                                               optimizer.steps(), total_steps);
@@ -403,15 +382,15 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                   .samples_per_second = static_cast<double>(seen) / std::max(so_far, 1e-9),
                   .eta_seconds = so_far / static_cast<double>(batches) *
                                  static_cast<double>(pipeline.batches_per_epoch() - epoch_batches)});
-      const int64_t step = optimizer.steps();
-      if (config.checkpoint.every_steps > 0 && step % config.checkpoint.every_steps == 0) {
+      const int64_t steps = optimizer.steps();
+      if (config.checkpoint.every_steps > 0 && steps % config.checkpoint.every_steps == 0) {
         LS_RETURN_IF_ERROR(checkpoint(epoch, epoch_batches));
       }
-      if (options.stop_after_steps > 0 && step >= options.stop_after_steps) {
-        if (config.checkpoint.every_steps <= 0 || step % config.checkpoint.every_steps != 0) {
+      if (options.stop_after_steps > 0 && steps >= options.stop_after_steps) {
+        if (config.checkpoint.every_steps <= 0 || steps % config.checkpoint.every_steps != 0) {
           LS_RETURN_IF_ERROR(checkpoint(epoch, epoch_batches));
         }
-        report.steps = step;
+        report.steps = steps;
         report.stopped_early = true;
         return report;
       }

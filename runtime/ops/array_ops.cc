@@ -27,20 +27,19 @@ Status IdentityKernel(KernelContext& ctx) {
 
 // ---- Reshape (attr "shape": list of ints, at most one -1 = whatever makes the count fit) ----
 
-StatusOr<std::vector<int64_t>> ReadTargetShape(const AttrMap& attrs) {
+// A view into `attrs`.
+StatusOr<std::span<const int64_t>> ReadTargetShape(const AttrMap& attrs) {
   // A graph may carry the target as a Shape attr rather than a list; both mean the same.
   auto it = attrs.values().find("shape");
   if (it != attrs.values().end()) {
-    if (const Shape* s = std::get_if<Shape>(&it->second)) {
-      return std::vector<int64_t>(s->dims().begin(), s->dims().end());
-    }
+    if (const Shape* s = std::get_if<Shape>(&it->second)) return s->dims();
   }
-  StatusOr<std::vector<int64_t>> dims = attrs.GetInts("shape");
+  StatusOr<std::span<const int64_t>> dims = attrs.GetInts("shape");
   if (!dims.ok()) return dims.status().WithPrefix("Reshape");
   return dims;
 }
 
-StatusOr<Shape> ReshapeShape(const Shape& in, const std::vector<int64_t>& target) {
+StatusOr<Shape> ReshapeShape(const Shape& in, std::span<const int64_t> target) {
   auto target_string = [&] { return IntsString(target); };
   if (target.size() > static_cast<size_t>(Shape::kMaxRank)) {
     return InvalidArgument("Reshape: target " + target_string() + " exceeds the maximum rank " +
@@ -81,13 +80,13 @@ StatusOr<Shape> ReshapeShape(const Shape& in, const std::vector<int64_t>& target
 
 StatusOr<std::vector<TensorSpec>> InferReshape(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("Reshape", ctx.inputs.size(), 1, 1));
-  LS_ASSIGN_OR_RETURN(std::vector<int64_t> target, ReadTargetShape(ctx.attrs));
+  LS_ASSIGN_OR_RETURN(std::span<const int64_t> target, ReadTargetShape(ctx.attrs));
   LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.inputs[0].shape, target));
   return Single(ctx.inputs[0].dtype, out);
 }
 
 Status ReshapeKernel(KernelContext& ctx) {
-  LS_ASSIGN_OR_RETURN(std::vector<int64_t> target, ReadTargetShape(ctx.attrs()));
+  LS_ASSIGN_OR_RETURN(std::span<const int64_t> target, ReadTargetShape(ctx.attrs()));
   LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.input(0).shape(), target));
   ctx.SetOutput(0, ctx.input(0).Reshaped(out));
   return Status::Ok();

@@ -33,8 +33,7 @@ StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const
   LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
   LS_RETURN_IF_ERROR(CheckDType(op, "filter", filter.dtype, input.dtype));
   LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cin, Cout]", filter.shape, 4));
-  const std::vector<int64_t> unit{1, 1};
-  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", &unit));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input.shape, 4));
   int64_t cin;

@@ -4,6 +4,7 @@
 // every run whatever the thread count.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "runtime/autodiff/gradient_builder.h"
@@ -94,8 +95,12 @@ StatusOr<Tensor*> SumDown(KernelContext& ctx, std::string_view op, const Tensor&
 Status SumLikeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Shape& target = ctx.input(1).shape();
-  if (x.shape() == target) {  // nothing was broadcast: the gradient passes through
-    ctx.SetOutput(0, x);
+  if (x.shape() == target) {
+    // Nothing was broadcast: the gradient passes through, copied rather than aliased so that
+    // the output has an arena buffer of its own whichever case a run takes (an aliasing op
+    // gets none, and would have to allocate whenever it does not alias).
+    LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), target));
+    if (x.byte_size() > 0) std::memcpy(out->mutable_raw_data(), x.raw_data(), x.byte_size());
     return Status::Ok();
   }
   return SumDown(ctx, "SumLike", x, target, target).status();
@@ -150,13 +155,13 @@ Status BroadcastLikeKernel(KernelContext& ctx) {
 
 // ---- Sum(x; axes = all, keep_dims = false) ----
 
-StatusOr<std::vector<bool>> ReducedAxes(const AttrMap& attrs, int rank) {
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+StatusOr<std::array<bool, Shape::kMaxRank>> ReducedAxes(const AttrMap& attrs, int rank) {
+  std::array<bool, Shape::kMaxRank> reduced{};
   if (!attrs.Has("axes")) {
-    std::fill(reduced.begin(), reduced.end(), true);
+    std::fill(reduced.begin(), reduced.begin() + rank, true);
     return reduced;
   }
-  LS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, attrs.GetInts("axes"));
+  LS_ASSIGN_OR_RETURN(std::span<const int64_t> axes, attrs.GetInts("axes"));
   for (int64_t axis : axes) {
     LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Sum", axis, rank));
     reduced[static_cast<size_t>(a)] = true;
@@ -165,7 +170,7 @@ StatusOr<std::vector<bool>> ReducedAxes(const AttrMap& attrs, int rank) {
 }
 
 StatusOr<Shape> SumShape(const AttrMap& attrs, const Shape& in, Shape* kept) {
-  LS_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedAxes(attrs, in.rank()));
+  LS_ASSIGN_OR_RETURN(auto reduced, ReducedAxes(attrs, in.rank()));
   LS_ASSIGN_OR_RETURN(bool keep, attrs.GetBoolOr("keep_dims", false));
   Shape out;
   *kept = Shape();
@@ -412,9 +417,7 @@ Status SumGrad(GradientBuilder& g) {
 }  // namespace
 
 void RegisterGradientOps(OpRegistry& registry) {
-  OpDef sum_like = SimpleOpDef("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad);
-  sum_like.aliases_input = true;
-  (void)registry.Register(std::move(sum_like));
+  (void)registry.Register(SimpleOpDef("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad));
   (void)registry.Register(
       SimpleOpDef("BroadcastLike", 2, InferBroadcastLike, BroadcastLikeKernel, BroadcastLikeGrad));
   (void)registry.Register(SimpleOpDef("Sum", 1, InferSum, SumKernel, SumGrad));

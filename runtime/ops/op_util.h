@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -144,17 +145,12 @@ inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, cons
 // is accepted too, so that imported graphs need no rewriting.
 inline StatusOr<std::pair<int64_t, int64_t>> SpatialPair(std::string_view op, const AttrMap& attrs,
                                                          const std::string& name,
-                                                         const std::vector<int64_t>* fallback) {
-  std::vector<int64_t> v;
-  if (fallback != nullptr && !attrs.Has(name)) {
-    v = *fallback;
-  } else {
-    LS_ASSIGN_OR_RETURN(v, attrs.GetInts(name));
-  }
-  if (v.size() == 4 && v[0] == 1 && v[3] == 1) v = {v[1], v[2]};
+                                                         std::optional<std::pair<int64_t, int64_t>> fallback) {
+  if (fallback && !attrs.Has(name)) return *fallback;
+  LS_ASSIGN_OR_RETURN(std::span<const int64_t> v, attrs.GetInts(name));
+  if (v.size() == 4 && v[0] == 1 && v[3] == 1) v = v.subspan(1, 2);
   if (v.size() != 2 || v[0] <= 0 || v[1] <= 0) {
-    return InvalidArgument(Str(op) + ": attr '" + name +
-                           "' must be two positive ints [h, w], got " + IntsString(v));
+    return InvalidArgument(Str(op) + ": attr '" + name + "' must be two positive ints [h, w], got " + IntsString(v));
   }
   return std::pair<int64_t, int64_t>{v[0], v[1]};
 }

@@ -31,9 +31,8 @@ constexpr std::string_view PoolGradName(Pool p) {
 
 StatusOr<Geometry> PoolGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input) {
   LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
-  LS_ASSIGN_OR_RETURN(auto ksize, SpatialPair(op, attrs, "ksize", nullptr));
-  const std::vector<int64_t> ksize_list{ksize.first, ksize.second};
-  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", &ksize_list));
+  LS_ASSIGN_OR_RETURN(auto ksize, SpatialPair(op, attrs, "ksize", std::nullopt));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", ksize));
   LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
   return MakeGeometry(op, input.shape, ksize.first, ksize.second, strides, same,
                       input.shape.rank() == 4 ? input.shape.dim(3) : 0);

@@ -115,6 +115,33 @@ TEST(Session, OutputsAreOwnedCopies) {
   EXPECT_TRUE(first[0].tensor.BitwiseEqual(kept));  // not overwritten by the second run
 }
 
+// Passing the same output vector again writes the outputs in place when nothing else holds
+// them (a training loop allocates no outputs), and never writes over a tensor the caller kept.
+TEST(Session, ReusesTheCallersOutputTensorsOnlyWhenNobodyElseHoldsThem) {
+  auto session = MustCreate(Mlp({3, 4, 2}, 5));
+  std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{1, 3}, {1, 2, 3})}}, out;
+  ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+  const void* storage = out[0].tensor.raw_data();
+  in[0].tensor = Tensor::FromVector<float>(Shape{1, 3}, {-3, 0, 9});
+  std::vector<NamedTensor> fresh;
+  ASSERT_TRUE(session->Run("serving_default", in, &fresh).ok());
+  ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+  EXPECT_EQ(out[0].tensor.raw_data(), storage) << "written in place";
+  EXPECT_TRUE(out[0].tensor.BitwiseEqual(fresh[0].tensor));
+
+  const Tensor kept = out[0].tensor;  // shares the storage
+  const Tensor kept_values = kept.Clone();
+  in[0].tensor = Tensor::FromVector<float>(Shape{1, 3}, {1, 2, 3});
+  ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+  EXPECT_NE(out[0].tensor.raw_data(), storage) << "a shared tensor gets a new one";
+  EXPECT_TRUE(kept.BitwiseEqual(kept_values)) << "what the caller kept is untouched";
+
+  // Another batch size: a new tensor of the new shape.
+  in[0].tensor = Tensor::FromVector<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(session->Run("serving_default", in, &out).ok());
+  EXPECT_EQ(out[0].tensor.shape(), (Shape{2, 2}));
+}
+
 // Eight threads calling Run at once on one Session get exactly the single-threaded answers.
 TEST(Session, ConcurrentRunsMatchSingleThreaded) {
   ThreadPool pool(2);  // intra-op parallelism on top of the callers' threads

@@ -1,0 +1,142 @@
+// A warmed-up training step allocates nothing: the input pipeline's next batch, the forward
+// and backward run of the training graph, gradient clipping and the optimiser's update, for an
+// MLP with layer norm and dropout and for the digits CNN. Every heap allocation through
+// operator new is counted (this binary replaces it); a tensor's storage is counted through its
+// shared control block.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "training/config.h"
+#include "training/data/csv_reader.h"
+#include "training/data/pipeline.h"
+#include "training/data/split.h"
+#include "training/gradient_step.h"
+#include "training/initializers.h"
+#include "training/optimizer.h"
+
+namespace {
+std::atomic<int64_t> allocations{0};
+
+void* Allocate(std::size_t n, std::size_t align = 0) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                                              : std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return Allocate(n);
+}
+void* operator new[](std::size_t n) {
+  return Allocate(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return Allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return Allocate(n, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace lockstep::training {
+namespace {
+
+class TrainingStepAllocTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
+  const std::string json = R"({"data": {"train": "digits.csv"}, "batch_size": 32, "drop_remainder": true,
+      "optimizer": {"type": "adam", "clip_global_norm": 5}, )" +
+                           std::string(GetParam()) + "}";
+  StatusOr<TrainConfig> parsed = ParseTrainConfig(json, "test");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const TrainConfig& config = parsed.value();
+  StatusOr<LabelledTable> table = ReadCsv(std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv", {});
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const RowSplit split = StratifiedSplit(table->labels, 0.2, 0);
+  const FeatureStats stats = ComputeFeatureStats(*table, split.train);
+  StatusOr<ModelLayout> layout = PlanModel(config, DataSchema::Of(*table));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+
+  Random rng(0);
+  WeightMap weights;
+  std::vector<Parameter> params;
+  for (const WeightInfo& w : layout->weights) {
+    Tensor t(DType::kFloat32, w.shape);
+    ASSERT_TRUE(Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()).ok());
+    weights[w.name] = t;
+    params.push_back({weights[w.name].mutable_data<float>(), {}});
+  }
+  StatusOr<std::unique_ptr<GradientStep>> step = GradientStep::Create(config, *layout, weights, stats);
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  StatusOr<Optimizer> optimizer = Optimizer::Create(config.optimizer);
+  ASSERT_TRUE(optimizer.ok());
+  BatchPipeline pipeline(
+      *table, split.train,
+      {.batch_size = 32, .drop_remainder = true, .shuffle_buffer = 1000, .seed = 1, .prefetch = 2});
+
+  // One epoch as the trainer runs it (after StartEpoch, which may allocate); returns the
+  // allocations it made.
+  auto epoch = [&](int64_t e) -> int64_t {
+    pipeline.StartEpoch(e);
+    const int64_t before = allocations.load();
+    int64_t steps = 0;
+    while (const Batch* b = pipeline.Next()) {
+      EXPECT_TRUE((*step)->Run(*b, e * 1000 + steps).ok());
+      const auto grads = (*step)->gradients();
+      for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
+      ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
+      optimizer->Apply(params,
+                       ScheduledLearningRate(config.optimizer.schedule, 0.001, optimizer->steps(), 1000));
+      ++steps;
+    }
+    EXPECT_GT(steps, 30);
+    return allocations.load() - before;
+  };
+  EXPECT_GT(epoch(0), 0) << "the warm-up epoch makes the session's scratch, kernel buffers and outputs";
+  epoch(1);
+  EXPECT_EQ(epoch(2), 0) << "allocations during a whole epoch of warmed-up steps";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, TrainingStepAllocTest,
+    ::testing::Values(R"("model": {"layers": [{"type": "dense", "units": 64, "activation": "relu"},
+                          {"type": "layer_norm"}, {"type": "dropout", "rate": 0.2},
+                          {"type": "dense", "units": 10, "activation": "softmax"}]})",
+                      R"("model": {"input_shape": [8, 8, 1], "layers": [
+                          {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu", "padding": "same"},
+                          {"type": "max_pool2d", "pool_size": 2}, {"type": "flatten"},
+                          {"type": "dense", "units": 10, "activation": "softmax"}]})"),
+    [](const auto& info) {
+      return info.index == 0 ? std::string("MlpLayerNormDropout") : std::string("Cnn");
+    });
+
+}  // namespace
+}  // namespace lockstep::training

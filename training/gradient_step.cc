@@ -1,0 +1,51 @@
+#include "training/gradient_step.h"
+
+#include <algorithm>
+
+namespace lockstep::training {
+
+StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& config,
+                                                             const ModelLayout& layout,
+                                                             const WeightMap& weights,
+                                                             const FeatureStats& stats) {
+  LS_ASSIGN_OR_RETURN(Model graph, BuildTrainingGraph(config, layout));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(std::move(graph)));
+  const int64_t f = layout.num_features;
+  std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
+  if (config.model.normalize) {
+    feed.push_back({kMeanInput, Tensor::FromVector<float>(Shape{f}, stats.mean)});
+    feed.push_back({kStdInput, Tensor::FromVector<float>(Shape{f}, stats.std)});
+  }
+  for (const WeightInfo& w : layout.weights) {
+    auto it = weights.find(w.name);
+    if (it == weights.end()) return InvalidArgument("no weight '" + w.name + "' for the training graph");
+    feed.push_back({w.name, it->second});
+  }
+  if (layout.has_dropout) feed.push_back({kDropoutSeedInput, Tensor::Scalar<int64_t>(0)});
+  return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout.has_dropout,
+                                        layout.num_classes);
+}
+
+GradientStep::GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
+                           int32_t classes)
+    : session_(std::move(session)), feed_(std::move(feed)), has_dropout_(has_dropout), classes_(classes) {}
+
+Status GradientStep::Run(const Batch& batch, int64_t dropout_seed) {
+  feed_[0].tensor = batch.features;
+  feed_[1].tensor = batch.labels;
+  if (has_dropout_) feed_.back().tensor.mutable_data<int64_t>()[0] = dropout_seed;
+  LS_RETURN_IF_ERROR(session_->Run(kTrainSignature, feed_, &out_));
+  loss_ = out_[0].tensor.data<float>()[0];
+  const auto logits = out_[1].tensor.data<float>();
+  const auto labels = batch.labels.data<int32_t>();
+  correct_ = 0;
+  for (int64_t r = 0; r < batch.rows; ++r) {
+    const float* row = logits.data() + r * classes_;
+    correct_ += std::max_element(row, row + classes_) - row == labels[static_cast<size_t>(r)];
+  }
+  gradients_.resize(out_.size() - 2);
+  for (size_t i = 0; i < gradients_.size(); ++i) gradients_[i] = out_[2 + i].tensor.mutable_data<float>();
+  return Status::Ok();
+}
+
+}  // namespace lockstep::training

@@ -1,0 +1,49 @@
+// GradientStep: the training graph compiled once and run batch after batch, forward and
+// backward, with every buffer made on the first run: its feeds point at the batch and the
+// weights (the weights' own storage, so an optimiser updating them in place is seen by the
+// next run), and its outputs (the loss, the logits, a gradient per weight) are written into
+// the same tensors each time. A warmed-up step allocates nothing (tests/alloc/).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/session.h"
+#include "training/data/feature_stats.h"
+#include "training/data/pipeline.h"
+#include "training/model_graph.h"
+
+namespace lockstep::training {
+
+class GradientStep {
+ public:
+  // `weights` must hold every weight of the layout and outlive the step.
+  static StatusOr<std::unique_ptr<GradientStep>> Create(const TrainConfig& config, const ModelLayout& layout,
+                                                        const WeightMap& weights, const FeatureStats& stats);
+
+  // Forward and backward on `batch`; `dropout_seed` draws its dropout masks.
+  Status Run(const Batch& batch, int64_t dropout_seed);
+
+  // Of the last run: the batch's mean loss, how many of its rows the model got right, and
+  // each weight's gradient (parallel to layout.weights; valid until the next run).
+  double loss() const { return loss_; }
+  int64_t correct() const { return correct_; }
+  std::span<const std::span<float>> gradients() const { return gradients_; }
+
+  GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
+               int32_t classes);
+
+ private:
+  std::unique_ptr<Session> session_;
+  std::vector<NamedTensor> feed_;  // features, labels, [mean, std], weights..., [dropout seed]
+  std::vector<NamedTensor> out_;   // loss, logits, gradients...
+  std::vector<std::span<float>> gradients_;
+  bool has_dropout_;
+  int32_t classes_;
+  double loss_ = 0;
+  int64_t correct_ = 0;
+};
+
+}  // namespace lockstep::training
