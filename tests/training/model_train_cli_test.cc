@@ -103,6 +103,25 @@ TEST_F(ModelTrainCliTest, BadConfigsAndFlagsAreNamedAndNothingIsExported) {
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
 
+  // A missing config, a missing data file, a feature that is not a number.
+  r = RunModelTrain("--config " + (dir_ / "absent.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot open config '" + (dir_ / "absent.json").string() + "': No such file or directory"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(dir_ / "nodata.json") << R"({"data": {"train": ")" << (dir_ / "absent.csv").string()
+                                      << R"("}, "model": {"layers": [{"type": "dense", "units": 2}]}})";
+  r = RunModelTrain("--config " + (dir_ / "nodata.json").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot open '" + (dir_ / "absent.csv").string() + "': No such file or directory"),
+            std::string::npos)
+      << r.output;
+  const std::string words = CsvConfig("words", "a,b,label\n1,2,0\n3,four,1\n", 2);
+  r = RunModelTrain("--config " + dir_.string() + "/words.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(words + ":3: column 'b': 'four' is not a finite number"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
+
   EXPECT_EQ(RunModelTrain("--help").exit_code, 0);
 }
 
