@@ -64,6 +64,16 @@ Tensor Tensor::Reshaped(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::Rows(int64_t begin, int64_t count) const {
+  assert(shape_.rank() >= 1 && begin >= 0 && count >= 0 && begin + count <= shape_.dim(0));
+  const int64_t row = shape_.dim(0) == 0 ? 0 : num_elements_ / shape_.dim(0);
+  Tensor t = *this;
+  t.shape_.set_dim(0, count);
+  t.num_elements_ = row * count;
+  t.data_ = static_cast<char*>(data_) + static_cast<size_t>(begin * row) * DTypeSize(dtype_);
+  return t;
+}
+
 Tensor Tensor::Clone() const {
   Tensor t(dtype_, shape_);
   if (dtype_ == DType::kString) {

@@ -73,6 +73,9 @@ class Tensor {
 
   // The same storage under another shape with as many elements.
   Tensor Reshaped(const Shape& shape) const;
+  // Rows [begin, begin + count) along the first dimension, sharing the storage (a shard of a
+  // batch). Not for scalars.
+  Tensor Rows(int64_t begin, int64_t count) const;
   // A deep, owned copy.
   Tensor Clone() const;
   // Makes this tensor a deep copy of `src`: in place, allocating nothing, when this one has

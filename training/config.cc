@@ -358,6 +358,8 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   top.Get("batch_size", c.batch_size, 1);
   top.Get("drop_remainder", c.drop_remainder);
   top.Get("seed", c.seed);
+  top.Get("replicas", c.replicas, 0, 256);
+  top.Get("precision", c.precision, {"float32", "bfloat16"});
   Fields ck(top.Nested("checkpoint"), "checkpoint", source, &error);
   ck.Get("dir", c.checkpoint.dir);
   ck.Get("every_steps", c.checkpoint.every_steps, 0);
@@ -443,6 +445,8 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"batch_size", c.batch_size},
                {"drop_remainder", c.drop_remainder},
                {"seed", c.seed},
+               {"replicas", c.replicas},
+               {"precision", c.precision},
                {"checkpoint", {{"dir", c.checkpoint.dir}, {"every_steps", c.checkpoint.every_steps}, {"keep", c.checkpoint.keep}}},
                {"export", {{"dir", c.export_.dir}, {"best_by", c.export_.best_by}, {"model_name", c.export_.model_name}}},
                {"logdir", c.logdir}};

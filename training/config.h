@@ -110,6 +110,11 @@ struct TrainConfig {
   int64_t batch_size = 32;
   bool drop_remainder = false;
   uint64_t seed = 0;
+  // Data-parallel replicas on this machine (the mirrored strategy); 0: one per usable core.
+  int replicas = 0;
+  // "float32", or "bfloat16": matmuls and convolutions in bf16 with float32 accumulation,
+  // everything else (master weights, optimiser state, loss, softmax) in float32.
+  std::string precision = "float32";
   CheckpointConfig checkpoint;
   ExportConfig export_;  // "export" in the file
   std::string logdir;    // "": no TensorBoard events

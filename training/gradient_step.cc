@@ -7,9 +7,11 @@ namespace lockstep::training {
 StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& config,
                                                              const ModelLayout& layout,
                                                              const WeightMap& weights,
-                                                             const FeatureStats& stats) {
+                                                             const FeatureStats& stats, ThreadPool* pool) {
   LS_ASSIGN_OR_RETURN(Model graph, BuildTrainingGraph(config, layout));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(std::move(graph)));
+  SessionOptions options;
+  options.pool = pool;
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(std::move(graph), options));
   const int64_t f = layout.num_features;
   std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
   if (config.model.normalize) {

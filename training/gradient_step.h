@@ -19,9 +19,11 @@ namespace lockstep::training {
 
 class GradientStep {
  public:
-  // `weights` must hold every weight of the layout and outlive the step.
+  // `weights` must hold every weight of the layout and outlive the step; so must `pool`, the
+  // intra-op threads (null: the default pool).
   static StatusOr<std::unique_ptr<GradientStep>> Create(const TrainConfig& config, const ModelLayout& layout,
-                                                        const WeightMap& weights, const FeatureStats& stats);
+                                                        const WeightMap& weights, const FeatureStats& stats,
+                                                        ThreadPool* pool = nullptr);
 
   // Forward and backward on `batch`; `dropout_seed` draws its dropout masks.
   Status Run(const Batch& batch, int64_t dropout_seed);

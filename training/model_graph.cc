@@ -141,6 +141,7 @@ DataSchema DataSchema::Of(const LabelledTable& table) {
 
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data) {
   const ModelConfig& model = config.model;
+  if (config.precision != "float32") return Unimplemented("precision: " + config.precision + " is not trained yet");
   ModelLayout layout;
   layout.data = data;
   layout.num_features = data.num_features();

@@ -27,7 +27,10 @@ config's settings:
   --epochs N             epochs
   --batch_size N         batch_size
   --learning_rate X      optimizer.learning_rate
-  --seed N               seed (initialisers, shuffling)
+  --seed N               seed (initialisers, shuffling, dropout)
+  --replicas N           replicas: data-parallel replicas, each a thread (default: one
+                         per usable core)
+  --precision P          precision: float32 or bfloat16 (mixed precision)
   --logdir DIR           TensorBoard event files
   --model_name NAME      export.model_name (default: the config file's name)
   --predictions_out FILE write the test rows and the exported model's probabilities for
@@ -81,7 +84,7 @@ int main(int argc, char** argv) {
   using namespace lockstep::training;
   StatusOr<Flags> flags = ParseFlags(argc - 1, argv + 1,
                                      {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed",
-                                      "logdir", "model_name", "predictions_out"},
+                                      "replicas", "precision", "logdir", "model_name", "predictions_out"},
                                      {"help", "resume"});
   if (!flags.ok()) return Fail(flags.status().message() + " (see --help)", 2);
   if (flags->Has("help")) {
@@ -110,6 +113,16 @@ int main(int argc, char** argv) {
   if (flags->Has("seed")) {
     if (!ParseInt(flags->Get("seed"), 0, n)) return Fail("--seed must be a non-negative integer", 2);
     config.seed = static_cast<uint64_t>(n);
+  }
+  if (flags->Has("replicas")) {
+    if (!ParseInt(flags->Get("replicas"), 1, n) || n > 256) return Fail("--replicas must be an integer from 1 to 256", 2);
+    config.replicas = static_cast<int>(n);
+  }
+  if (flags->Has("precision")) {
+    config.precision = flags->Get("precision");
+    if (config.precision != "float32" && config.precision != "bfloat16") {
+      return Fail("--precision must be float32 or bfloat16, got '" + config.precision + "'", 2);
+    }
   }
   if (flags->Has("learning_rate")) {
     char* end = nullptr;

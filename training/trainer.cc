@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "runtime/bundle/bundle.h"
 #include "runtime/crc32c.h"
@@ -20,7 +22,7 @@
 #include "training/data/pipeline.h"
 #include "training/data/split.h"
 #include "training/event_writer.h"
-#include "training/gradient_step.h"
+#include "training/mirrored_step.h"
 #include "training/initializers.h"
 #include "training/model_graph.h"
 #include "training/optimizer.h"
@@ -86,6 +88,14 @@ std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>
   std::vector<int32_t> out;
   for (int64_t r : rows) out.push_back(t.labels[static_cast<size_t>(r)]);
   return out;
+}
+
+// The cores this process may run on.
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 // One example's loss from the served outputs (what the training graph computes from the
@@ -319,7 +329,15 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   BatchPipeline pipeline(train_table, train.rows, pipeline_options);
   const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
 
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<GradientStep> step, GradientStep::Create(config, layout, weights, stats));
+  const int cores = UsableCores();
+  MirroredStep::Options mirrored;
+  mirrored.replicas = config.replicas > 0 ? config.replicas : cores;
+  mirrored.threads_per_replica = std::max(1, cores / mirrored.replicas);
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<MirroredStep> step,
+                      MirroredStep::Create(config, layout, weights, stats, mirrored));
+  spdlog::info("event=start replicas={} threads_per_replica={} precision={} train_rows={} batch_size={}",
+               mirrored.replicas, mirrored.threads_per_replica, config.precision, train.rows.size(),
+               config.batch_size);
   std::vector<Parameter> params(layout.weights.size());
   for (size_t i = 0; i < params.size(); ++i) params[i].value = weights[layout.weights[i].name].mutable_data<float>();
 

@@ -1,8 +1,8 @@
 // A warmed-up training step allocates nothing: the input pipeline's next batch, the forward
-// and backward run of the training graph, gradient clipping and the optimiser's update, for an
-// MLP with layer norm and dropout and for the digits CNN. Every heap allocation through
-// operator new is counted (this binary replaces it); a tensor's storage is counted through its
-// shared control block.
+// and backward run of the training graph on two replicas, the all-reduce, gradient clipping
+// and the optimiser's update, for an MLP with layer norm and dropout and for the digits CNN. Every heap
+// allocation through operator new is counted (this binary replaces it); a tensor's storage is counted through
+// its shared control block.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,8 +13,8 @@
 #include "training/data/csv_reader.h"
 #include "training/data/pipeline.h"
 #include "training/data/split.h"
-#include "training/gradient_step.h"
 #include "training/initializers.h"
+#include "training/mirrored_step.h"
 #include "training/optimizer.h"
 
 namespace {
@@ -94,7 +94,9 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
     weights[w.name] = t;
     params.push_back({weights[w.name].mutable_data<float>(), {}});
   }
-  StatusOr<std::unique_ptr<GradientStep>> step = GradientStep::Create(config, *layout, weights, stats);
+  // Two replicas: the replica threads, their barriers and the all-reduce are on the path too.
+  StatusOr<std::unique_ptr<MirroredStep>> step =
+      MirroredStep::Create(config, *layout, weights, stats, {2, 1});
   ASSERT_TRUE(step.ok()) << step.status().ToString();
   StatusOr<Optimizer> optimizer = Optimizer::Create(config.optimizer);
   ASSERT_TRUE(optimizer.ok());

@@ -77,6 +77,22 @@ TEST(Tensor, CopiesShareAndCloneCopies) {
   EXPECT_FALSE(a.BitwiseEqual(c));
 }
 
+TEST(Tensor, RowsShareTheStorage) {
+  Tensor a = Tensor::FromVector<float>(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor middle = a.Rows(1, 2);
+  EXPECT_EQ(middle.shape(), (Shape{2, 2}));
+  EXPECT_TRUE(middle.BitwiseEqual(Tensor::FromVector<float>(Shape{2, 2}, {3, 4, 5, 6})));
+  middle.mutable_data<float>()[0] = 30;
+  EXPECT_EQ(a.data<float>()[2], 30);
+  EXPECT_EQ(a.Rows(3, 0).num_elements(), 0);
+  {
+    Tensor owner = Tensor::FromVector<int32_t>(Shape{4}, {1, 2, 3, 4});
+    Tensor tail = owner.Rows(2, 2);
+    owner = Tensor();
+    EXPECT_EQ(tail.data<int32_t>()[1], 4) << "the rows keep the storage alive";
+  }
+}
+
 TEST(Tensor, ViewsDoNotCopyAndKeepOwnerAlive) {
   auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3});
   Tensor v = Tensor::View(DType::kFloat32, Shape{3}, storage->data(), storage);

@@ -90,7 +90,7 @@ TEST(TrainConfigTest, TyposAreNamedWithASuggestion) {
   EXPECT_EQ(
       ErrorOf(With(R"(, "optimzer": {})")),
       "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, loss, optimizer, "
-      "epochs, batch_size, drop_remainder, seed, checkpoint, export, logdir");
+      "epochs, batch_size, drop_remainder, seed, replicas, precision, checkpoint, export, logdir");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"learnig_rate": 0.1})")).substr(0, 77),
             "t.json: optimizer.learnig_rate: unknown key (did you mean 'learning_rate'?); ");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense", "unit": 3}]}})")

@@ -1,0 +1,149 @@
+#include "training/mirrored_step.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace lockstep::training {
+
+struct MirroredStep::Replica {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<GradientStep> step;
+  int64_t begin = 0, rows = 0;  // this step's shard of the batch
+  Status status;
+};
+
+// All replica threads meet here between the phases of a step. Waiters spin briefly before
+// they block: the phases are short, and waking a blocked thread costs tens of microseconds.
+class MirroredStep::Barrier {
+ public:
+  explicit Barrier(int parties) : parties_(parties) {}
+
+  void Wait() {
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        generation_.store(generation + 1, std::memory_order_release);
+      }
+      cv_.notify_all();
+      return;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (generation_.load(std::memory_order_acquire) == generation &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != generation; });
+  }
+
+ private:
+  const int parties_;
+  std::atomic<int> arrived_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+StatusOr<std::unique_ptr<MirroredStep>> MirroredStep::Create(const TrainConfig& config,
+                                                             const ModelLayout& layout,
+                                                             const WeightMap& weights,
+                                                             const FeatureStats& stats, Options options) {
+  if (options.replicas < 1)
+    return InvalidArgument("replicas: must be >= 1, got " + std::to_string(options.replicas));
+  std::vector<std::unique_ptr<Replica>> replicas;
+  for (int r = 0; r < options.replicas; ++r) {
+    auto replica = std::make_unique<Replica>();
+    replica->pool = std::make_unique<ThreadPool>(std::max(1, options.threads_per_replica));
+    LS_ASSIGN_OR_RETURN(replica->step,
+                        GradientStep::Create(config, layout, weights, stats, replica->pool.get()));
+    replicas.push_back(std::move(replica));
+  }
+  return std::make_unique<MirroredStep>(std::move(replicas), layout);
+}
+
+MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout)
+    : replicas_(std::move(replicas)) {
+  const int n = static_cast<int>(replicas_.size());
+  if (n > 1) {
+    for (const WeightInfo& w : layout.weights)
+      reduced_.emplace_back(static_cast<size_t>(w.shape.num_elements()));
+    for (std::vector<float>& g : reduced_) gradients_.emplace_back(g);
+  }
+  start_ = std::make_unique<Barrier>(n);
+  computed_ = std::make_unique<Barrier>(n);
+  reduced_barrier_ = std::make_unique<Barrier>(n);
+  for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { ReplicaLoop(r); });
+}
+
+MirroredStep::~MirroredStep() {
+  stopping_.store(true);
+  if (!threads_.empty()) start_->Wait();  // releases the replica threads, which see stopping_
+  for (std::thread& t : threads_) t.join();
+}
+
+void MirroredStep::ReplicaLoop(int r) {
+  for (;;) {
+    start_->Wait();
+    if (stopping_.load()) return;
+    RunReplica(r);
+  }
+}
+
+void MirroredStep::RunReplica(int r) {
+  Replica& replica = *replicas_[static_cast<size_t>(r)];
+  const Batch& batch = *batch_;
+  replica.status = Status::Ok();
+  if (replica.rows > 0) {
+    Batch shard{batch.features.Rows(replica.begin, replica.rows),
+                batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index};
+    // Each replica its own masks: the stream of a layer's mask restarts at every shard.
+    replica.status = replica.step->Run(shard, dropout_seed_ + r);
+  }
+  if (replicas_.size() == 1) return;
+  computed_->Wait();
+  // Replica r reduces slice r of every gradient: element e is the sum over the replicas, in
+  // replica order, of each one's gradient weighted by its share of the batch.
+  const auto n = static_cast<int64_t>(replicas_.size());
+  for (size_t i = 0; i < reduced_.size(); ++i) {
+    const auto len = static_cast<int64_t>(reduced_[i].size());
+    const int64_t lo = len * r / n, hi = len * (r + 1) / n;
+    float* out = reduced_[i].data();
+    std::fill(out + lo, out + hi, 0.0f);
+    for (const auto& q : replicas_) {
+      if (q->rows == 0 || !q->status.ok()) continue;
+      const float share = static_cast<float>(static_cast<double>(q->rows) / static_cast<double>(batch.rows));
+      const float* g = q->step->gradients()[i].data();
+      for (int64_t e = lo; e < hi; ++e) out[e] += share * g[e];
+    }
+  }
+  reduced_barrier_->Wait();
+}
+
+Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed) {
+  const auto n = static_cast<int64_t>(replicas_.size());
+  for (int64_t r = 0; r < n; ++r) {
+    Replica& replica = *replicas_[static_cast<size_t>(r)];
+    replica.begin = batch.rows * r / n;
+    replica.rows = batch.rows * (r + 1) / n - replica.begin;
+  }
+  batch_ = &batch;
+  dropout_seed_ = dropout_seed;
+  if (n > 1) start_->Wait();
+  RunReplica(0);
+  loss_ = 0;
+  correct_ = 0;
+  for (const auto& replica : replicas_) {
+    LS_RETURN_IF_ERROR(replica->status);
+    if (replica->rows == 0) continue;
+    loss_ += replica->step->loss() * static_cast<double>(replica->rows) / static_cast<double>(batch.rows);
+    correct_ += replica->step->correct();
+  }
+  if (n == 1)
+    gradients_.assign(replicas_[0]->step->gradients().begin(), replicas_[0]->step->gradients().end());
+  return Status::Ok();
+}
+
+}  // namespace lockstep::training

@@ -1,0 +1,78 @@
+// MirroredStep: the mirrored strategy on one machine. N replicas, each a thread with its own
+// GradientStep (its own session over the same training graph, and its own intra-op pool, so
+// that replicas times intra-op threads is the core count), take one global batch at a time:
+// the batch is cut into N contiguous shards, each replica computes the gradient of its shard's
+// mean loss, and the all-reduce combines them into the gradient of the global batch's mean
+// loss: each shard's gradient weighted by its share of the rows, summed in replica order.
+// Every element is summed in that one order whatever the threads' timing, so a run gives the
+// same bits every time; and because the reduction is a mean, the learning rate does not change
+// with N.
+//
+// The replicas' weights are one copy in shared memory: the replicas only read it, and the
+// trainer updates it between steps, so they are identical by construction. (Across processes,
+// each rank holds its own copy: cross_replica.h.)
+//
+// A warmed-up step allocates nothing: the replica threads live as long as the step, and the
+// reduced gradients have their buffers from the start.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "training/gradient_step.h"
+
+namespace lockstep::training {
+
+class MirroredStep {
+ public:
+  struct Options {
+    int replicas = 1;
+    int threads_per_replica = 1;  // each replica's intra-op pool, the replica's thread included
+  };
+
+  static StatusOr<std::unique_ptr<MirroredStep>> Create(const TrainConfig& config, const ModelLayout& layout,
+                                                        const WeightMap& weights, const FeatureStats& stats,
+                                                        Options options);
+  ~MirroredStep();
+  MirroredStep(const MirroredStep&) = delete;
+  MirroredStep& operator=(const MirroredStep&) = delete;
+
+  // Runs every replica on its shard of `batch` at once, then the all-reduce. A replica whose
+  // shard is empty (a batch of fewer rows than replicas) sits the step out.
+  Status Run(const Batch& batch, int64_t dropout_seed);
+
+  // Of the last run, over the whole batch: the mean loss, the rows the model got right, and
+  // each weight's gradient (parallel to layout.weights; valid until the next run).
+  double loss() const { return loss_; }
+  int64_t correct() const { return correct_; }
+  std::span<const std::span<float>> gradients() const { return gradients_; }
+
+  int replicas() const { return static_cast<int>(replicas_.size()); }
+
+  struct Replica;
+  class Barrier;
+  MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout);
+
+ private:
+  void ReplicaLoop(int r);
+  // Runs replica r on its shard, then reduces its slice of every gradient.
+  void RunReplica(int r);
+
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::vector<float>> reduced_;  // per weight, when there is more than one replica
+  std::vector<std::span<float>> gradients_;
+  std::unique_ptr<Barrier> start_, computed_, reduced_barrier_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  const Batch* batch_ = nullptr;  // the step's batch, set before start_
+  int64_t dropout_seed_ = 0;
+  double loss_ = 0;
+  int64_t correct_ = 0;
+};
+
+}  // namespace lockstep::training
