@@ -28,6 +28,13 @@ StatusOr<std::string> AttrMap::GetStringOr(const std::string& name, std::string 
   return Has(name) ? GetString(name) : StatusOr<std::string>(std::move(fallback));
 }
 
+StatusOr<std::string_view> AttrMap::GetStringViewOr(const std::string& name, std::string_view fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  if (const auto* v = std::get_if<std::string>(&it->second)) return std::string_view(*v);
+  return InvalidArgument("attr '" + name + "' is not of type string");
+}
+
 StatusOr<bool> AttrMap::GetBoolOr(const std::string& name, bool fallback) const {
   return Has(name) ? Get<bool>(name, "bool") : StatusOr<bool>(fallback);
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -34,6 +35,9 @@ class AttrMap {
   StatusOr<double> GetFloatOr(const std::string& name, double fallback) const;
   StatusOr<std::string> GetString(const std::string& name) const;
   StatusOr<std::string> GetStringOr(const std::string& name, std::string fallback) const;
+  // A view of the stored string (or of `fallback`), valid while the map is unchanged: kernels
+  // read their string attrs per call without copying.
+  StatusOr<std::string_view> GetStringViewOr(const std::string& name, std::string_view fallback) const;
   StatusOr<bool> GetBoolOr(const std::string& name, bool fallback) const;
   // A view of the stored list, valid while the map is unchanged (kernels read it per call
   // without copying).

@@ -61,14 +61,43 @@ AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
   return attrs;
 }
 
-using WeightRef = std::function<std::string(const std::string&)>;
+// Hands Forward its weights: the node holding each (an input of the training graph, a constant
+// of the serving graph), and for a matmul or convolution under precision bfloat16 one Cast of
+// it to bf16, shared by every use: in training the weights are cast once per step, and the
+// serving graph folds the casts into bf16 constants, which it packs once.
+class WeightNodes {
+ public:
+  WeightNodes(GraphBuilder& g, std::function<std::string(const std::string&)> node, bool bf16)
+      : g_(g), node_(std::move(node)), bf16_(bf16) {}
+
+  std::string Get(const std::string& name) { return node_(name); }
+  std::string ForProduct(const std::string& name) {
+    if (!bf16_) return Get(name);
+    auto it = cast_.find(name);
+    if (it != cast_.end()) return it->second;
+    AttrMap to_bf16;
+    to_bf16.Set("dtype", DType::kBFloat16);
+    return cast_[name] = g_.Op("Cast", {Get(name)}, to_bf16, name + "/bf16");
+  }
+  // The attrs of a product: precision bfloat16 makes its gradients bf16 products too.
+  AttrMap ProductAttrs(AttrMap attrs) const {
+    if (bf16_) attrs.Set("precision", std::string("bfloat16"));
+    return attrs;
+  }
+
+ private:
+  GraphBuilder& g_;
+  std::function<std::string(const std::string&)> node_;
+  bool bf16_;
+  std::map<std::string, std::string> cast_;
+};
 
 // The layers on `x` ([batch, num_features]), up to the logits: the last layer's activation is
 // left to the caller (the loss and the serving graph apply it themselves). Dropout layers are
 // applied when `dropout_seed` names the seed, left out when it is empty. Node names start with
 // `prefix`. The one forward pass every graph is made of.
 std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, const ModelLayout& layout,
-                    const WeightRef& weight, const std::string& dropout_seed, const std::string& prefix) {
+                    WeightNodes& weight, const std::string& dropout_seed, const std::string& prefix) {
   const ModelConfig& model = config.model;
   if (layout.input_shape.size() > 1) {
     std::vector<int64_t> shape = {-1};
@@ -82,11 +111,12 @@ std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, c
     const std::string name = prefix + LayerName(layer, i);
     const std::string w = LayerName(layer, i);
     if (layer.type == "dense") {
-      x = g.Op("MatMul", {x, weight(w + "/kernel")}, {}, name + "/MatMul");
-      x = g.Op("BiasAdd", {x, weight(w + "/bias")}, {}, name + "/BiasAdd");
+      x = g.Op("MatMul", {x, weight.ForProduct(w + "/kernel")}, weight.ProductAttrs({}), name + "/MatMul");
+      x = g.Op("BiasAdd", {x, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
     } else if (layer.type == "conv2d") {
-      x = g.Op("Conv2D", {x, weight(w + "/kernel")}, WindowAttrs(layer, false), name + "/Conv2D");
-      x = g.Op("BiasAdd", {x, weight(w + "/bias")}, {}, name + "/BiasAdd");
+      x = g.Op("Conv2D", {x, weight.ForProduct(w + "/kernel")},
+               weight.ProductAttrs(WindowAttrs(layer, false)), name + "/Conv2D");
+      x = g.Op("BiasAdd", {x, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
     } else if (layer.type == "max_pool2d") {
       x = g.Op("MaxPool2D", {x}, WindowAttrs(layer, true), name);
     } else if (layer.type == "avg_pool2d") {
@@ -104,13 +134,13 @@ std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, c
       // The feature values are the ids (checked to be whole numbers in range by the trainer).
       AttrMap to_int;
       to_int.Set("dtype", DType::kInt32);
-      x = g.Op("Gather", {weight(w + "/embeddings"), g.Op("Cast", {x}, to_int, name + "/ids")}, {}, name);
+      x = g.Op("Gather", {weight.Get(w + "/embeddings"), g.Op("Cast", {x}, to_int, name + "/ids")}, {}, name);
     } else if (layer.type == "layer_norm") {
       AttrMap attrs;
       attrs.Set("epsilon", layer.epsilon);
       x = g.Op("LayerNormalize", {x}, attrs, name + "/normalize");
-      x = g.Op("Mul", {x, weight(w + "/gamma")}, {}, name + "/scale");
-      x = g.Op("Add", {x, weight(w + "/beta")}, {}, name + "/offset");
+      x = g.Op("Mul", {x, weight.Get(w + "/gamma")}, {}, name + "/scale");
+      x = g.Op("Add", {x, weight.Get(w + "/beta")}, {}, name + "/offset");
     }
     const bool last = i + 1 == model.layers.size();
     if (const std::string op = ActivationOp(layer.activation); !op.empty() && !last) {
@@ -141,7 +171,6 @@ DataSchema DataSchema::Of(const LabelledTable& table) {
 
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data) {
   const ModelConfig& model = config.model;
-  if (config.precision != "float32") return Unimplemented("precision: " + config.precision + " is not trained yet");
   ModelLayout layout;
   layout.data = data;
   layout.num_features = data.num_features();
@@ -266,8 +295,9 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   const std::string seed = layout.has_dropout ? input(kDropoutSeedInput, DType::kInt64, Shape{}) : "";
   std::vector<std::string> weight_refs;
   for (const WeightInfo& w : layout.weights) weight_refs.push_back(input(w.name, DType::kFloat32, w.shape));
-  const std::string logits = Forward(
-      g, x, config, layout, [&](const std::string& name) { return name; }, seed, "");
+  WeightNodes weight(
+      g, [](const std::string& name) { return name; }, config.precision == "bfloat16");
+  const std::string logits = Forward(g, x, config, layout, weight, seed, "");
 
   std::string per_example;
   if (config.loss == "softmax_cross_entropy") {
@@ -311,15 +341,18 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
   const int64_t classes = layout.num_classes;
   Status missing;
   std::map<std::string, std::string> consts;  // weight -> its Const node, shared by both signatures
-  const WeightRef weight = [&](const std::string& name) {
-    if (auto it = consts.find(name); it != consts.end()) return it->second;
-    auto it = weights.find(name);
-    if (it == weights.end()) {
-      if (missing.ok()) missing = InvalidArgument("no weight '" + name + "' for the serving graph");
-      return consts[name] = g.Const(name, Tensor(DType::kFloat32, Shape{0}));
-    }
-    return consts[name] = g.Const(name, it->second);
-  };
+  WeightNodes weight(
+      g,
+      [&](const std::string& name) {
+        if (auto it = consts.find(name); it != consts.end()) return it->second;
+        auto it = weights.find(name);
+        if (it == weights.end()) {
+          if (missing.ok()) missing = InvalidArgument("no weight '" + name + "' for the serving graph");
+          return consts[name] = g.Const(name, Tensor(DType::kFloat32, Shape{0}));
+        }
+        return consts[name] = g.Const(name, it->second);
+      },
+      config.precision == "bfloat16");
   std::string mean, std;
   if (config.model.normalize) {
     mean = g.Const("feature_mean", Tensor::FromVector<float>(Shape{f}, stats.mean));

@@ -489,6 +489,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     meta["trained_steps"] = std::to_string(report.steps);
     meta["training_config"] = TrainConfigToJson(config);
     meta["loss"] = config.loss;
+    meta["precision"] = config.precision;
     meta["train_loss"] = fmt::format("{:.6f}", report.train_loss);
     meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
     meta["class_names"] = nlohmann::json(layout.data.class_names).dump();

@@ -54,7 +54,10 @@ class GradientBuilder {
   int& counter_;
 };
 
-// Gradients are taken of float32 and float64 values only; other dtypes are not differentiable.
+// Gradients are taken of float32 and float64 values only; other dtypes are not differentiable,
+// with one exception: a bfloat16 value made by a Cast from float32 (mixed precision's weights),
+// whose gradient is float32 (every op that reads bf16 computes in float32 and its gradients
+// come out float32).
 inline Status CheckDifferentiable(const GradientBuilder& g) {
   const DType d = g.output_spec(0).dtype;
   if (d == DType::kFloat32 || d == DType::kFloat64) return Status::Ok();

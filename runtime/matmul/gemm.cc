@@ -374,6 +374,7 @@ void GemmSwapped(const GemmArgs& g, ThreadPool* pool) {
   t.b_type = g.a_type;
   t.ldb = g.lda;
   t.transpose_b = !g.transpose_a;
+  t.bf16_compute = g.bf16_compute;
   t.c = ct;
   t.ldc = g.m;
   Gemm(t, pool);
@@ -391,7 +392,7 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
   if (ComputeSwapped(g)) return GemmSwapped(g, pool);
   const bool bf16 = g.packed_b != nullptr
                         ? g.packed_b->compute_type() == DType::kBFloat16
-                        : g.a_type == DType::kBFloat16 || g.b_type == DType::kBFloat16;
+                        : g.bf16_compute || g.a_type == DType::kBFloat16 || g.b_type == DType::kBFloat16;
   const GemmPath path = ActiveGemmPath();
   const KernelTable& kernels = bf16 ? Bf16Kernels(path) : F32Kernels(path);
   const int64_t threads = pool != nullptr ? pool->num_threads() : 1;

@@ -9,8 +9,8 @@
 // split over rows and columns of C on the pool; a small problem stays on the calling thread.
 // Packing buffers are thread-local and only grow, so a warmed-up Gemm allocates nothing.
 //
-// Compute type: bfloat16 when either operand is bf16 (a PackedB counts as its compute type),
-// float32 otherwise. In a bf16 product a float32 operand is rounded to nearest-even bf16 while
+// Compute type: bfloat16 when either operand is bf16 (a PackedB counts as its compute type)
+// or the caller asks for it (bf16_compute), float32 otherwise. In a bf16 product a float32 operand is rounded to nearest-even bf16 while
 // it is packed; in a float32 product a bf16 operand widens exactly. Accumulation is float32.
 //
 // Rounding, which the fusion pass and training/serving parity rely on: each element's dot
@@ -55,6 +55,10 @@ struct GemmArgs {
   // When set, op(B) comes from here (its k and n must match) and b, b_type, ldb and
   // transpose_b are not used.
   const PackedB* packed_b = nullptr;
+  // Compute in bf16 even when both operands are float32, each rounded to nearest-even bf16 as
+  // it is packed (mixed-precision training's weight gradients). With packed_b, the packed
+  // matrix's compute type decides instead.
+  bool bf16_compute = false;
   float beta = 0.0f;  // when 0, C is not read (it may hold garbage, even NaN)
   float* c = nullptr;
   int64_t ldc = 0;

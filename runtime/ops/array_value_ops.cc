@@ -327,6 +327,27 @@ Status GatherKernel(KernelContext& ctx) {
   return GatherTyped<int64_t>(ctx, params, indices, out);
 }
 
+// The gradient of a cast between floating types: the incoming gradient in the input's dtype.
+// A bfloat16 value's gradient is float32 already (gradient_builder.h), so the cast of a float32
+// weight to bf16 passes its gradient straight through.
+Status CastGradient(GradientBuilder& g) {
+  const DType in = g.input_spec(0).dtype, out = g.output_spec(0).dtype;
+  auto floating = [](DType d) { return IsReal(d) || d == DType::kBFloat16; };
+  if (!floating(in) || !floating(out)) {
+    return InvalidArgument("Cast: no gradient through a cast from " + Str(DTypeName(in)) + " to " +
+                           Str(DTypeName(out)));
+  }
+  const DType arriving = out == DType::kBFloat16 ? DType::kFloat32 : out;
+  if (arriving == in) {
+    g.SetInputGrad(0, g.output_grad(0));
+  } else {
+    AttrMap attrs;
+    attrs.Set("dtype", in);
+    g.SetInputGrad(0, g.Op("Cast", {g.output_grad(0)}, std::move(attrs)));
+  }
+  return Status::Ok();
+}
+
 // ---- GatherGrad(dy, indices, params) -> params' shape: dy's rows summed into the rows they
 // were gathered from (a row gathered twice gets both), in index order ----
 
@@ -435,7 +456,9 @@ OpDef MakeDef(std::string name, int num_inputs, ShapeFn infer, KernelFn compute)
 }  // namespace
 
 void RegisterArrayValueOps(OpRegistry& registry) {
-  (void)registry.Register(MakeDef("Cast", 1, InferCast, CastKernel));
+  OpDef cast = MakeDef("Cast", 1, InferCast, CastKernel);
+  cast.gradient = CastGradient;
+  (void)registry.Register(std::move(cast));
   (void)registry.Register(MakeDef("ArgMax", 1, InferArgMax, ArgMaxKernel));
   OpDef gather = MakeDef("Gather", 2, InferGather, GatherKernel);
   gather.gradient = GatherGradient;

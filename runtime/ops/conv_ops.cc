@@ -4,8 +4,11 @@
 //   Conv2D                 out  = col · F
 //   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
 //   Conv2DBackpropFilter   dF   = colᵀ · dy
-// Attrs (all three): strides [sh, sw] (default [1, 1]), padding "SAME" / "VALID" (window.h).
-// float64 (gradient checks only) runs plain loops over the same windows.
+// Attrs (all three): strides [sh, sw] (default [1, 1]), padding "SAME" / "VALID" (window.h),
+// precision "float32" / "bfloat16" (op_util.h). The input is float32; the filter float32 or
+// bfloat16 (a bf16 filter, or precision bfloat16, makes every product bf16 with float32
+// accumulation, and the filter's gradient float32). float64 input and filter (gradient checks
+// only) run plain loops over the same windows.
 //
 // im2col runs block by block, so the scratch stays small however large the batch. The
 // backward ops cut blocks of whole images: a block's col2im touches only its own images, so
@@ -31,7 +34,9 @@ namespace {
 StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input,
                                 const TensorSpec& filter) {
   LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
-  LS_RETURN_IF_ERROR(CheckDType(op, "filter", filter.dtype, input.dtype));
+  if (!(input.dtype == DType::kFloat32 && filter.dtype == DType::kBFloat16)) {
+    LS_RETURN_IF_ERROR(CheckDType(op, "filter", filter.dtype, input.dtype));
+  }
   LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cin, Cout]", filter.shape, 4));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
@@ -64,7 +69,7 @@ StatusOr<std::vector<TensorSpec>> InferBackpropInput(const ShapeInferenceContext
 StatusOr<std::vector<TensorSpec>> InferBackpropFilter(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("Conv2DBackpropFilter", ctx.inputs.size(), 3, 3));
   LS_RETURN_IF_ERROR(ConvGeometry("Conv2DBackpropFilter", ctx.attrs, ctx.inputs[0], ctx.inputs[2]).status());
-  return Single(ctx.inputs[2].dtype, ctx.inputs[2].shape);
+  return Single(ctx.inputs[0].dtype, ctx.inputs[2].shape);  // a bf16 filter's gradient is float32
 }
 
 // Budget of one im2col block, in floats: it and the Gemm's packed copy of it stay near L2.
@@ -165,6 +170,12 @@ void ForEachBlock(ThreadPool& pool, int64_t count, Fn fn) {
   }
 }
 
+// The products' compute type: bf16 for a bf16 filter or precision bfloat16, else float32.
+StatusOr<DType> ComputeType(const AttrMap& attrs, DType filter) {
+  LS_ASSIGN_OR_RETURN(const bool bf16, ReadBf16Precision("Conv2D", attrs));
+  return bf16 || filter == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat32;
+}
+
 // A per-thread scratch buffer that only grows.
 float* Scratch(int64_t floats) {
   thread_local std::vector<float> scratch;
@@ -246,10 +257,11 @@ Status Conv2DKernel(KernelContext& ctx) {
   float* po = out->mutable_data<float>().data();
   // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
   // if it is a constant, else once here for all the blocks below.
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
   const PackedB* packed = ctx.packed_input(1);
   if (packed == nullptr) {
     thread_local PackedB per_call;
-    per_call.Repack(filter.raw_data(), DType::kFloat32, false, kdim, cout, cout, DType::kFloat32);
+    per_call.Repack(filter.raw_data(), filter.dtype(), false, kdim, cout, cout, compute);
     packed = &per_call;
   }
   GemmArgs gemm;
@@ -291,14 +303,14 @@ Status Conv2DKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap&, int input, const Tensor& filter) {
-  if (input != 1 || filter.dtype() != DType::kFloat32 || filter.shape().rank() != 4) {
-    return std::shared_ptr<const PackedB>();
-  }
+StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int input, const Tensor& filter) {
+  const bool packable = filter.dtype() == DType::kFloat32 || filter.dtype() == DType::kBFloat16;
+  if (input != 1 || !packable || filter.shape().rank() != 4) return std::shared_ptr<const PackedB>();
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
   return std::make_shared<const PackedB>(
-      PackedB::Pack(filter.raw_data(), DType::kFloat32, false, k, f.dim(3), f.dim(3), DType::kFloat32));
+      PackedB::Pack(filter.raw_data(), filter.dtype(), false, k, f.dim(3), f.dim(3), compute));
 }
 
 // ---- Conv2DBackpropInput(dy, filter, input) ----
@@ -326,8 +338,9 @@ Status BackpropInputKernel(KernelContext& ctx) {
 
   // Fᵀ, [Cout, KH * KW * Cin], packed once for every block. (The pointer, not the name, goes
   // into the lambda: a thread_local's name would mean each worker's own, empty one.)
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
   thread_local PackedB per_call;
-  per_call.Repack(filter.raw_data(), DType::kFloat32, true, cout, kdim, cout, DType::kFloat32);
+  per_call.Repack(filter.raw_data(), filter.dtype(), true, cout, kdim, cout, compute);
   const PackedB* filter_t = &per_call;
   const float* pdy = dy.data<float>().data();
   const Blocks blocks = ImageBlocks(g, ctx.pool().num_threads(), /*spread=*/true);
@@ -364,7 +377,8 @@ Status BackpropFilterKernel(KernelContext& ctx) {
                                                {input.dtype(), input.shape()}, {like.dtype(), like.shape()}));
   LS_RETURN_IF_ERROR(CheckDType("Conv2DBackpropFilter", "dy", dy.dtype(), input.dtype()));
   LS_RETURN_IF_ERROR(CheckOutputGradient("Conv2DBackpropFilter", dy.shape(), g));
-  LS_ASSIGN_OR_RETURN(Tensor * df, ctx.AllocateOutput(0, like.dtype(), like.shape()));
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), like.dtype()));
+  LS_ASSIGN_OR_RETURN(Tensor * df, ctx.AllocateOutput(0, input.dtype(), like.shape()));
   if (input.dtype() == DType::kFloat64) {
     Float64Conv(g, ConvProduct::kFilterGradient, input.data<double>().data(), nullptr,
                 dy.data<double>().data(), df->mutable_data<double>().data(), df->num_elements());
@@ -397,6 +411,7 @@ Status BackpropFilterKernel(KernelContext& ctx) {
     args.b = pdy + row0 * cout;
     args.ldb = cout;
     args.beta = block == 0 ? 0.0f : 1.0f;
+    args.bf16_compute = compute == DType::kBFloat16;
     args.c = pdf;
     args.ldc = cout;
     Gemm(args, &ctx.pool());
@@ -404,13 +419,16 @@ Status BackpropFilterKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// A bf16 convolution has bf16 gradient products too.
 Status Conv2DGrad(GradientBuilder& g) {
   LS_RETURN_IF_ERROR(CheckDifferentiable(g));
   const std::string& dy = g.output_grad(0);
+  AttrMap attrs = g.attrs();
+  if (g.input_spec(1).dtype == DType::kBFloat16) attrs.Set("precision", std::string("bfloat16"));
   if (g.needs_input_grad(0))
-    g.SetInputGrad(0, g.Op("Conv2DBackpropInput", {dy, g.input(1), g.input(0)}, g.attrs()));
+    g.SetInputGrad(0, g.Op("Conv2DBackpropInput", {dy, g.input(1), g.input(0)}, attrs));
   if (g.needs_input_grad(1))
-    g.SetInputGrad(1, g.Op("Conv2DBackpropFilter", {g.input(0), dy, g.input(1)}, g.attrs()));
+    g.SetInputGrad(1, g.Op("Conv2DBackpropFilter", {g.input(0), dy, g.input(1)}, attrs));
   return Status::Ok();
 }
 

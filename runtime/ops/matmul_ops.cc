@@ -1,5 +1,7 @@
 // MatMul and FusedMatMul: rank-2 products through the one Gemm, each input float32 or bfloat16
-// (a bf16 input makes it a bf16 product, see gemm.h), output float32. MatMul is a Gemm with
+// (a bf16 input makes it a bf16 product, see gemm.h), output float32. Attr "precision":
+// "float32" (default) or "bfloat16", which makes it a bf16 product even of two float32 inputs
+// (mixed-precision training: every matmul of the step in bf16, forward and backward). MatMul is a Gemm with
 // no epilogue; FusedMatMul is the same Gemm with its bias and activation in the epilogue. The
 // epilogue rounds exactly as BiasAdd and the activation ops do, so the fusion pass never
 // changes a result. A constant b is packed once, when the session is built.
@@ -21,6 +23,7 @@ namespace {
 struct MatMulAttrs {
   bool transpose_a = false;
   bool transpose_b = false;
+  bool bf16 = false;  // precision "bfloat16"
   Activation activation = Activation::kNone;
 };
 
@@ -28,6 +31,7 @@ StatusOr<MatMulAttrs> ReadAttrs(const AttrMap& attrs, bool fused) {
   MatMulAttrs out;
   LS_ASSIGN_OR_RETURN(out.transpose_a, attrs.GetBoolOr("transpose_a", false));
   LS_ASSIGN_OR_RETURN(out.transpose_b, attrs.GetBoolOr("transpose_b", false));
+  LS_ASSIGN_OR_RETURN(out.bf16, ReadBf16Precision(fused ? "FusedMatMul" : "MatMul", attrs));
   if (fused) {
     LS_ASSIGN_OR_RETURN(std::string name, attrs.GetStringOr("activation", "none"));
     StatusOr<Activation> act = ParseActivation(name);
@@ -123,6 +127,7 @@ Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_sh
   g.b_type = b.dtype();
   g.ldb = b.shape().dim(1);
   g.packed_b = ctx.packed_input(1);
+  g.bf16_compute = attrs.bf16;
   g.c = out.mutable_data<float>().data();
   g.ldc = g.n;
   g.epilogue.bias = bias;
@@ -182,10 +187,12 @@ StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int i
   if (input != 1 || b.shape().rank() != 2 || b.dtype() == DType::kFloat64) return std::shared_ptr<const PackedB>();
   LS_RETURN_IF_ERROR(CheckMatMulDType("MatMul", "b", b.dtype()));
   LS_ASSIGN_OR_RETURN(bool transpose_b, attrs.GetBoolOr("transpose_b", false));
+  LS_ASSIGN_OR_RETURN(bool bf16, ReadBf16Precision("MatMul", attrs));
   const int64_t k = b.shape().dim(transpose_b ? 1 : 0);
   const int64_t n = b.shape().dim(transpose_b ? 0 : 1);
-  return std::make_shared<const PackedB>(
-      PackedB::Pack(b.raw_data(), b.dtype(), transpose_b, k, n, b.shape().dim(1), b.dtype()));
+  // precision bfloat16 packs a float32 b as bf16, rounding it as a per-call pack would.
+  return std::make_shared<const PackedB>(PackedB::Pack(b.raw_data(), b.dtype(), transpose_b, k, n, b.shape().dim(1),
+                                                       bf16 ? DType::kBFloat16 : b.dtype()));
 }
 
 // C = op(A) op(B). With dC the gradient of C:
@@ -193,15 +200,19 @@ StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int i
 //   C = A^T B:  dA = B dC^T,     dB = A dC
 //   C = A B^T:  dA = dC B,       dB = dC^T A
 //   C = A^T B^T: dA = B^T dC^T,  dB = dC^T A^T
+// A bf16 product (an input in bf16, or precision bfloat16) has bf16 gradient products too.
 Status MatMulGrad(GradientBuilder& g) {
   LS_RETURN_IF_ERROR(CheckDifferentiable(g));
   LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(g.attrs(), false));
+  const bool bf16 = attrs.bf16 || g.input_spec(0).dtype == DType::kBFloat16 ||
+                    g.input_spec(1).dtype == DType::kBFloat16;
   const std::string& dc = g.output_grad(0);
   const std::string a = g.input(0), b = g.input(1);
   auto matmul = [&](const std::string& x, const std::string& y, bool tx, bool ty) {
     AttrMap m;
     m.Set("transpose_a", tx);
     m.Set("transpose_b", ty);
+    if (bf16) m.Set("precision", std::string("bfloat16"));
     return g.Op("MatMul", {x, y}, std::move(m));
   };
   const bool ta = attrs.transpose_a, tb = attrs.transpose_b;

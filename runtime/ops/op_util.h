@@ -141,6 +141,16 @@ inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, cons
   return out;
 }
 
+// Attr "precision" of the ops that run on the matmul core (MatMul, FusedMatMul, Conv2D and
+// Conv2D's gradients): "float32" (the default) or "bfloat16", which computes in bf16 with
+// float32 accumulation even when no input is bf16. True for bfloat16.
+inline StatusOr<bool> ReadBf16Precision(std::string_view op, const AttrMap& attrs) {
+  LS_ASSIGN_OR_RETURN(std::string_view precision, attrs.GetStringViewOr("precision", "float32"));
+  if (precision == "bfloat16") return true;
+  if (precision == "float32") return false;
+  return InvalidArgument(Str(op) + ": attr 'precision' must be float32 or bfloat16, got '" + Str(precision) + "'");
+}
+
 // Reads a 2-element spatial attr ([h, w]); a TensorFlow-style 4-element NHWC list [1, h, w, 1]
 // is accepted too, so that imported graphs need no rewriting.
 inline StatusOr<std::pair<int64_t, int64_t>> SpatialPair(std::string_view op, const AttrMap& attrs,

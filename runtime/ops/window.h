@@ -25,10 +25,10 @@ struct Window {
 
 // Attr "padding": "SAME" / "VALID" (default "VALID"; lower case accepted). True for SAME.
 inline StatusOr<bool> ReadSamePadding(std::string_view op, const AttrMap& attrs) {
-  LS_ASSIGN_OR_RETURN(std::string padding, attrs.GetStringOr("padding", "VALID"));
+  LS_ASSIGN_OR_RETURN(std::string_view padding, attrs.GetStringViewOr("padding", "VALID"));
   if (padding == "SAME" || padding == "same") return true;
   if (padding == "VALID" || padding == "valid") return false;
-  return InvalidArgument(Str(op) + ": attr 'padding' must be SAME or VALID, got '" + padding + "'");
+  return InvalidArgument(Str(op) + ": attr 'padding' must be SAME or VALID, got '" + Str(padding) + "'");
 }
 
 inline StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_name, int64_t in, int64_t k,

@@ -135,9 +135,13 @@ INSTANTIATE_TEST_SUITE_P(
                       R"("model": {"input_shape": [8, 8, 1], "layers": [
                           {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu", "padding": "same"},
                           {"type": "max_pool2d", "pool_size": 2}, {"type": "flatten"},
+                          {"type": "dense", "units": 10, "activation": "softmax"}]})",
+                      R"("precision": "bfloat16", "model": {"input_shape": [8, 8, 1], "layers": [
+                          {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu", "padding": "same"},
+                          {"type": "max_pool2d", "pool_size": 2}, {"type": "flatten"},
                           {"type": "dense", "units": 10, "activation": "softmax"}]})"),
     [](const auto& info) {
-      return info.index == 0 ? std::string("MlpLayerNormDropout") : std::string("Cnn");
+      return std::string(info.index == 0 ? "MlpLayerNormDropout" : info.index == 1 ? "Cnn" : "CnnBf16");
     });
 
 }  // namespace

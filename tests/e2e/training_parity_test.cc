@@ -42,7 +42,12 @@ void RunModelTrain(const fs::path& dir, std::vector<std::string> flags) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(dir / "model-train.log");
 }
 
-class TrainingParityTest : public ::testing::TestWithParam<const char*> {};
+struct ParityCase {
+  const char* config;
+  const char* precision;
+};
+
+class TrainingParityTest : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
   ScratchDir dir;
@@ -50,13 +55,14 @@ TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
   const fs::path predictions = dir / "predictions.json";
   // The repository's config, with the data path made absolute (model-train takes relative
   // paths from its working directory, and the test runs elsewhere).
-  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train" / GetParam());
+  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train" / GetParam().config);
   const std::string data = "examples/data/digits.csv";
   config.replace(config.find(data), data.size(), std::string(LOCKSTEP_SOURCE_DIR) + "/" + data);
   const fs::path config_path = dir / "config.json";
   std::ofstream(config_path) << config;
-  RunModelTrain(dir.path(), {"--config", config_path.string(), "--epochs", "3", "--export_dir",
-                             models.string(), "--predictions_out", predictions.string()});
+  RunModelTrain(dir.path(),
+                {"--config", config_path.string(), "--epochs", "3", "--export_dir", models.string(),
+                 "--predictions_out", predictions.string(), "--precision", GetParam().precision});
   const nlohmann::json expected = nlohmann::json::parse(ReadFile(predictions));
   const auto features = FloatRows(expected["features"]);
   const auto probabilities = FloatRows(expected["probabilities"]);
@@ -168,11 +174,15 @@ TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
   EXPECT_EQ(nlohmann::json::parse(r.body)["model_spec"]["version"], "2") << r.body;
 }
 
-INSTANTIATE_TEST_SUITE_P(DigitsModels, TrainingParityTest,
-                         ::testing::Values("digits.json", "digits_cnn.json"), [](const auto& info) {
-                           return std::string(info.param) == "digits.json" ? std::string("Mlp")
-                                                                           : std::string("Cnn");
-                         });
+// bf16 models too: the server runs the bundle's bf16 products exactly as the trainer did.
+INSTANTIATE_TEST_SUITE_P(
+    DigitsModels, TrainingParityTest,
+    ::testing::Values(ParityCase{"digits.json", "float32"}, ParityCase{"digits_cnn.json", "float32"},
+                      ParityCase{"digits.json", "bfloat16"}, ParityCase{"digits_cnn.json", "bfloat16"}),
+    [](const auto& info) {
+      return std::string(std::string(info.param.config) == "digits.json" ? "Mlp" : "Cnn") +
+             (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
+    });
 
 }  // namespace
 }  // namespace lockstep::e2e

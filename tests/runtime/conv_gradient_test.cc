@@ -136,6 +136,38 @@ TEST(ConvGradients, Float32KernelsMatchTheReferenceOnAnyThreadCount) {
   }
 }
 
+// Mixed precision: a bf16 filter and precision bfloat16 on a float32 one compute the same bf16
+// products (the filter rounded once either way), forward and backward; the filter's gradient is
+// float32, and differs from the float32 products'.
+TEST(ConvGradients, Bf16FiltersAndBf16PrecisionAgree) {
+  const Tensor x = op_test::RandomTensor(Shape{3, 6, 6, 4}, 1);
+  const Tensor f = op_test::RandomTensor(Shape{3, 3, 4, 5}, 2);
+  StatusOr<std::vector<Tensor>> f16 = RunOp("Cast", std::vector<Tensor>{f}, AttrMap{{"dtype", DType::kBFloat16}});
+  ASSERT_TRUE(f16.ok());
+  AttrMap fp32 = WindowAttrs({1, 1}, "SAME"), bf16 = fp32;
+  bf16.Set("precision", std::string("bfloat16"));
+  const Tensor dy = op_test::RandomTensor(Shape{3, 6, 6, 5}, 3);
+  struct Case {
+    const char* op;
+    std::vector<Tensor> with_bf16_filter, with_precision;
+  };
+  const std::vector<Case> cases = {
+      {"Conv2D", {x, f16.value()[0]}, {x, f}},
+      {"Conv2DBackpropInput", {dy, f16.value()[0], x}, {dy, f, x}},
+      {"Conv2DBackpropFilter", {x, dy, f16.value()[0]}, {x, dy, f}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    StatusOr<std::vector<Tensor>> a = RunOp(c.op, c.with_bf16_filter, fp32);
+    StatusOr<std::vector<Tensor>> b = RunOp(c.op, c.with_precision, bf16);
+    StatusOr<std::vector<Tensor>> full = RunOp(c.op, c.with_precision, fp32);
+    ASSERT_TRUE(a.ok() && b.ok() && full.ok()) << a.status().ToString() << b.status().ToString();
+    EXPECT_EQ(a.value()[0].dtype(), DType::kFloat32);
+    EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
+    EXPECT_FALSE(a.value()[0].BitwiseEqual(full.value()[0]));
+  }
+}
+
 TEST(ConvGradients, MaxPoolSendsATiedWindowsGradientToItsFirstElement) {
   const Tensor x = Tensor::FromVector<float>(Shape{1, 2, 2, 1}, {5, 5, 1, 5});
   const Tensor dy = Tensor::FromVector<float>(Shape{1, 1, 1, 1}, {2});

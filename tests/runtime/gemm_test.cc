@@ -5,6 +5,8 @@
 // agreement between the paths.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 #include <limits>
 #include <ostream>
@@ -346,6 +348,31 @@ TEST_P(GemmPathTest, PackedBMatchesUnpacked) {
       p.Sync();
       std::vector<float> packed = p.Check(nullptr, "packed");
       EXPECT_TRUE(BitwiseEqual(unpacked, packed)) << p.Describe();
+    }
+  }
+}
+
+// bf16_compute on two float32 operands gives exactly the bf16 product of their roundings, and
+// threaded, narrow (computed transposed) and wide shapes all agree with it.
+TEST_P(GemmPathTest, Bf16ComputeRoundsFloatOperandsAsBf16Inputs) {
+  ThreadPool pool(3);
+  uint64_t seed = 1200;
+  for (auto [m, n, k] : {std::array<int64_t, 3>{7, 9, 33}, {300, 10, 64}, {64, 200, 300}}) {
+    for (bool ta : {false, true}) {
+      Problem p;
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.ta = ta;
+      p.Fill(seed++);
+      std::vector<float> forced = p.c;
+      GemmArgs g = p.Args(forced.data());
+      g.bf16_compute = true;
+      Gemm(g, &pool);
+      p.a_type = p.b_type = DType::kBFloat16;  // the same values, rounded and stored as bf16
+      p.Sync();
+      std::vector<float> rounded = p.Check(nullptr, "bf16 inputs");
+      EXPECT_TRUE(BitwiseEqual(forced, rounded)) << p.Describe();
     }
   }
 }

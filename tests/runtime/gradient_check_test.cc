@@ -179,7 +179,9 @@ TEST(Gradients, ErrorsNameTheProblem) {
   AttrMap to32;
   to32.Set("dtype", DType::kFloat32);
   const std::string cast = g.Op("Cast", {x}, to32, "cast");
-  const std::string loss = g.Op("Sum", {cast}, {}, "loss");
+  // FusedMatMul is made by the fusion pass for serving, and has no gradient.
+  const std::string w = g.Const("w", Tensor::FromVector<float>(Shape{3, 1}, {1, 2, 3}));
+  const std::string loss = g.Op("Sum", {g.Op("FusedMatMul", {cast, w}, {}, "fused")}, {}, "loss");
   const std::string vector = g.Op("Relu", {x}, {}, "vector");
   Signature sig;
   sig.name = "s";
@@ -193,7 +195,7 @@ TEST(Gradients, ErrorsNameTheProblem) {
   StatusOr<std::vector<std::string>> r = AddGradients(copy, loss, wrt_x);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(r.status().message(), "gradients: op Cast (node 'cast') has no gradient");
+  EXPECT_EQ(r.status().message(), "gradients: op FusedMatMul (node 'fused') has no gradient");
 
   copy = model;
   r = AddGradients(copy, vector, wrt_x);

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autodiff/gradients.h"
+#include "runtime/graph_builder.h"
 #include "runtime/op_registry.h"
+#include "runtime/session.h"
 #include "tests/runtime/gradient_check_util.h"
 #include "tests/runtime/op_test_util.h"
 
@@ -47,6 +50,45 @@ TEST(LayerOpsGradientCheck, DropoutPassesTheGradientOfTheKeptElements) {
          const std::string seed = g.Const("seed", Tensor::FromVector<int64_t>(Shape{}, {42}));
          return std::pair{g.Op("Mul", {x[0], g.Op("DropoutMask", {x[0], seed}, attrs)}), Shape{4, 6}};
        }});
+}
+
+// Mixed precision: a float32 weight cast to bf16 feeds a product; its gradient comes back
+// through the cast as float32, and is itself a bf16 product: exactly X^T R computed in bf16.
+TEST(LayerOpsGradients, ACastToBf16PassesAFloat32GradientFromABf16Product) {
+  GraphBuilder g;
+  const std::string x = g.Input("x", DType::kFloat32, Shape{5, 4});
+  const std::string w = g.Input("w", DType::kFloat32, Shape{4, 3});
+  AttrMap to_bf16;
+  to_bf16.Set("dtype", DType::kBFloat16);
+  AttrMap bf16;
+  bf16.Set("precision", std::string("bfloat16"));
+  const Tensor r = op_test::RandomTensor(Shape{5, 3}, 9);
+  const std::string y = g.Op("MatMul", {x, g.Op("Cast", {w}, to_bf16)}, bf16);
+  const std::string loss = g.Op("Sum", {g.Op("Mul", {y, g.Const("r", r)})});
+  Signature sig;
+  sig.name = "s";
+  sig.inputs = {{"x", x, DType::kFloat32, Shape{5, 4}}, {"w", w, DType::kFloat32, Shape{4, 3}}};
+  sig.outputs = {{"loss", loss, DType::kFloat32, Shape{}}};
+  g.AddSignature(sig);
+  Model model = std::move(g).Build();
+  const std::vector<std::string> wrt = {w};
+  StatusOr<std::vector<std::string>> grads = AddGradients(model, loss, wrt);
+  ASSERT_TRUE(grads.ok()) << grads.status().ToString();
+  model.graph.signatures[0].outputs.push_back({"dw", grads.value()[0], DType::kFloat32, Shape{4, 3}});
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(model));
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const Tensor xv = op_test::RandomTensor(Shape{5, 4}, 7), wv = op_test::RandomTensor(Shape{4, 3}, 8);
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE(session.value()->Run("s", std::vector<NamedTensor>{{"x", xv}, {"w", wv}}, &out).ok());
+  AttrMap xt = bf16;
+  xt.Set("transpose_a", true);
+  StatusOr<std::vector<Tensor>> want = RunOp("MatMul", std::vector<Tensor>{xv, r}, xt);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(out[1].tensor.dtype(), DType::kFloat32);
+  EXPECT_TRUE(out[1].tensor.BitwiseEqual(want.value()[0]));
+  // ... and bf16 it is: the float32 product differs.
+  xt.Set("precision", std::string("float32"));
+  EXPECT_FALSE(out[1].tensor.BitwiseEqual(RunOp("MatMul", std::vector<Tensor>{xv, r}, xt).value()[0]));
 }
 
 TEST(LayerOps, LayerNormalizeRowsHaveZeroMeanAndUnitVariance) {

@@ -76,6 +76,28 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainerVariantTest,
                                                    0.93}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// bf16 mixed precision reaches the float32 model's test accuracy within half a percentage
+// point (under 2 of the 359 test digits), on the MLP and the CNN; and it is bf16 that ran:
+// the weights differ from the float32 run's.
+TEST(TrainerPrecisionTest, Bf16IsWithinHalfAPointOfFloat32) {
+  for (const char* model : {R"("model": {"layers": [{"type": "dense", "units": 128, "activation": "relu"},
+                                {"type": "dense", "units": 10, "activation": "softmax"}]})",
+                            R"("model": {"input_shape": [8, 8, 1], "layers": [
+                                {"type": "conv2d", "filters": 16, "kernel_size": 3, "padding": "same",
+                                 "activation": "relu"}, {"type": "max_pool2d"}, {"type": "flatten"},
+                                {"type": "dense", "units": 10, "activation": "softmax"}]})"}) {
+    TrainConfig fp32 = DigitsWith(model), bf16 = fp32;
+    bf16.precision = "bfloat16";
+    fp32.replicas = bf16.replicas = 1;
+    StatusOr<TrainReport> a = Train(fp32, "digits"), b = Train(bf16, "digits");
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+    std::printf("float32 %.4f, bfloat16 %.4f\n", a->test_accuracy, b->test_accuracy);
+    EXPECT_NEAR(b->test_accuracy, a->test_accuracy, 0.005);
+    EXPECT_GT(b->test_accuracy, 0.96);
+    EXPECT_NE(a->test_loss, b->test_loss) << "the bf16 run computed in float32";
+  }
+}
+
 TEST(TrainerDataTest, AnEmbeddingIdOutOfRangeIsNamedBeforeTraining) {
   StatusOr<TrainReport> report = Train(DigitsWith(R"("model": {"normalize": false, "layers": [
       {"type": "embedding", "vocabulary": 16, "dimension": 2}, {"type": "flatten"},
