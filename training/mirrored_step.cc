@@ -61,16 +61,24 @@ StatusOr<std::unique_ptr<MirroredStep>> MirroredStep::Create(const TrainConfig& 
                         GradientStep::Create(config, layout, weights, stats, replica->pool.get()));
     replicas.push_back(std::move(replica));
   }
-  return std::make_unique<MirroredStep>(std::move(replicas), layout);
+  return std::make_unique<MirroredStep>(std::move(replicas), layout, options);
 }
 
-MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout)
-    : replicas_(std::move(replicas)) {
+MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout,
+                           const Options& options)
+    : replicas_(std::move(replicas)), first_replica_(options.first_replica) {
   const int n = static_cast<int>(replicas_.size());
-  if (n > 1) {
-    for (const WeightInfo& w : layout.weights)
-      reduced_.emplace_back(static_cast<size_t>(w.shape.num_elements()));
-    for (std::vector<float>& g : reduced_) gradients_.emplace_back(g);
+  if (n > 1 || options.multi_worker) {
+    size_t total = 0;
+    for (const WeightInfo& w : layout.weights) total += static_cast<size_t>(w.shape.num_elements());
+    flat_.resize(total);
+    size_t offset = 0;
+    for (const WeightInfo& w : layout.weights) {
+      const auto len = static_cast<size_t>(w.shape.num_elements());
+      reduced_.push_back(std::span<float>(flat_).subspan(offset, len));
+      offset += len;
+    }
+    gradients_ = reduced_;
   }
   start_ = std::make_unique<Barrier>(n);
   computed_ = std::make_unique<Barrier>(n);
@@ -98,15 +106,15 @@ void MirroredStep::RunReplica(int r) {
   replica.status = Status::Ok();
   if (replica.rows > 0) {
     Batch shard{batch.features.Rows(replica.begin, replica.rows),
-                batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index};
+                batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index, replica.rows};
     // Each replica its own masks: the stream of a layer's mask restarts at every shard.
-    replica.status = replica.step->Run(shard, dropout_seed_ + r);
+    replica.status = replica.step->Run(shard, dropout_seed_ + first_replica_ + r);
   }
-  if (replicas_.size() == 1) return;
-  computed_->Wait();
-  // Replica r reduces slice r of every gradient: element e is the sum over the replicas, in
-  // replica order, of each one's gradient weighted by its share of the batch.
+  if (flat_.empty()) return;  // one replica, one worker: its gradients are the batch's
   const auto n = static_cast<int64_t>(replicas_.size());
+  if (n > 1) computed_->Wait();
+  // Replica r reduces slice r of every gradient: element e is the sum over the replicas, in
+  // replica order, of each one's gradient weighted by its share of the global batch.
   for (size_t i = 0; i < reduced_.size(); ++i) {
     const auto len = static_cast<int64_t>(reduced_[i].size());
     const int64_t lo = len * r / n, hi = len * (r + 1) / n;
@@ -114,12 +122,12 @@ void MirroredStep::RunReplica(int r) {
     std::fill(out + lo, out + hi, 0.0f);
     for (const auto& q : replicas_) {
       if (q->rows == 0 || !q->status.ok()) continue;
-      const float share = static_cast<float>(static_cast<double>(q->rows) / static_cast<double>(batch.rows));
+      const float share = static_cast<float>(static_cast<double>(q->rows) / static_cast<double>(total_rows_));
       const float* g = q->step->gradients()[i].data();
       for (int64_t e = lo; e < hi; ++e) out[e] += share * g[e];
     }
   }
-  reduced_barrier_->Wait();
+  if (n > 1) reduced_barrier_->Wait();
 }
 
 Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed) {
@@ -130,6 +138,7 @@ Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed) {
     replica.rows = batch.rows * (r + 1) / n - replica.begin;
   }
   batch_ = &batch;
+  total_rows_ = batch.global_rows > 0 ? batch.global_rows : batch.rows;
   dropout_seed_ = dropout_seed;
   if (n > 1) start_->Wait();
   RunReplica(0);
@@ -138,11 +147,12 @@ Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed) {
   for (const auto& replica : replicas_) {
     LS_RETURN_IF_ERROR(replica->status);
     if (replica->rows == 0) continue;
-    loss_ += replica->step->loss() * static_cast<double>(replica->rows) / static_cast<double>(batch.rows);
+    loss_ += replica->step->loss() * static_cast<double>(replica->rows) / static_cast<double>(total_rows_);
     correct_ += replica->step->correct();
   }
-  if (n == 1)
+  if (flat_.empty()) {
     gradients_.assign(replicas_[0]->step->gradients().begin(), replicas_[0]->step->gradients().end());
+  }
   return Status::Ok();
 }
 

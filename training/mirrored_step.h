@@ -33,6 +33,11 @@ class MirroredStep {
   struct Options {
     int replicas = 1;
     int threads_per_replica = 1;  // each replica's intra-op pool, the replica's thread included
+    // Multi-worker: this worker's replicas are numbered from here (their dropout masks differ
+    // from every other worker's), and the gradients always land in one contiguous buffer,
+    // ready to be summed across the workers.
+    int first_replica = 0;
+    bool multi_worker = false;
   };
 
   static StatusOr<std::unique_ptr<MirroredStep>> Create(const TrainConfig& config, const ModelLayout& layout,
@@ -43,7 +48,9 @@ class MirroredStep {
   MirroredStep& operator=(const MirroredStep&) = delete;
 
   // Runs every replica on its shard of `batch` at once, then the all-reduce. A replica whose
-  // shard is empty (a batch of fewer rows than replicas) sits the step out.
+  // shard is empty (a batch of fewer rows than replicas) sits the step out. When the batch is
+  // one worker's shard of a global batch, shares are of the global batch (Batch::global_rows),
+  // so the workers' results add up to the global batch's.
   Status Run(const Batch& batch, int64_t dropout_seed);
 
   // Of the last run, over the whole batch: the mean loss, the rows the model got right, and
@@ -51,12 +58,16 @@ class MirroredStep {
   double loss() const { return loss_; }
   int64_t correct() const { return correct_; }
   std::span<const std::span<float>> gradients() const { return gradients_; }
+  // Every gradient, one after another, when they are in one buffer (more than one replica,
+  // or multi_worker); empty otherwise. Writable: the workers' sum replaces it in place.
+  std::span<float> flat_gradients() { return flat_; }
 
   int replicas() const { return static_cast<int>(replicas_.size()); }
 
   struct Replica;
   class Barrier;
-  MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout);
+  MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout,
+               const Options& options);
 
  private:
   void ReplicaLoop(int r);
@@ -64,12 +75,15 @@ class MirroredStep {
   void RunReplica(int r);
 
   std::vector<std::unique_ptr<Replica>> replicas_;
-  std::vector<std::vector<float>> reduced_;  // per weight, when there is more than one replica
+  const int first_replica_;
+  std::vector<float> flat_;                // the reduced gradients, when contiguous
+  std::vector<std::span<float>> reduced_;  // per weight, into flat_
   std::vector<std::span<float>> gradients_;
   std::unique_ptr<Barrier> start_, computed_, reduced_barrier_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   const Batch* batch_ = nullptr;  // the step's batch, set before start_
+  int64_t total_rows_ = 0;        // the global batch's rows
   int64_t dropout_seed_ = 0;
   double loss_ = 0;
   int64_t correct_ = 0;

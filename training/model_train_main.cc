@@ -42,6 +42,9 @@ config's settings:
 
 Each epoch logs one line: loss, accuracy, validation loss and accuracy, samples/s, elapsed
 time and ETA. At the end: the test accuracy and where the bundle went.
+
+Several processes: mpirun -np N model-train --config FILE ... runs N workers (each with its
+own replicas) on one global batch; rank 0 writes checkpoints, logs and the export.
 )";
 
 int Fail(const std::string& message, int code = 1) {
@@ -82,6 +85,10 @@ lockstep::Status WritePredictions(const std::string& path, const lockstep::train
 int main(int argc, char** argv) {
   using namespace lockstep;
   using namespace lockstep::training;
+  // First: under mpirun, MPI_Init must see the arguments before anything else does.
+  StatusOr<std::unique_ptr<Workers>> started = StartWorkers(&argc, &argv);
+  if (!started.ok()) return Fail(started.status().message());
+  std::unique_ptr<Workers> workers = std::move(started).value();
   StatusOr<Flags> flags = ParseFlags(argc - 1, argv + 1,
                                      {"config", "export_dir", "epochs", "batch_size", "learning_rate", "seed",
                                       "replicas", "precision", "logdir", "model_name", "predictions_out"},
@@ -140,8 +147,15 @@ int main(int argc, char** argv) {
   TrainOptions options;
   options.keep_test_predictions = !predictions_out.empty();
   options.resume = flags->Has("resume");
+  options.workers = workers.get();
   StatusOr<TrainReport> report = Train(config, model_name, options);
-  if (!report.ok()) return Fail(report.status().message());
+  if (!report.ok()) {
+    Fail((workers->size() > 1 ? "rank " + std::to_string(workers->rank()) + ": " : std::string()) +
+         report.status().message());
+    workers->Abort(1);  // the other workers would wait for this one forever
+    return 1;
+  }
+  if (workers->rank() != 0) return 0;
   if (!predictions_out.empty()) {
     if (!report->has_test) return Fail("--predictions_out: the config holds out no test rows");
     if (Status s = WritePredictions(predictions_out, *report); !s.ok()) return Fail(s.message());

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <array>
 #include <optional>
 #include <thread>
 
@@ -88,6 +89,38 @@ std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>
   std::vector<int32_t> out;
   for (int64_t r : rows) out.push_back(t.labels[static_cast<size_t>(r)]);
   return out;
+}
+
+std::string Hex(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+// The workers of a multi-worker run must hold the same weights after every epoch: each one's
+// CRC-32C of them, compared. A difference is a bug (or a worker on other data or code), and
+// ends the run rather than export one worker's view of it.
+Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const WeightMap& weights, int64_t epoch) {
+  uint32_t crc = 0;
+  for (const WeightInfo& w : layout.weights) {
+    const Tensor& t = weights.at(w.name);
+    crc = Crc32c(std::string_view(static_cast<const char*>(t.raw_data()), t.byte_size()), crc);
+  }
+  std::vector<uint32_t> by_rank(static_cast<size_t>(workers.size()));
+  LS_RETURN_IF_ERROR(workers.Gather(crc, by_rank));
+  std::string all;
+  bool agree = true;
+  for (uint32_t c : by_rank) {
+    agree = agree && c == by_rank[0];
+    all += (all.empty() ? "" : ",") + Hex(c);
+  }
+  if (!agree) {
+    return Internal("the workers' weights differ after epoch " + std::to_string(epoch + 1) + " (crc32c by rank: " +
+                    all + ")");
+  }
+  spdlog::info("event=workers_agree epoch={} rank={} workers={} weights_crc32c={}", epoch + 1, workers.rank(),
+               workers.size(), Hex(crc));
+  return Status::Ok();
 }
 
 // The cores this process may run on.
@@ -196,12 +229,6 @@ int64_t NextVersion(const std::filesystem::path& dir) {
     highest = std::max<int64_t>(highest, std::stoll(name));
   }
   return highest + 1;
-}
-
-std::string Hex(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
 }
 
 // Puts a checkpoint's weights and optimiser state back; every weight must be there with the
@@ -315,8 +342,11 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       return c.status();
     }
   }
+  std::unique_ptr<Workers> alone;
+  Workers& workers = options.workers != nullptr ? *options.workers : *(alone = SingleProcess());
+  const bool lead = workers.rank() == 0;  // writes checkpoints, events and the export
   std::optional<EventWriter> events;
-  if (!config.logdir.empty()) {
+  if (!config.logdir.empty() && lead) {
     LS_ASSIGN_OR_RETURN(events, EventWriter::Create(config.logdir));
   }
 
@@ -325,7 +355,9 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                    .shuffle_buffer = data.shuffle_buffer,
                                    .seed = config.seed,
                                    .prefetch = data.prefetch,
-                                   .threads = data.threads};
+                                   .threads = data.threads,
+                                   .shard_index = workers.rank(),
+                                   .shard_count = workers.size()};
   BatchPipeline pipeline(train_table, train.rows, pipeline_options);
   const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
 
@@ -333,11 +365,14 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   MirroredStep::Options mirrored;
   mirrored.replicas = config.replicas > 0 ? config.replicas : cores;
   mirrored.threads_per_replica = std::max(1, cores / mirrored.replicas);
+  mirrored.first_replica = workers.rank() * mirrored.replicas;
+  mirrored.multi_worker = workers.size() > 1;
   LS_ASSIGN_OR_RETURN(std::unique_ptr<MirroredStep> step,
                       MirroredStep::Create(config, layout, weights, stats, mirrored));
-  spdlog::info("event=start replicas={} threads_per_replica={} precision={} train_rows={} batch_size={}",
-               mirrored.replicas, mirrored.threads_per_replica, config.precision, train.rows.size(),
-               config.batch_size);
+  spdlog::info(
+      "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} train_rows={} batch_size={}",
+      workers.Describe(), mirrored.replicas, mirrored.threads_per_replica, config.precision, train.rows.size(),
+      config.batch_size);
   std::vector<Parameter> params(layout.weights.size());
   for (size_t i = 0; i < params.size(); ++i) params[i].value = weights[layout.weights[i].name].mutable_data<float>();
 
@@ -345,7 +380,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   const auto start = std::chrono::steady_clock::now();
   // Saves where the run is: the next batch to train on is `batches_done` of `epoch`.
   auto checkpoint = [&](int64_t epoch, int64_t batches_done) -> Status {
-    if (config.checkpoint.dir.empty()) return Status::Ok();
+    if (config.checkpoint.dir.empty() || !lead) return Status::Ok();
     Checkpoint c{optimizer.steps(), epoch, batches_done, {}, {}, {}, {}};
     for (size_t i = 0; i < layout.weights.size(); ++i) {
       const std::string& name = layout.weights[i].name;
@@ -362,7 +397,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     spdlog::info("event=checkpoint path={} step={}", path, c.step);
     return Status::Ok();
   };
-  ProgressBar bar(stderr, isatty(STDERR_FILENO) == 1);
+  ProgressBar bar(stderr, lead && isatty(STDERR_FILENO) == 1);
+  std::array<double, 2> metrics{};  // a step's loss and rows right, summed across the workers
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = std::chrono::steady_clock::now();
     pipeline.StartEpoch(epoch);
@@ -379,10 +415,15 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       const auto dropout_seed = static_cast<int64_t>(
           Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1))).Next());
       LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed));
-      loss_sum += step->loss();
-      correct += step->correct();
+      metrics = {step->loss(), static_cast<double>(step->correct())};
+      if (workers.size() > 1) {
+        LS_RETURN_IF_ERROR(workers.SumInRankOrder(step->flat_gradients()));
+        LS_RETURN_IF_ERROR(workers.SumInRankOrder(std::span<double>(metrics)));
+      }
+      loss_sum += metrics[0];
+      correct += static_cast<int64_t>(metrics[1]);
       ++batches;
-      seen += b->rows;
+      seen += b->global_rows;
       const std::span<const std::span<float>> grads = step->gradients();
       for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
       if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
@@ -419,6 +460,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));
     report.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));
 
+    if (workers.size() > 1) LS_RETURN_IF_ERROR(CheckWorkersAgree(workers, layout, weights, epoch));
+    if (!lead) continue;
     std::optional<Evaluation> val;
     if (validation.table != nullptr) {
       LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, weights, stats));
@@ -461,6 +504,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     }
   }
 
+  if (!lead) {
+    report.steps = optimizer.steps();
+    return report;
+  }
   const WeightMap& exported = config.export_.best_by.empty() ? weights : best;
   LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, exported, stats));
   {

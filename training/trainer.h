@@ -9,6 +9,7 @@
 
 #include "runtime/status.h"
 #include "training/config.h"
+#include "training/workers.h"
 
 namespace lockstep::training {
 
@@ -34,6 +35,10 @@ struct TrainOptions {
   // Stop once this many optimiser steps are done (writing a checkpoint when checkpoint.dir
   // is set), without evaluating or exporting: a run cut short, as by a time limit. 0: no limit.
   int64_t stop_after_steps = 0;
+  // The processes of a multi-worker run (workers.h); null: this process alone. Rank 0 writes
+  // the checkpoints, the TensorBoard events and the export, and evaluates; the other ranks
+  // train on their shards and return a report without metrics.
+  Workers* workers = nullptr;
 };
 
 // `model_name` goes into the bundle's metadata. Errors name the file and field at fault.

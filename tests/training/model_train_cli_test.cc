@@ -11,27 +11,15 @@
 #include "runtime/bundle/bundle.h"
 #include "tensorflow/core/example/example.pb.h"
 #include "training/data/tfrecord.h"
+#include "tests/training/run_command.h"
 
 namespace lockstep::training {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using Result = CommandResult;
 
 Result RunModelTrain(const std::string& args) {
-  const std::string command =
-      "cd " + std::string(LOCKSTEP_SOURCE_DIR) + " && " + MODEL_TRAIN_PATH + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return RunCommand("cd " + std::string(LOCKSTEP_SOURCE_DIR) + " && " + MODEL_TRAIN_PATH + " " + args);
 }
 
 class ModelTrainCliTest : public ::testing::Test {

@@ -62,8 +62,10 @@ int64_t BatchPipeline::batches_per_epoch() const {
 void BatchPipeline::Assemble(int64_t index, Slot& slot) const {
   const int64_t b = std::max<int64_t>(options_.batch_size, 1);
   const int64_t f = table_.num_features();
-  const int64_t begin = index * b;
-  const int64_t count = std::min<int64_t>(b, static_cast<int64_t>(order_.size()) - begin);
+  const int64_t global = std::min<int64_t>(b, static_cast<int64_t>(order_.size()) - index * b);
+  const int64_t shards = std::max(options_.shard_count, 1);
+  const int64_t begin = index * b + global * options_.shard_index / shards;
+  const int64_t count = index * b + global * (options_.shard_index + 1) / shards - begin;
   for (int64_t r = 0; r < count; ++r) {
     const int64_t row = order_[static_cast<size_t>(begin + r)];
     std::memcpy(slot.features.data() + r * f, table_.row(row).data(), static_cast<size_t>(f) * sizeof(float));
@@ -78,6 +80,7 @@ void BatchPipeline::Assemble(int64_t index, Slot& slot) const {
   }
   batch.rows = count;
   batch.index = index;
+  batch.global_rows = global;
 }
 
 void BatchPipeline::Produce() {

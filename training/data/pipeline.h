@@ -32,13 +32,19 @@ struct PipelineOptions {
   int prefetch = 2;
   // Threads assembling batches when prefetch > 0.
   int threads = 1;
+  // Multi-worker training: this worker assembles only its shard of each global batch, rows
+  // [n * shard_index / shard_count, n * (shard_index + 1) / shard_count) of its n rows. Every
+  // worker shuffles the same way, so the shards of a batch are disjoint and make it whole.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 struct Batch {
   Tensor features;  // float32 [rows, num_features]: a view of the first `rows` rows of a buffer
   Tensor labels;    // int32 [rows]
   int64_t rows = 0;
-  int64_t index = 0;  // within the epoch
+  int64_t index = 0;        // within the epoch
+  int64_t global_rows = 0;  // of the whole global batch: `rows` unless the batch is sharded
 };
 
 class BatchPipeline {

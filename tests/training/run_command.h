@@ -1,0 +1,29 @@
+// Runs a shell command for the tests that start model-train (or mpirun) as a user would.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace lockstep::training {
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when it could not start or did not exit normally
+  std::string output;  // stdout and stderr together
+};
+
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace lockstep::training
