@@ -59,6 +59,8 @@ struct Plan {
   // the Input node's own (a binding may say [-1] where the node says [3]).
   std::vector<Shape> input_patterns;
   std::vector<int> output_values;  // per signature output
+  // Per value: the first signature output it is, or -1.
+  std::vector<int> output_slot_of_value;
   MemoryPlan memory;
 
   mutable std::mutex scratch_mu;
@@ -94,8 +96,11 @@ void Plan::ReturnScratch(std::unique_ptr<RunScratch> scratch) const {
 // Hands kernels their output storage: an arena buffer where the memory plan has one.
 class ArenaAllocator final : public OutputAllocator {
  public:
-  ArenaAllocator(const Plan& plan, RunScratch& scratch, size_t budget)
-      : plan_(plan), scratch_(scratch), budget_(budget), remaining_(budget) {}
+  // `caller_outputs`: the tensors the caller's output vector held from its last Run. A value
+  // that is a signature output is computed straight into the caller's tensor when that has its
+  // dtype and shape and nothing else holds it, saving the copy out at the end.
+  ArenaAllocator(const Plan& plan, RunScratch& scratch, size_t budget, std::vector<NamedTensor>& caller_outputs)
+      : plan_(plan), scratch_(scratch), budget_(budget), remaining_(budget), caller_outputs_(caller_outputs) {}
   void set_step(const Step* step) { step_ = step; }
 
   StatusOr<Tensor> Allocate(int index, DType dtype, const Shape& shape, size_t bytes) override {
@@ -104,7 +109,15 @@ class ArenaAllocator final : public OutputAllocator {
                                " bytes one run may use (an output of shape " + shape.ToString() + ")");
     }
     remaining_ -= bytes;
-    int buffer = plan_.memory.buffer_of_value[step_->first_output + index];
+    const int value = step_->first_output + index;
+    const int slot = plan_.output_slot_of_value[static_cast<size_t>(value)];
+    if (slot >= 0 && static_cast<size_t>(slot) < caller_outputs_.size()) {
+      NamedTensor& out = caller_outputs_[static_cast<size_t>(slot)];
+      if (out.name == plan_.signature.outputs[static_cast<size_t>(slot)].key && out.tensor.Writable(dtype, shape)) {
+        return out.tensor;
+      }
+    }
+    int buffer = plan_.memory.buffer_of_value[value];
     if (buffer < 0 || dtype == DType::kString) return Tensor(dtype, shape);
     return Tensor::MutableView(dtype, shape, scratch_.buffers[buffer].Ensure(bytes), nullptr);
   }
@@ -115,6 +128,7 @@ class ArenaAllocator final : public OutputAllocator {
   const size_t budget_;
   size_t remaining_;
   const Step* step_ = nullptr;
+  std::vector<NamedTensor>& caller_outputs_;
 };
 
 std::string StepLabel(const Step& s) { return "node '" + s.node->name + "' (" + s.op->name + ")"; }
@@ -240,9 +254,13 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     problem.steps.push_back(std::move(mp));
   }
   for (ValueId v : inputs) plan->input_values.push_back(value_of(v));
+  plan->output_slot_of_value.assign(static_cast<size_t>(plan->num_values), -1);
   for (ValueId v : outputs) {
-    plan->output_values.push_back(value_of(v));
-    problem.live_to_end.push_back(value_of(v));
+    const int value = value_of(v);
+    int& slot = plan->output_slot_of_value[static_cast<size_t>(value)];
+    if (slot < 0) slot = static_cast<int>(plan->output_values.size());
+    plan->output_values.push_back(value);
+    problem.live_to_end.push_back(value);
   }
   plan->memory = PlanMemory(problem, reuse_buffers);
   return plan;
@@ -332,7 +350,7 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
   // concrete shapes of this request are checked by each kernel itself (every kernel is held
   // to agree with inference by tests/runtime/ops_kernel_shapes_test.cc), so the hot path does
   // not infer again.
-  ArenaAllocator allocator(*plan, *scratch, compiled_->max_bytes_per_run);
+  ArenaAllocator allocator(*plan, *scratch, compiled_->max_bytes_per_run, *outputs);
   ThreadPool& pool = *compiled_->pool;
   for (const Step& step : plan->steps) {
     if (!status.ok()) break;
@@ -365,8 +383,10 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
       out.tensor.AssignCopyOf(values[plan->output_values[k]]);
     }
   }
-  // Drop the caller's tensors so the scratch does not keep them alive between calls.
+  // Drop the caller's tensors (inputs, and outputs computed in place) so the scratch does not
+  // keep them alive between calls.
   for (int v : plan->input_values) values[v] = Tensor();
+  for (int v : plan->output_values) values[v] = Tensor();
   plan->ReturnScratch(std::move(scratch));
   return status;
 }

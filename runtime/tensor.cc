@@ -86,10 +86,15 @@ Tensor Tensor::Clone() const {
   return t;
 }
 
+bool Tensor::Writable(DType dtype, const Shape& shape) const {
+  return dtype_ == dtype && dtype_ != DType::kString && shape_ == shape && !read_only_ && owner_ != nullptr &&
+         owner_.use_count() == 1;
+}
+
 void Tensor::AssignCopyOf(const Tensor& src) {
-  const bool reusable = dtype_ == src.dtype_ && dtype_ != DType::kString && shape_ == src.shape_ && !read_only_ &&
-                        owner_ != nullptr && owner_.use_count() == 1 && data_ != src.data_;
-  if (!reusable) {
+  // Already the value (computed in place, see Session::Run).
+  if (data_ == src.data_ && dtype_ == src.dtype_ && shape_ == src.shape_ && data_ != nullptr) return;
+  if (!Writable(src.dtype_, src.shape_)) {
     *this = src.Clone();
     return;
   }

@@ -82,6 +82,9 @@ class Tensor {
   // src's dtype and shape, is writable, and no other Tensor shares its storage; otherwise it
   // becomes src.Clone(). For callers that run the same computation again and again.
   void AssignCopyOf(const Tensor& src);
+  // Whether this tensor could be written in place as a value of `dtype` and `shape`: it has
+  // them, is writable, is not a string tensor, and no other Tensor shares its storage.
+  bool Writable(DType dtype, const Shape& shape) const;
 
   // Same dtype, shape and bytes (strings compared by value; floats bitwise).
   bool BitwiseEqual(const Tensor& other) const;

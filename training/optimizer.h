@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/status.h"
+#include "runtime/thread_pool.h"
 #include "training/config.h"
 
 namespace lockstep::training {
@@ -34,8 +35,10 @@ class Optimizer {
   static StatusOr<Optimizer> Create(const OptimizerConfig& config);
 
   // One update of every parameter at learning rate `learning_rate`. The parameters must be
-  // the same (count and sizes) on every call; their state is allocated on the first.
-  void Apply(std::span<const Parameter> params, double learning_rate);
+  // the same (count and sizes) on every call; their state is allocated on the first. With a
+  // pool, stretches of the parameters are updated in parallel; every element is computed the
+  // same way either way, so the result does not depend on the thread count.
+  void Apply(std::span<const Parameter> params, double learning_rate, ThreadPool* pool = nullptr);
 
   int64_t steps() const { return steps_; }
   // Per parameter, its state vectors (momentum: v; adam: m, s; sgd: none), for checkpoints.
@@ -45,6 +48,9 @@ class Optimizer {
  private:
   enum class Kind { kSgd, kMomentum, kAdam, kAdamW };
   Optimizer(Kind kind, OptimizerConfig config) : kind_(kind), config_(std::move(config)) {}
+  struct StepConstants;
+  // Elements [begin, end) of parameter p.
+  void Update(const Parameter& param, size_t p, size_t begin, size_t end, const StepConstants& k);
 
   Kind kind_;
   OptimizerConfig config_;

@@ -373,6 +373,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} train_rows={} batch_size={}",
       workers.Describe(), mirrored.replicas, mirrored.threads_per_replica, config.precision, train.rows.size(),
       config.batch_size);
+  // The update between steps runs on every core (the replicas are idle then).
+  ThreadPool update_pool(cores);
   std::vector<Parameter> params(layout.weights.size());
   for (size_t i = 0; i < params.size(); ++i) params[i].value = weights[layout.weights[i].name].mutable_data<float>();
 
@@ -429,7 +431,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
       const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
                                               optimizer.steps(), total_steps);
-      optimizer.Apply(params, lr);
+      optimizer.Apply(params, lr, &update_pool);
       ++epoch_batches;
       const double so_far =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();

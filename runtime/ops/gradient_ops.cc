@@ -81,11 +81,27 @@ StatusOr<Tensor*> SumDown(KernelContext& ctx, std::string_view op, const Tensor&
                           const Shape& out_shape) {
   LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides(op, kept, x.shape()));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
+  // The common case, a sum over leading dimensions only ([rows, ...] to [...], as a bias's
+  // gradient): whole rows added in order, a vectorisable loop. The same additions in the same
+  // order as the general walk, so the same bits.
+  int64_t rows = 1;
+  int lead = 0;
+  while (lead < x.shape().rank() && strides[static_cast<size_t>(lead)] == 0) rows *= x.shape().dim(lead++);
+  bool leading_only = true;
+  for (int d = lead; d < x.shape().rank(); ++d) leading_only = leading_only && strides[static_cast<size_t>(d)] != 0;
   LS_RETURN_IF_ERROR(DispatchReal(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    T* po = out->mutable_data<T>().data();
-    std::fill(po, po + out->num_elements(), T(0));
+    T* __restrict po = out->mutable_data<T>().data();
+    const int64_t width = out->num_elements();
+    std::fill(po, po + width, T(0));
     const T* px = x.data<T>().data();
+    if (leading_only && width > 0 && rows * width == x.num_elements()) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* __restrict row = px + r * width;
+        for (int64_t j = 0; j < width; ++j) po[j] += row[j];
+      }
+      return Status::Ok();
+    }
     ForEachBroadcast(x.shape(), strides, [&](int64_t i, int64_t o) { po[o] += px[i]; });
     return Status::Ok();
   }));

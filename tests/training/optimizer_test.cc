@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 namespace lockstep::training {
@@ -124,6 +125,31 @@ TEST(ClipTest, ScalesOnlyAboveTheNorm) {
   EXPECT_DOUBLE_EQ(ClipByGlobalNorm(grads, 1.0), 5.0);
   EXPECT_FLOAT_EQ(a[0], 0.6f);
   EXPECT_FLOAT_EQ(b[0], 0.8f);
+}
+
+}  // namespace
+}  // namespace lockstep::training
+
+namespace lockstep::training {
+namespace {
+
+// Updates split across threads compute every element as one thread does: the same bits, for
+// every optimiser, on parameters large enough to be split.
+TEST(OptimizerTest, ParallelUpdatesAreTheSerialOnesBitForBit) {
+  ThreadPool pool(3);
+  std::vector<float> g(100000);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = std::sin(static_cast<float>(i)) * 0.01f;
+  for (const char* type : {"sgd", "momentum", "adam", "adamw"}) {
+    Optimizer serial = Make(type, 0.01, true), parallel = Make(type, 0.01, true);
+    std::vector<float> a(g.size(), 0.5f), b = a;
+    for (int s = 0; s < 3; ++s) {
+      const Parameter pa{std::span<float>(a), std::span<const float>(g)};
+      const Parameter pb{std::span<float>(b), std::span<const float>(g)};
+      serial.Apply(std::span<const Parameter>(&pa, 1), 0.01);
+      parallel.Apply(std::span<const Parameter>(&pb, 1), 0.01, &pool);
+    }
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << type;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""PyTorch's training throughput on the models bench_train measures, as the peer in the same run.
+
+The same models, batch sizes, optimiser (Adam, lr 1e-3), loss (cross-entropy on the logits) and
+synthetic data as bench/train/train_bench.cc; intra-op threads set with torch.set_num_threads;
+with --autocast, the forward pass runs under torch.autocast("cpu", dtype=torch.bfloat16), the
+way a PyTorch user trains in bf16 mixed precision on a CPU. Timing as bench_train's: a warm-up,
+then W windows, the median window's rate. Prints one JSON line.
+
+  torch_train.py --model mlp|cnn --threads T [--autocast] [--batch B] [--seconds S] [--windows W]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from torch import nn
+
+
+def build(model):
+    if model == "mlp":
+        return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                             nn.Linear(1024, 10)), (784,)
+    # The digits CNN (NCHW here; bench_train is NHWC): Conv2D(32, 3, same, relu), MaxPool2D(2),
+    # Flatten, Dense(10).
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(32 * 4 * 4, 10)), (1, 8, 8)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--autocast", action="store_true")
+    parser.add_argument("--batch", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--windows", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    batch = args.batch or (256 if args.model == "mlp" else 32)
+    net, shape = build(args.model)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.rand((batch,) + shape)
+    y = torch.randint(0, 10, (batch,))
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        if args.autocast:
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                loss = loss_fn(net(x), y)
+        else:
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    window = args.seconds / args.windows
+    warm_until = time.perf_counter() + window / 5
+    for i in range(3):
+        step()
+    while time.perf_counter() < warm_until:
+        step()
+    rates = []
+    for _ in range(args.windows):
+        begin = time.perf_counter()
+        n = 0
+        while time.perf_counter() - begin < window:
+            loss = step()
+            n += 1
+        rates.append(n * batch / (time.perf_counter() - begin))
+    print(json.dumps({"framework": "pytorch", "model": args.model,
+                      "precision": "bfloat16" if args.autocast else "float32", "threads": args.threads,
+                      "batch": batch, "samples_per_s": round(statistics.median(rates), 1),
+                      "loss": round(float(loss), 4), "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()
