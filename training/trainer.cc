@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <memory>
 #include <array>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -17,11 +17,9 @@
 #include "runtime/crc32c.h"
 #include "runtime/session.h"
 #include "training/checkpoint.h"
-#include "training/data/csv_reader.h"
-#include "training/data/example_reader.h"
+#include "training/data/dataset.h"
 #include "training/data/feature_stats.h"
 #include "training/data/pipeline.h"
-#include "training/data/split.h"
 #include "training/event_writer.h"
 #include "training/mirrored_step.h"
 #include "training/initializers.h"
@@ -31,65 +29,6 @@
 
 namespace lockstep::training {
 namespace {
-
-StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std::string>& files) {
-  if (data.format == "tfrecord") {
-    ExampleOptions options;
-    options.label_key = data.label;
-    options.feature_keys = data.features;
-    options.records.skip_corrupt = data.skip_corrupt_records;
-    return ReadExamples(files, options);
-  }
-  CsvOptions options;
-  options.label_column = data.label;
-  options.feature_columns = data.features;
-  LabelledTable all;
-  for (const std::string& file : files) {
-    LS_ASSIGN_OR_RETURN(LabelledTable t, ReadCsv(file, options));
-    if (file == files.front()) {
-      all = std::move(t);
-      continue;
-    }
-    if (t.feature_names != all.feature_names) {
-      return InvalidArgument(file + ": its feature columns differ from " + files.front() + "'s");
-    }
-    // Class names get ids across all the files, not per file.
-    LabelledTable classes;
-    classes.class_names = all.class_names;
-    classes.class_names.insert(classes.class_names.end(), t.class_names.begin(), t.class_names.end());
-    std::sort(classes.class_names.begin(), classes.class_names.end());
-    classes.class_names.erase(std::unique(classes.class_names.begin(), classes.class_names.end()),
-                              classes.class_names.end());
-    LS_RETURN_IF_ERROR(MapClassesOnto(classes, all).WithPrefix(files.front()));
-    LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(file));
-    all.Append(t);
-  }
-  return all;
-}
-
-// The rows of one table an evaluation or an epoch goes through.
-struct Part {
-  const LabelledTable* table = nullptr;
-  std::vector<int64_t> rows;
-};
-
-std::vector<int64_t> AllRows(const LabelledTable& t) {
-  std::vector<int64_t> rows(static_cast<size_t>(t.num_rows()));
-  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
-  return rows;
-}
-
-std::vector<int64_t> Select(const std::vector<int64_t>& rows, const std::vector<int64_t>& positions) {
-  std::vector<int64_t> out;
-  for (int64_t p : positions) out.push_back(rows[static_cast<size_t>(p)]);
-  return out;
-}
-
-std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>& rows) {
-  std::vector<int32_t> out;
-  for (int64_t r : rows) out.push_back(t.labels[static_cast<size_t>(r)]);
-  return out;
-}
 
 std::string Hex(uint32_t v) {
   char buf[9];
@@ -253,55 +192,62 @@ Status RestoreCheckpoint(const Checkpoint& c, const ModelLayout& layout, WeightM
   return Status::Ok();
 }
 
+
+// Writes the serving graph, with its metadata, as <export.dir>/<highest version + 1>/ (the
+// bundle writer's atomic rename: a server watching the directory never sees half of it).
+// Returns the bundle's path.
+StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& config, const std::string& model_name,
+                                   const TrainReport& report, const ModelLayout& layout,
+                                   const LabelledTable& train_table) {
+  auto& meta = serving_graph.graph.metadata;
+  meta["model_name"] = model_name;
+  meta["lockstep_version"] = LOCKSTEP_VERSION;
+  meta["trained_steps"] = std::to_string(report.steps);
+  meta["training_config"] = TrainConfigToJson(config);
+  meta["loss"] = config.loss;
+  meta["precision"] = config.precision;
+  meta["train_loss"] = fmt::format("{:.6f}", report.train_loss);
+  meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
+  meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
+  meta["train_data"] = config.data.train.front();
+  meta["data_fingerprint"] =
+      "crc32c:" + Hex(Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.features.data()),
+                                              train_table.features.size() * sizeof(float)),
+                             Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.labels.data()),
+                                                     train_table.labels.size() * sizeof(int32_t)))));
+  if (report.has_test) {
+    meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
+    meta["test_loss"] = fmt::format("{:.6f}", report.test_loss);
+  }
+  if (report.has_validation) {
+    meta["validation_accuracy"] = fmt::format("{:.6f}", report.validation_accuracy);
+    meta["validation_loss"] = fmt::format("{:.6f}", report.validation_loss);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(config.export_.dir, ec);
+  if (ec) return FailedPrecondition("export.dir '" + config.export_.dir + "': " + ec.message());
+  const std::filesystem::path dir =
+      std::filesystem::path(config.export_.dir) / std::to_string(NextVersion(config.export_.dir));
+  LS_RETURN_IF_ERROR(WriteBundle(serving_graph, dir));
+  spdlog::info("event=export path={} test_accuracy={:.4f}", dir.string(), report.test_accuracy);
+  return dir.string();
+}
+
 }  // namespace
 
 StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_name,
                             const TrainOptions& options) {
   const bool keep_test_predictions = options.keep_test_predictions;
   const DataConfig& data = config.data;
-  LS_ASSIGN_OR_RETURN(LabelledTable train_table, ReadTable(data, data.train));
-  std::optional<LabelledTable> validation_table, test_table;
-  if (!data.validation.empty()) {
-    LS_ASSIGN_OR_RETURN(validation_table, ReadTable(data, data.validation));
-  }
-  if (!data.test.empty()) {
-    LS_ASSIGN_OR_RETURN(test_table, ReadTable(data, data.test));
-  }
-  for (auto [t, field] : {std::pair{validation_table ? &*validation_table : nullptr, "data.validation"},
-                          std::pair{test_table ? &*test_table : nullptr, "data.test"}}) {
-    if (t == nullptr) continue;
-    if (t->feature_names != train_table.feature_names) {
-      return InvalidArgument(std::string(field) + ": the files must have the training data's features");
-    }
-    LS_RETURN_IF_ERROR(MapClassesOnto(train_table, *t).WithPrefix(field));
-  }
-
-  // Held-out rows: stratified fractions of the training file where no separate file is given.
-  Part train{&train_table, AllRows(train_table)}, validation, test;
-  if (test_table) {
-    test = {&*test_table, AllRows(*test_table)};
-  } else if (data.test_fraction > 0) {
-    const RowSplit s = StratifiedSplit(train_table.labels, data.test_fraction, data.split_seed);
-    test = {&train_table, s.held_out};
-    train.rows = s.train;
-  }
-  if (validation_table) {
-    validation = {&*validation_table, AllRows(*validation_table)};
-  } else if (data.validation_fraction > 0) {
-    // A fraction of all the rows, taken from what the test left.
-    const double remaining = test_table ? 1.0 : 1.0 - data.test_fraction;
-    const RowSplit s = StratifiedSplit(LabelsOf(train_table, train.rows),
-                                       data.validation_fraction / remaining, data.split_seed + 1);
-    validation = {&train_table, Select(train.rows, s.held_out)};
-    train.rows = Select(train.rows, s.train);
-  }
-  if (train.rows.empty()) return InvalidArgument("data: no training rows are left after the split");
-
+  LS_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(data));
+  const LabelledTable& train_table = *dataset.tables[0];
+  const Part& train = dataset.train;
+  const Part& validation = dataset.validation;
+  const Part& test = dataset.test;
   const FeatureStats stats = ComputeFeatureStats(train_table, train.rows);
   LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema::Of(train_table)));
   const int32_t classes = layout.num_classes;
-  for (const LabelledTable* t : {&train_table, validation_table ? &*validation_table : nullptr,
-                                 test_table ? &*test_table : nullptr}) {
+  for (const auto& t : dataset.tables) {
     if (t != nullptr) LS_RETURN_IF_ERROR(CheckRows(config.model, classes, *t, data.label));
   }
 
@@ -532,39 +478,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     }
   }
   if (!config.export_.dir.empty()) {
-    auto& meta = serving_graph.graph.metadata;
-    meta["model_name"] = model_name;
-    meta["lockstep_version"] = LOCKSTEP_VERSION;
-    meta["trained_steps"] = std::to_string(report.steps);
-    meta["training_config"] = TrainConfigToJson(config);
-    meta["loss"] = config.loss;
-    meta["precision"] = config.precision;
-    meta["train_loss"] = fmt::format("{:.6f}", report.train_loss);
-    meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
-    meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
-    meta["train_data"] = data.train.front();
-    meta["data_fingerprint"] =
-        "crc32c:" +
-        Hex(Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.features.data()),
-                                    train_table.features.size() * sizeof(float)),
-                   Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.labels.data()),
-                                           train_table.labels.size() * sizeof(int32_t)))));
-    if (report.has_test) {
-      meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
-      meta["test_loss"] = fmt::format("{:.6f}", report.test_loss);
-    }
-    if (report.has_validation) {
-      meta["validation_accuracy"] = fmt::format("{:.6f}", report.validation_accuracy);
-      meta["validation_loss"] = fmt::format("{:.6f}", report.validation_loss);
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(config.export_.dir, ec);
-    if (ec) return FailedPrecondition("export.dir '" + config.export_.dir + "': " + ec.message());
-    const std::filesystem::path dir =
-        std::filesystem::path(config.export_.dir) / std::to_string(NextVersion(config.export_.dir));
-    LS_RETURN_IF_ERROR(WriteBundle(serving_graph, dir));
-    report.export_path = dir.string();
-    spdlog::info("event=export path={} test_accuracy={:.4f}", report.export_path, report.test_accuracy);
+    LS_ASSIGN_OR_RETURN(report.export_path,
+                        ExportBundle(std::move(serving_graph), config, model_name, report, layout, train_table));
   }
   return report;
 }
