@@ -50,6 +50,8 @@ class Session {
   // one owned tensor per output key, in the signature's order. A tensor `outputs` already
   // holds (from the last call) is written in place when it has the right dtype and shape and
   // nothing else shares it, so a loop that passes the same vector allocates no outputs.
+  // (Kernels then compute straight into those tensors, so after a failed Run they hold
+  // unspecified values: read `outputs` only on success.)
   Status Run(std::string_view signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs) const;
 
