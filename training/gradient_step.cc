@@ -4,6 +4,30 @@
 
 namespace lockstep::training {
 
+WeightMap TrainingWeights(const TrainConfig& config, const ModelLayout& layout, const WeightMap& weights) {
+  WeightMap result = weights;
+  for (const WeightInfo& w : layout.weights) {
+    if (!TakesBf16Copy(config, w)) continue;
+    Tensor copy(DType::kBFloat16, w.shape);
+    FloatToBfloat16(weights.at(w.name).data<float>(), copy.mutable_data<bfloat16>());
+    result[Bf16CopyName(w.name)] = std::move(copy);
+  }
+  return result;
+}
+
+std::vector<Parameter> TrainableParameters(const TrainConfig& config, const ModelLayout& layout,
+                                           WeightMap& training_weights) {
+  std::vector<Parameter> params;
+  for (const WeightInfo& w : layout.weights) {
+    Parameter p;
+    p.value = training_weights.at(w.name).mutable_data<float>();
+    if (TakesBf16Copy(config, w))
+      p.bf16_value = training_weights.at(Bf16CopyName(w.name)).mutable_data<bfloat16>();
+    params.push_back(p);
+  }
+  return params;
+}
+
 StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& config,
                                                              const ModelLayout& layout,
                                                              const WeightMap& weights,
@@ -19,9 +43,10 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
     feed.push_back({kStdInput, Tensor::FromVector<float>(Shape{f}, stats.std)});
   }
   for (const WeightInfo& w : layout.weights) {
-    auto it = weights.find(w.name);
-    if (it == weights.end()) return InvalidArgument("no weight '" + w.name + "' for the training graph");
-    feed.push_back({w.name, it->second});
+    const std::string name = TakesBf16Copy(config, w) ? Bf16CopyName(w.name) : w.name;
+    auto it = weights.find(name);
+    if (it == weights.end()) return InvalidArgument("no weight '" + name + "' for the training graph");
+    feed.push_back({name, it->second});
   }
   if (layout.has_dropout) feed.push_back({kDropoutSeedInput, Tensor::Scalar<int64_t>(0)});
   return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout.has_dropout,

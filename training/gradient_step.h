@@ -14,13 +14,24 @@
 #include "training/data/feature_stats.h"
 #include "training/data/pipeline.h"
 #include "training/model_graph.h"
+#include "training/optimizer.h"
 
 namespace lockstep::training {
 
+// What the training graph reads: `weights` (the float32 masters, shared, not copied) and,
+// under precision bfloat16, the bf16 copy of each weight that takes one (TakesBf16Copy),
+// rounded from the master's current values.
+WeightMap TrainingWeights(const TrainConfig& config, const ModelLayout& layout, const WeightMap& weights);
+
+// One Parameter per weight of the layout, in its order: the master's values and, when it has
+// one, the bf16 copy the update refreshes. The gradients are the caller's to set.
+std::vector<Parameter> TrainableParameters(const TrainConfig& config, const ModelLayout& layout,
+                                           WeightMap& training_weights);
+
 class GradientStep {
  public:
-  // `weights` must hold every weight of the layout and outlive the step; so must `pool`, the
-  // intra-op threads (null: the default pool).
+  // `weights` (TrainingWeights) must hold every weight the training graph reads and outlive
+  // the step; so must `pool`, the intra-op threads (null: the default pool).
   static StatusOr<std::unique_ptr<GradientStep>> Create(const TrainConfig& config, const ModelLayout& layout,
                                                         const WeightMap& weights, const FeatureStats& stats,
                                                         ThreadPool* pool = nullptr);

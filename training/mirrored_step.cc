@@ -6,6 +6,24 @@
 
 namespace lockstep::training {
 
+namespace {
+
+// out[e] = share * g[e] (`first`) or out[e] += share * g[e], for e in [begin, end). Cloned for
+// AVX-512, AVX2 and the baseline (the reduction streams every gradient once per step); without
+// contraction (training/CMakeLists.txt), so every clone gives the same bits.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddWeighted(float* __restrict out,
+                                                                              const float* __restrict g,
+                                                                              float share, int64_t begin,
+                                                                              int64_t end, bool first) {
+  if (first) {
+    for (int64_t e = begin; e < end; ++e) out[e] = share * g[e];
+  } else {
+    for (int64_t e = begin; e < end; ++e) out[e] += share * g[e];
+  }
+}
+
+}  // namespace
+
 struct MirroredStep::Replica {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<GradientStep> step;
@@ -66,7 +84,9 @@ StatusOr<std::unique_ptr<MirroredStep>> MirroredStep::Create(const TrainConfig& 
 
 MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout,
                            const Options& options)
-    : replicas_(std::move(replicas)), first_replica_(options.first_replica) {
+    : replicas_(std::move(replicas)),
+      first_replica_(options.first_replica),
+      multi_worker_(options.multi_worker) {
   const int n = static_cast<int>(replicas_.size());
   if (n > 1 || options.multi_worker) {
     size_t total = 0;
@@ -113,31 +133,45 @@ void MirroredStep::RunReplica(int r) {
   if (flat_.empty()) return;  // one replica, one worker: its gradients are the batch's
   const auto n = static_cast<int64_t>(replicas_.size());
   if (n > 1) computed_->Wait();
+  // A failed step reduces nothing: Run reports the failure, and nothing must be updated.
+  for (const auto& q : replicas_) {
+    if (!q->status.ok()) {
+      if (n > 1) reduced_barrier_->Wait();
+      return;
+    }
+  }
   // Replica r reduces slice r of every gradient: element e is the sum over the replicas, in
-  // replica order, of each one's gradient weighted by its share of the global batch.
+  // replica order, of each one's gradient weighted by its share of the global batch. In
+  // stretches that stay in L1, each handed to on_reduced_ at once.
+  constexpr int64_t kStretch = 4096;
   for (size_t i = 0; i < reduced_.size(); ++i) {
     const auto len = static_cast<int64_t>(reduced_[i].size());
     const int64_t lo = len * r / n, hi = len * (r + 1) / n;
-    float* __restrict out = reduced_[i].data();
-    bool first = true;  // the first term is stored, not added to a zero (the same bits, one pass less)
-    for (const auto& q : replicas_) {
-      if (q->rows == 0 || !q->status.ok()) continue;
-      const float share = static_cast<float>(static_cast<double>(q->rows) / static_cast<double>(total_rows_));
-      const float* __restrict g = q->step->gradients()[i].data();
-      if (first) {
-        for (int64_t e = lo; e < hi; ++e) out[e] = share * g[e];
-      } else {
-        for (int64_t e = lo; e < hi; ++e) out[e] += share * g[e];
+    float* out = reduced_[i].data();
+    for (int64_t begin = lo; begin < hi; begin += kStretch) {
+      const int64_t end = std::min(hi, begin + kStretch);
+      bool first = true;  // the first term is stored, not added to a zero (the same bits, one pass less)
+      for (const auto& q : replicas_) {
+        if (q->rows == 0) continue;
+        const float share =
+            static_cast<float>(static_cast<double>(q->rows) / static_cast<double>(total_rows_));
+        AddWeighted(out, q->step->gradients()[i].data(), share, begin, end, first);
+        first = false;
       }
-      first = false;
+      if (first) std::fill(out + begin, out + end, 0.0f);  // no replica had rows
+      if (on_reduced_ != nullptr) (*on_reduced_)(i, begin, end);
     }
-    if (first) std::fill(out + lo, out + hi, 0.0f);  // no replica had rows
   }
   if (n > 1) reduced_barrier_->Wait();
 }
 
-Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed) {
+Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed, const ReducedFn* on_reduced) {
   const auto n = static_cast<int64_t>(replicas_.size());
+  if (on_reduced != nullptr && !reduces_locally()) {
+    return FailedPrecondition(
+        "MirroredStep: an update during the reduction needs a step that reduces locally");
+  }
+  on_reduced_ = on_reduced;
   for (int64_t r = 0; r < n; ++r) {
     Replica& replica = *replicas_[static_cast<size_t>(r)];
     replica.begin = batch.rows * r / n;

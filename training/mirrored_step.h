@@ -8,8 +8,10 @@
 // same bits every time; and because the reduction is a mean, the learning rate does not change
 // with N.
 //
-// The replicas' weights are one copy in shared memory: the replicas only read it, and the
-// trainer updates it between steps, so they are identical by construction. (Across processes,
+// The replicas' weights are one copy in shared memory (with, under bf16, one bf16 copy of each
+// product weight: TrainingWeights): the replicas only read it while they compute, and the
+// update writes it once they all have (during the reduction, or after the step), so they are
+// identical by construction. (Across processes,
 // each rank holds its own copy: cross_replica.h.)
 //
 // A warmed-up step allocates nothing: the replica threads live as long as the step, and the
@@ -18,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <thread>
@@ -47,11 +50,25 @@ class MirroredStep {
   MirroredStep(const MirroredStep&) = delete;
   MirroredStep& operator=(const MirroredStep&) = delete;
 
+  // What to do with each stretch of a reduced gradient: (weight index, element range).
+  using ReducedFn = std::function<void(size_t weight, int64_t begin, int64_t end)>;
+
   // Runs every replica on its shard of `batch` at once, then the all-reduce. A replica whose
   // shard is empty (a batch of fewer rows than replicas) sits the step out. When the batch is
   // one worker's shard of a global batch, shares are of the global batch (Batch::global_rows),
   // so the workers' results add up to the global batch's.
-  Status Run(const Batch& batch, int64_t dropout_seed);
+  //
+  // `on_reduced`, when given, is called by the replica threads on each stretch of each gradient
+  // as soon as it is reduced, while it is in cache: every element exactly once, and only when
+  // every replica succeeded. The trainer updates the weights there (Optimizer::UpdateRange), so
+  // the update runs on the replicas' cores in the same pass as the reduction. Only for a step
+  // that reduces_locally().
+  Status Run(const Batch& batch, int64_t dropout_seed, const ReducedFn* on_reduced = nullptr);
+
+  // Whether Run's all-reduce gives the global batch's gradients by itself: more than one
+  // replica, one worker. (One replica's gradients need no reduction; a worker's must still be
+  // summed with the other workers'.)
+  bool reduces_locally() const { return replicas_.size() > 1 && !multi_worker_; }
 
   // Of the last run, over the whole batch: the mean loss, the rows the model got right, and
   // each weight's gradient (parallel to layout.weights; valid until the next run).
@@ -76,6 +93,7 @@ class MirroredStep {
 
   std::vector<std::unique_ptr<Replica>> replicas_;
   const int first_replica_;
+  const bool multi_worker_;
   std::vector<float> flat_;                // the reduced gradients, when contiguous
   std::vector<std::span<float>> reduced_;  // per weight, into flat_
   std::vector<std::span<float>> gradients_;
@@ -85,6 +103,7 @@ class MirroredStep {
   const Batch* batch_ = nullptr;  // the step's batch, set before start_
   int64_t total_rows_ = 0;        // the global batch's rows
   int64_t dropout_seed_ = 0;
+  const ReducedFn* on_reduced_ = nullptr;
   double loss_ = 0;
   int64_t correct_ = 0;
 };

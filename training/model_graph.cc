@@ -62,33 +62,35 @@ AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
 }
 
 // Hands Forward its weights: the node holding each (an input of the training graph, a constant
-// of the serving graph), and for a matmul or convolution under precision bfloat16 one Cast of
-// it to bf16, shared by every use: in training the weights are cast once per step, and the
-// serving graph folds the casts into bf16 constants, which it packs once.
+// of the serving graph), and under precision bfloat16 the bf16 copy a product reads: in
+// training another input (TakesBf16Copy), in serving one Cast of the constant, shared by every
+// use, which the session folds into a bf16 constant and packs once.
 class WeightNodes {
  public:
-  WeightNodes(GraphBuilder& g, std::function<std::string(const std::string&)> node, bool bf16)
+  enum class Bf16 { kNone, kInputs, kCasts };
+  WeightNodes(GraphBuilder& g, std::function<std::string(const std::string&)> node, Bf16 bf16)
       : g_(g), node_(std::move(node)), bf16_(bf16) {}
 
   std::string Get(const std::string& name) { return node_(name); }
   std::string ForProduct(const std::string& name) {
-    if (!bf16_) return Get(name);
+    if (bf16_ == Bf16::kNone) return Get(name);
+    if (bf16_ == Bf16::kInputs) return Bf16CopyName(name);
     auto it = cast_.find(name);
     if (it != cast_.end()) return it->second;
     AttrMap to_bf16;
     to_bf16.Set("dtype", DType::kBFloat16);
-    return cast_[name] = g_.Op("Cast", {Get(name)}, to_bf16, name + "/bf16");
+    return cast_[name] = g_.Op("Cast", {Get(name)}, to_bf16, Bf16CopyName(name));
   }
   // The attrs of a product: precision bfloat16 makes its gradients bf16 products too.
   AttrMap ProductAttrs(AttrMap attrs) const {
-    if (bf16_) attrs.Set("precision", std::string("bfloat16"));
+    if (bf16_ != Bf16::kNone) attrs.Set("precision", std::string("bfloat16"));
     return attrs;
   }
 
  private:
   GraphBuilder& g_;
   std::function<std::string(const std::string&)> node_;
-  bool bf16_;
+  Bf16 bf16_;
   std::map<std::string, std::string> cast_;
 };
 
@@ -159,6 +161,10 @@ std::string Normalized(GraphBuilder& g, const std::string& x, const TrainConfig&
 
 }  // namespace
 
+bool TakesBf16Copy(const TrainConfig& config, const WeightInfo& weight) {
+  return weight.product && config.precision == "bfloat16";
+}
+
 int64_t DataSchema::num_features() const {
   int64_t n = 0;
   for (const FeatureKey& k : feature_keys) n += k.width;
@@ -196,7 +202,7 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
       }
       const int64_t width = shape[0];
       layout.weights.push_back(
-          {name + "/kernel", Shape{width, layer.units}, width, layer.units, init("glorot_uniform")});
+          {name + "/kernel", Shape{width, layer.units}, width, layer.units, init("glorot_uniform"), true});
       layout.weights.push_back({name + "/bias", Shape{layer.units}, width, layer.units, "zeros"});
       shape = {layer.units};
     } else if (layer.type == "conv2d" || layer.type == "max_pool2d" || layer.type == "avg_pool2d") {
@@ -213,7 +219,7 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
       if (conv) {
         const int64_t cin = shape[2];
         layout.weights.push_back({name + "/kernel", Shape{k, k, cin, layer.filters}, k * k * cin,
-                                  k * k * layer.filters, init("glorot_uniform")});
+                                  k * k * layer.filters, init("glorot_uniform"), true});
         layout.weights.push_back(
             {name + "/bias", Shape{layer.filters}, k * k * cin, k * k * layer.filters, "zeros"});
       }
@@ -294,9 +300,13 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   }
   const std::string seed = layout.has_dropout ? input(kDropoutSeedInput, DType::kInt64, Shape{}) : "";
   std::vector<std::string> weight_refs;
-  for (const WeightInfo& w : layout.weights) weight_refs.push_back(input(w.name, DType::kFloat32, w.shape));
+  for (const WeightInfo& w : layout.weights) {
+    weight_refs.push_back(TakesBf16Copy(config, w) ? input(Bf16CopyName(w.name), DType::kBFloat16, w.shape)
+                                                   : input(w.name, DType::kFloat32, w.shape));
+  }
   WeightNodes weight(
-      g, [](const std::string& name) { return name; }, config.precision == "bfloat16");
+      g, [](const std::string& name) { return name; },
+      config.precision == "bfloat16" ? WeightNodes::Bf16::kInputs : WeightNodes::Bf16::kNone);
   const std::string logits = Forward(g, x, config, layout, weight, seed, "");
 
   std::string per_example;
@@ -352,7 +362,7 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
         }
         return consts[name] = g.Const(name, it->second);
       },
-      config.precision == "bfloat16");
+      config.precision == "bfloat16" ? WeightNodes::Bf16::kCasts : WeightNodes::Bf16::kNone);
   std::string mean, std;
   if (config.model.normalize) {
     mean = g.Const("feature_mean", Tensor::FromVector<float>(Shape{f}, stats.mean));

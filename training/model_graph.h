@@ -1,6 +1,7 @@
 // The model as graphs. One description of the layers is emitted twice, by the same code:
-//  - the training graph: features, labels, the normalisation and every weight come in as
-//    inputs each step; out come the loss, the logits and the loss's gradient for each weight;
+//  - the training graph: features, labels, the normalisation and every weight (or its bf16
+//    copy: TakesBf16Copy) come in as inputs each step; out come the loss, the logits and the loss's gradient
+//    for each weight;
 //  - the serving graph: the weights and the normalisation are constants; raw features come
 //    in, probabilities and classes go out.
 // Both forward passes come from one function, so training and serving cannot drift apart.
@@ -32,13 +33,14 @@ struct WeightInfo {
   Shape shape;
   int64_t fan_in = 0, fan_out = 0;
   std::string initializer;  // resolved: never ""
+  bool product = false;     // multiplied in a matmul or convolution (a kernel)
 };
 
 // What the layers need, worked out from the config and the data.
 struct ModelLayout {
   DataSchema data;  // class_names filled in: one per class, "0", "1", ... for id labels
   int64_t num_features = 0;
-  int32_t num_classes = 0;  // the last layer's outputs; labels must be below it
+  int32_t num_classes = 0;           // the last layer's outputs; labels must be below it
   std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
   bool has_dropout = false;  // the training graph takes kDropoutSeedInput
@@ -61,6 +63,15 @@ inline constexpr char kLossOutput[] = "loss";                // float32 scalar: 
 inline constexpr char kLogitsOutput[] = "logits";            // float32 [batch, num_classes]
 inline std::string GradientOutput(const std::string& weight) {
   return "grad/" + weight;
+}
+
+// Under precision bfloat16 the training graph takes each weight that is multiplied in a
+// product as a bf16 copy, an input named Bf16CopyName(weight), instead of the float32 master:
+// the copy is made once per step, by the optimiser's update (Parameter::bf16_value), and read
+// by every replica, so no replica casts a weight. Its gradient is the float32 master's.
+bool TakesBf16Copy(const TrainConfig& config, const WeightInfo& weight);
+inline std::string Bf16CopyName(const std::string& weight) {
+  return weight + "/bf16";
 }
 
 // Losses (config.loss), each of the logits and the integer labels, averaged over the batch:

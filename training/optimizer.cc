@@ -22,16 +22,16 @@ StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config) {
   return Optimizer(kind, config);
 }
 
-// What every element's update needs, computed once per step.
-struct Optimizer::StepConstants {
-  float lr, wd, l2, mu, b1, b2, eps, correct1, correct2;
-  bool nesterov;
-};
-
 // The loops are written for the compiler to vectorise: restrict pointers, one kind per loop,
-// and sqrt without errno (-fno-math-errno, training/CMakeLists.txt). Each element's arithmetic
-// is the formula's, in its order, whatever the vector width.
-void Optimizer::Update(const Parameter& param, size_t p, size_t begin, size_t end, const StepConstants& k) {
+// and sqrt without errno (-fno-math-errno, training/CMakeLists.txt). They are compiled for
+// AVX-512, AVX2 and the baseline, the CPU's picked at load time (the update is memory- and
+// divider-bound, and 4 lanes leave half of it on the table). Each element's arithmetic is the
+// formula's, in its order, whatever the vector width: no contraction into fused multiply-adds
+// (-ffp-contract=off), so every path gives the same bits.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Optimizer::Update(const Parameter& param,
+                                                                                    size_t p, size_t begin,
+                                                                                    size_t end) {
+  const StepConstants& k = k_;
   float* __restrict w = param.value.data();
   const float* __restrict g = param.grad.data();
   switch (kind_) {
@@ -72,7 +72,7 @@ void Optimizer::Update(const Parameter& param, size_t p, size_t begin, size_t en
   }
 }
 
-void Optimizer::Apply(std::span<const Parameter> params, double learning_rate, ThreadPool* pool) {
+void Optimizer::StartStep(std::span<const Parameter> params, double learning_rate) {
   ++steps_;
   const size_t slots = kind_ == Kind::kSgd ? 0 : kind_ == Kind::kMomentum ? 1 : 2;
   if (state_.size() != params.size()) {
@@ -81,7 +81,7 @@ void Optimizer::Apply(std::span<const Parameter> params, double learning_rate, T
       state_[p].assign(slots, std::vector<float>(params[p].value.size(), 0.0f));
     }
   }
-  StepConstants k;
+  StepConstants& k = k_;
   k.lr = static_cast<float>(learning_rate);
   k.wd = static_cast<float>(config_.weight_decay);
   // Decoupled decay (adamw) shrinks the weight itself; the others add wd w to the gradient.
@@ -95,16 +95,32 @@ void Optimizer::Apply(std::span<const Parameter> params, double learning_rate, T
   const auto t = static_cast<double>(steps_);
   k.correct1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
   k.correct2 = static_cast<float>(1.0 - std::pow(config_.beta2, t));
+}
 
+void Optimizer::UpdateRange(std::span<const Parameter> params, size_t p, size_t begin, size_t end) {
+  const Parameter& param = params[p];
+  // In stretches that stay in L1, so that the bf16 copy reads the values just written.
+  constexpr size_t kStretch = 4096;
+  for (size_t b = begin; b < end; b += kStretch) {
+    const size_t e = std::min(end, b + kStretch);
+    Update(param, p, b, e);
+    if (!param.bf16_value.empty()) {
+      FloatToBfloat16(param.value.subspan(b, e - b), param.bf16_value.subspan(b, e - b));
+    }
+  }
+}
+
+void Optimizer::Apply(std::span<const Parameter> params, double learning_rate, ThreadPool* pool) {
+  StartStep(params, learning_rate);
   for (size_t p = 0; p < params.size(); ++p) {
     const size_t n = params[p].value.size();
     // Below a few tens of thousands of elements a second thread costs more than it saves.
     if (pool == nullptr || n < 32 * 1024) {
-      Update(params[p], p, 0, n, k);
+      UpdateRange(params, p, 0, n);
       continue;
     }
     pool->ParallelFor(static_cast<int64_t>(n), 16 * 1024, [&](int64_t begin, int64_t end) {
-      Update(params[p], p, static_cast<size_t>(begin), static_cast<size_t>(end), k);
+      UpdateRange(params, p, static_cast<size_t>(begin), static_cast<size_t>(end));
     });
   }
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bfloat16.h"
 #include "runtime/status.h"
 #include "runtime/thread_pool.h"
 #include "training/config.h"
@@ -27,6 +28,9 @@ namespace lockstep::training {
 struct Parameter {
   std::span<float> value;
   std::span<const float> grad;
+  // Mixed precision: when not empty, the update also writes each new value rounded to bf16
+  // here, in the same pass (the products' copy of the weight, made once per step).
+  std::span<bfloat16> bf16_value;
 };
 
 class Optimizer {
@@ -40,6 +44,13 @@ class Optimizer {
   // same way either way, so the result does not depend on the thread count.
   void Apply(std::span<const Parameter> params, double learning_rate, ThreadPool* pool = nullptr);
 
+  // Apply in two halves, for a caller that walks the parameters itself (the mirrored step
+  // updates each stretch of a gradient as soon as it has reduced it, while it is in cache):
+  // StartStep once, then UpdateRange over every element of every parameter exactly once, from
+  // any threads, on disjoint ranges. The result is Apply's, bit for bit.
+  void StartStep(std::span<const Parameter> params, double learning_rate);
+  void UpdateRange(std::span<const Parameter> params, size_t p, size_t begin, size_t end);
+
   int64_t steps() const { return steps_; }
   // Per parameter, its state vectors (momentum: v; adam: m, s; sgd: none), for checkpoints.
   std::vector<std::vector<std::vector<float>>>& state() { return state_; }
@@ -48,12 +59,18 @@ class Optimizer {
  private:
   enum class Kind { kSgd, kMomentum, kAdam, kAdamW };
   Optimizer(Kind kind, OptimizerConfig config) : kind_(kind), config_(std::move(config)) {}
-  struct StepConstants;
-  // Elements [begin, end) of parameter p.
-  void Update(const Parameter& param, size_t p, size_t begin, size_t end, const StepConstants& k);
+  // Elements [begin, end) of parameter p, with the step's constants.
+  void Update(const Parameter& param, size_t p, size_t begin, size_t end);
+
+  // What every element's update needs, computed once per step (StartStep).
+  struct StepConstants {
+    float lr, wd, l2, mu, b1, b2, eps, correct1, correct2;
+    bool nesterov;
+  };
 
   Kind kind_;
   OptimizerConfig config_;
+  StepConstants k_{};
   int64_t steps_ = 0;
   std::vector<std::vector<std::vector<float>>> state_;
 };

@@ -5,10 +5,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <array>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -21,8 +21,8 @@
 #include "training/data/feature_stats.h"
 #include "training/data/pipeline.h"
 #include "training/event_writer.h"
-#include "training/mirrored_step.h"
 #include "training/initializers.h"
+#include "training/mirrored_step.h"
 #include "training/model_graph.h"
 #include "training/optimizer.h"
 #include "training/progress_bar.h"
@@ -39,7 +39,8 @@ std::string Hex(uint32_t v) {
 // The workers of a multi-worker run must hold the same weights after every epoch: each one's
 // CRC-32C of them, compared. A difference is a bug (or a worker on other data or code), and
 // ends the run rather than export one worker's view of it.
-Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const WeightMap& weights, int64_t epoch) {
+Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const WeightMap& weights,
+                         int64_t epoch) {
   uint32_t crc = 0;
   for (const WeightInfo& w : layout.weights) {
     const Tensor& t = weights.at(w.name);
@@ -54,8 +55,8 @@ Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const Weig
     all += (all.empty() ? "" : ",") + Hex(c);
   }
   if (!agree) {
-    return Internal("the workers' weights differ after epoch " + std::to_string(epoch + 1) + " (crc32c by rank: " +
-                    all + ")");
+    return Internal("the workers' weights differ after epoch " + std::to_string(epoch + 1) +
+                    " (crc32c by rank: " + all + ")");
   }
   spdlog::info("event=workers_agree epoch={} rank={} workers={} weights_crc32c={}", epoch + 1, workers.rank(),
                workers.size(), Hex(crc));
@@ -93,22 +94,24 @@ double ExampleLoss(const std::string& loss, std::span<const float> outputs, int3
 // (or record offset) and column rather than failing a step: each label must be one of the
 // model's `classes` outputs, and when the first layer is an embedding, which looks the
 // feature values up as ids, each value must be a whole number in [0, vocabulary).
-Status CheckRows(const ModelConfig& model, int32_t classes, const LabelledTable& t, const std::string& label) {
+Status CheckRows(const ModelConfig& model, int32_t classes, const LabelledTable& t,
+                 const std::string& label) {
   const std::string last = "model.layers[" + std::to_string(model.layers.size() - 1) + "]";
   const bool embedding = model.layers.front().type == "embedding";
   const int64_t vocabulary = model.layers.front().vocabulary;
   for (int64_t r = 0; r < t.num_rows(); ++r) {
     if (const int32_t l = t.labels[static_cast<size_t>(r)]; l >= classes) {
-      return InvalidArgument(t.Where(r) + ": label '" + label + "' is " + std::to_string(l) + ", but the model has " +
-                             std::to_string(classes) + " outputs (" + last + "), one per class from 0");
+      return InvalidArgument(t.Where(r) + ": label '" + label + "' is " + std::to_string(l) +
+                             ", but the model has " + std::to_string(classes) + " outputs (" + last +
+                             "), one per class from 0");
     }
     if (!embedding) continue;
     const auto row = t.row(r);
     for (size_t c = 0; c < row.size(); ++c) {
       const float v = row[c];
       if (!(v >= 0 && v < static_cast<float>(vocabulary) && v == std::floor(v))) {
-        return InvalidArgument(t.Where(r) + ": feature '" + t.feature_names[c] + "' is " + fmt::format("{}", v) +
-                               ", not an id in [0, " + std::to_string(vocabulary) +
+        return InvalidArgument(t.Where(r) + ": feature '" + t.feature_names[c] + "' is " +
+                               fmt::format("{}", v) + ", not an id in [0, " + std::to_string(vocabulary) +
                                ") for the embedding layer model.layers[0]");
       }
     }
@@ -150,7 +153,8 @@ StatusOr<Evaluation> Evaluate(const Session& serving, const std::string& loss_na
     for (size_t i = 0; i < n; ++i) {
       const int32_t label = part.table->labels[static_cast<size_t>(part.rows[begin + i])];
       correct += classes[i] == label;
-      loss += ExampleLoss(loss_name, probabilities.subspan(i * static_cast<size_t>(c), static_cast<size_t>(c)), label);
+      loss += ExampleLoss(loss_name,
+                          probabilities.subspan(i * static_cast<size_t>(c), static_cast<size_t>(c)), label);
     }
   }
   const auto count = static_cast<double>(std::max<size_t>(part.rows.size(), 1));
@@ -192,13 +196,12 @@ Status RestoreCheckpoint(const Checkpoint& c, const ModelLayout& layout, WeightM
   return Status::Ok();
 }
 
-
 // Writes the serving graph, with its metadata, as <export.dir>/<highest version + 1>/ (the
 // bundle writer's atomic rename: a server watching the directory never sees half of it).
 // Returns the bundle's path.
-StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& config, const std::string& model_name,
-                                   const TrainReport& report, const ModelLayout& layout,
-                                   const LabelledTable& train_table) {
+StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& config,
+                                   const std::string& model_name, const TrainReport& report,
+                                   const ModelLayout& layout, const LabelledTable& train_table) {
   auto& meta = serving_graph.graph.metadata;
   meta["model_name"] = model_name;
   meta["lockstep_version"] = LOCKSTEP_VERSION;
@@ -272,7 +275,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
         best_metric = *c->best_metric;
         for (const WeightInfo& w : layout.weights) {
           auto it = c->best_weights.find(w.name);
-          if (it == c->best_weights.end() || static_cast<int64_t>(it->second.size()) != w.shape.num_elements()) {
+          if (it == c->best_weights.end() ||
+              static_cast<int64_t>(it->second.size()) != w.shape.num_elements()) {
             return InvalidArgument("the checkpoint does not match the model: best weight '" + w.name + "'");
           }
           best[w.name] = Tensor::FromVector<float>(w.shape, it->second);
@@ -313,16 +317,26 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   mirrored.threads_per_replica = std::max(1, cores / mirrored.replicas);
   mirrored.first_replica = workers.rank() * mirrored.replicas;
   mirrored.multi_worker = workers.size() > 1;
+  WeightMap training_weights = TrainingWeights(config, layout, weights);
   LS_ASSIGN_OR_RETURN(std::unique_ptr<MirroredStep> step,
-                      MirroredStep::Create(config, layout, weights, stats, mirrored));
+                      MirroredStep::Create(config, layout, training_weights, stats, mirrored));
   spdlog::info(
-      "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} train_rows={} batch_size={}",
-      workers.Describe(), mirrored.replicas, mirrored.threads_per_replica, config.precision, train.rows.size(),
-      config.batch_size);
-  // The update between steps runs on every core (the replicas are idle then).
+      "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} train_rows={} "
+      "batch_size={}",
+      workers.Describe(), mirrored.replicas, mirrored.threads_per_replica, config.precision,
+      train.rows.size(), config.batch_size);
+  // The update: while the replicas reduce, each updating the stretches it has just reduced,
+  // when the gradients need nothing else first (another worker's sum, the global norm's
+  // clipping); otherwise after the step, on every core (the replicas are idle then).
   ThreadPool update_pool(cores);
-  std::vector<Parameter> params(layout.weights.size());
-  for (size_t i = 0; i < params.size(); ++i) params[i].value = weights[layout.weights[i].name].mutable_data<float>();
+  std::vector<Parameter> params = TrainableParameters(config, layout, training_weights);
+  const bool update_while_reducing = step->reduces_locally() && config.optimizer.clip_global_norm <= 0;
+  const MirroredStep::ReducedFn update_reduced = [&](size_t p, int64_t begin, int64_t end) {
+    optimizer.UpdateRange(params, p, static_cast<size_t>(begin), static_cast<size_t>(end));
+  };
+  if (update_while_reducing) {
+    for (size_t i = 0; i < params.size(); ++i) params[i].grad = step->gradients()[i];
+  }
 
   TrainReport report;
   const auto start = std::chrono::steady_clock::now();
@@ -361,8 +375,12 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       // Each step's dropout masks come from the run's seed and the step, so a resumed run
       // draws the same ones.
       const auto dropout_seed = static_cast<int64_t>(
-          Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1))).Next());
-      LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed));
+          Random(config.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(optimizer.steps() + 1)))
+              .Next());
+      const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
+                                              optimizer.steps(), total_steps);
+      if (update_while_reducing) optimizer.StartStep(params, lr);
+      LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed, update_while_reducing ? &update_reduced : nullptr));
       metrics = {step->loss(), static_cast<double>(step->correct())};
       if (workers.size() > 1) {
         LS_RETURN_IF_ERROR(workers.SumInRankOrder(step->flat_gradients()));
@@ -372,12 +390,12 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       correct += static_cast<int64_t>(metrics[1]);
       ++batches;
       seen += b->global_rows;
-      const std::span<const std::span<float>> grads = step->gradients();
-      for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
-      if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
-      const double lr = ScheduledLearningRate(config.optimizer.schedule, config.optimizer.learning_rate,
-                                              optimizer.steps(), total_steps);
-      optimizer.Apply(params, lr, &update_pool);
+      if (!update_while_reducing) {
+        const std::span<const std::span<float>> grads = step->gradients();
+        for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
+        if (config.optimizer.clip_global_norm > 0) ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
+        optimizer.Apply(params, lr, &update_pool);
+      }
       ++epoch_batches;
       const double so_far =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
@@ -467,9 +485,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       report.validation_loss = v.loss;
     }
     if (test.table != nullptr) {
-      LS_ASSIGN_OR_RETURN(Evaluation t,
-                          Evaluate(*serving, config.loss, test, keep_test_predictions ? &report.test_features : nullptr,
-                                   keep_test_predictions ? &report.test_probabilities : nullptr));
+      LS_ASSIGN_OR_RETURN(
+          Evaluation t,
+          Evaluate(*serving, config.loss, test, keep_test_predictions ? &report.test_features : nullptr,
+                   keep_test_predictions ? &report.test_probabilities : nullptr));
       report.num_features = train_table.num_features();
       report.num_classes = classes;
       report.has_test = true;
@@ -478,8 +497,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     }
   }
   if (!config.export_.dir.empty()) {
-    LS_ASSIGN_OR_RETURN(report.export_path,
-                        ExportBundle(std::move(serving_graph), config, model_name, report, layout, train_table));
+    LS_ASSIGN_OR_RETURN(report.export_path, ExportBundle(std::move(serving_graph), config, model_name, report,
+                                                         layout, train_table));
   }
   return report;
 }

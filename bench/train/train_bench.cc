@@ -78,7 +78,6 @@ int main(int argc, char** argv) {
 
   Random rng(1);
   WeightMap weights;
-  std::vector<Parameter> params;
   for (const WeightInfo& w : layout->weights) {
     Tensor t(DType::kFloat32, w.shape);
     if (Status s = Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()); !s.ok()) {
@@ -86,14 +85,22 @@ int main(int argc, char** argv) {
     }
     weights[w.name] = t;
   }
-  for (const WeightInfo& w : layout->weights) params.push_back({weights[w.name].mutable_data<float>(), {}});
+  WeightMap training_weights = TrainingWeights(config, *layout, weights);
+  std::vector<Parameter> params = TrainableParameters(config, *layout, training_weights);
   StatusOr<std::unique_ptr<MirroredStep>> step =
-      MirroredStep::Create(config, *layout, weights, FeatureStats{}, {replicas, threads});
+      MirroredStep::Create(config, *layout, training_weights, FeatureStats{}, {replicas, threads});
   if (!step.ok()) return Fail(step.status().message());
-  // As the trainer: the update between steps on every core the replicas use.
-  ThreadPool update_pool(replicas * threads);
   StatusOr<Optimizer> optimizer = Optimizer::Create(config.optimizer);
   if (!optimizer.ok()) return Fail(optimizer.status().message());
+  // As the trainer: the update on the replicas while they reduce, or after the step on every
+  // core the replicas use.
+  ThreadPool update_pool(replicas * threads);
+  const bool update_while_reducing = (*step)->reduces_locally();
+  const MirroredStep::ReducedFn update_reduced = [&](size_t p, int64_t begin, int64_t end) {
+    optimizer->UpdateRange(params, p, static_cast<size_t>(begin), static_cast<size_t>(end));
+  };
+  for (size_t i = 0; i < params.size() && update_while_reducing; ++i)
+    params[i].grad = (*step)->gradients()[i];
 
   // Pixel-like features in [0, 1), labels uniform over the classes.
   std::mt19937 gen(7);
@@ -109,10 +116,14 @@ int main(int argc, char** argv) {
 
   int64_t steps_done = 0;
   auto train_step = [&]() -> bool {
-    if (!(*step)->Run(batch, steps_done).ok()) return false;
-    const auto grads = (*step)->gradients();
-    for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
-    optimizer->Apply(params, 0.001, &update_pool);
+    if (update_while_reducing) optimizer->StartStep(params, 0.001);
+    if (!(*step)->Run(batch, steps_done, update_while_reducing ? &update_reduced : nullptr).ok())
+      return false;
+    if (!update_while_reducing) {
+      const auto grads = (*step)->gradients();
+      for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
+      optimizer->Apply(params, 0.001, &update_pool);
+    }
     ++steps_done;
     return true;
   };

@@ -73,8 +73,8 @@ class TrainingStepAllocTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
   const std::string json = R"({"data": {"train": "digits.csv"}, "batch_size": 32, "drop_remainder": true,
-      "optimizer": {"type": "adam", "clip_global_norm": 5}, )" +
-                           std::string(GetParam()) + "}";
+      )" + std::string(GetParam()) +
+                           "}";
   StatusOr<TrainConfig> parsed = ParseTrainConfig(json, "test");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const TrainConfig& config = parsed.value();
@@ -86,20 +86,27 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
 
   Random rng(0);
-  WeightMap weights;
-  std::vector<Parameter> params;
+  WeightMap masters;
   for (const WeightInfo& w : layout->weights) {
     Tensor t(DType::kFloat32, w.shape);
     ASSERT_TRUE(Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()).ok());
-    weights[w.name] = t;
-    params.push_back({weights[w.name].mutable_data<float>(), {}});
+    masters[w.name] = t;
   }
+  WeightMap weights = TrainingWeights(config, *layout, masters);
+  std::vector<Parameter> params = TrainableParameters(config, *layout, weights);
   // Two replicas: the replica threads, their barriers and the all-reduce are on the path too.
   StatusOr<std::unique_ptr<MirroredStep>> step =
       MirroredStep::Create(config, *layout, weights, stats, {2, 1});
   ASSERT_TRUE(step.ok()) << step.status().ToString();
   StatusOr<Optimizer> optimizer = Optimizer::Create(config.optimizer);
   ASSERT_TRUE(optimizer.ok());
+  // As the trainer: without clipping, the update runs while the replicas reduce.
+  const bool update_while_reducing = config.optimizer.clip_global_norm <= 0;
+  const MirroredStep::ReducedFn update = [&](size_t p, int64_t begin, int64_t end) {
+    optimizer->UpdateRange(params, p, static_cast<size_t>(begin), static_cast<size_t>(end));
+  };
+  for (size_t i = 0; i < params.size() && update_while_reducing; ++i)
+    params[i].grad = (*step)->gradients()[i];
   BatchPipeline pipeline(
       *table, split.train,
       {.batch_size = 32, .drop_remainder = true, .shuffle_buffer = 1000, .seed = 1, .prefetch = 2});
@@ -111,12 +118,17 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
     const int64_t before = allocations.load();
     int64_t steps = 0;
     while (const Batch* b = pipeline.Next()) {
-      EXPECT_TRUE((*step)->Run(*b, e * 1000 + steps).ok());
-      const auto grads = (*step)->gradients();
-      for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
-      ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
-      optimizer->Apply(params,
-                       ScheduledLearningRate(config.optimizer.schedule, 0.001, optimizer->steps(), 1000));
+      const double lr = ScheduledLearningRate(config.optimizer.schedule, 0.001, optimizer->steps(), 1000);
+      if (update_while_reducing) {
+        optimizer->StartStep(params, lr);
+        EXPECT_TRUE((*step)->Run(*b, e * 1000 + steps, &update).ok());
+      } else {
+        EXPECT_TRUE((*step)->Run(*b, e * 1000 + steps).ok());
+        const auto grads = (*step)->gradients();
+        for (size_t i = 0; i < params.size(); ++i) params[i].grad = grads[i];
+        ClipByGlobalNorm(grads, config.optimizer.clip_global_norm);
+        optimizer->Apply(params, lr);
+      }
       ++steps;
     }
     EXPECT_GT(steps, 30);
@@ -129,7 +141,8 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, TrainingStepAllocTest,
-    ::testing::Values(R"("model": {"layers": [{"type": "dense", "units": 64, "activation": "relu"},
+    ::testing::Values(R"("optimizer": {"type": "adam", "clip_global_norm": 5},
+                         "model": {"layers": [{"type": "dense", "units": 64, "activation": "relu"},
                           {"type": "layer_norm"}, {"type": "dropout", "rate": 0.2},
                           {"type": "dense", "units": 10, "activation": "softmax"}]})",
                       R"("model": {"input_shape": [8, 8, 1], "layers": [

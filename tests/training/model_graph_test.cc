@@ -55,9 +55,10 @@ TEST(ModelGraphTest, PlanErrorsNameTheLayer) {
             "model.layers[1]: the model ends with outputs [3], but the data has 10 classes");
   EXPECT_EQ(PlanModel(Mlp({Dense(16, "softmax"), Dense(10, "")}), Schema(64, 10)).status().message(),
             "model.layers[0]: softmax only as the last layer's activation");
-  EXPECT_EQ(PlanModel(Mlp({Dense(10, "sigmoid")}), Schema(64, 10)).status().message(),
-            "model.layers[0]: activation \"sigmoid\" does not go with loss softmax_cross_entropy, which applies "
-            "softmax itself (use \"softmax\" or none)");
+  EXPECT_EQ(
+      PlanModel(Mlp({Dense(10, "sigmoid")}), Schema(64, 10)).status().message(),
+      "model.layers[0]: activation \"sigmoid\" does not go with loss softmax_cross_entropy, which applies "
+      "softmax itself (use \"softmax\" or none)");
   LayerConfig conv;
   conv.type = "conv2d";
   conv.filters = 4;
@@ -83,8 +84,9 @@ TEST(ModelGraphTest, PlanErrorsNameTheLayer) {
   embedding.dimension = 4;
   EXPECT_EQ(PlanModel(Mlp({embedding, Dense(10, "")}), Schema(64, 10)).status().message(),
             "model.normalize: must be false with an embedding layer, whose ids are looked up as they are");
-  EXPECT_EQ(PlanModel(Mlp({Dense(10, ""), embedding}), Schema(64, 10)).status().message(),
-            "model.layers[1]: an embedding layer must come first, on a flat input: it looks up the raw features");
+  EXPECT_EQ(
+      PlanModel(Mlp({Dense(10, ""), embedding}), Schema(64, 10)).status().message(),
+      "model.layers[1]: an embedding layer must come first, on a flat input: it looks up the raw features");
 }
 
 LayerConfig Layer(std::string type) {
@@ -113,11 +115,11 @@ TEST(ModelGraphTest, PlansEveryLayerKind) {
   for (const WeightInfo& w : layout.value().weights) weights.emplace_back(w.name, w.shape);
   // 8x8 -same conv-> 8x8x6 -pool-> 4x4x6 -avg 3x3 valid-> 2x2x6 -> 24
   EXPECT_EQ(weights, (std::vector<std::pair<std::string, Shape>>{{"conv2d_0/kernel", Shape{3, 3, 1, 6}},
-                                                                  {"conv2d_0/bias", Shape{6}},
-                                                                  {"layer_norm_3/gamma", Shape{6}},
-                                                                  {"layer_norm_3/beta", Shape{6}},
-                                                                  {"dense_6/kernel", Shape{24, 10}},
-                                                                  {"dense_6/bias", Shape{10}}}));
+                                                                 {"conv2d_0/bias", Shape{6}},
+                                                                 {"layer_norm_3/gamma", Shape{6}},
+                                                                 {"layer_norm_3/beta", Shape{6}},
+                                                                 {"dense_6/kernel", Shape{24, 10}},
+                                                                 {"dense_6/bias", Shape{10}}}));
   EXPECT_EQ(layout.value().weights[2].initializer, "ones");
   EXPECT_TRUE(layout.value().has_dropout);
   EXPECT_EQ(layout.value().weights[0].fan_in, 9);
@@ -173,8 +175,9 @@ TEST(ModelGraphTest, TrainsDigitsAndServesTheSameNumbers) {
       ++batches;
       std::vector<Parameter> params;
       for (size_t i = 0; i < layout.value().weights.size(); ++i) {
-        params.push_back(
-            {weights[layout.value().weights[i].name].mutable_data<float>(), out[2 + i].tensor.data<float>()});
+        params.push_back({weights[layout.value().weights[i].name].mutable_data<float>(),
+                          out[2 + i].tensor.data<float>(),
+                          {}});
       }
       optimizer.value().Apply(params, adam.learning_rate);
     }

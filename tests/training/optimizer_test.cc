@@ -24,7 +24,7 @@ Optimizer Make(const std::string& type, double weight_decay = 0, bool nesterov =
 std::vector<float> Steps(Optimizer& o, std::vector<float> w, const std::vector<float>& g, int steps,
                          double lr) {
   for (int s = 0; s < steps; ++s) {
-    const Parameter p{std::span<float>(w), std::span<const float>(g)};
+    const Parameter p{std::span<float>(w), std::span<const float>(g), {}};
     o.Apply(std::span<const Parameter>(&p, 1), lr);
   }
   return w;
@@ -143,12 +143,41 @@ TEST(OptimizerTest, ParallelUpdatesAreTheSerialOnesBitForBit) {
     Optimizer serial = Make(type, 0.01, true), parallel = Make(type, 0.01, true);
     std::vector<float> a(g.size(), 0.5f), b = a;
     for (int s = 0; s < 3; ++s) {
-      const Parameter pa{std::span<float>(a), std::span<const float>(g)};
-      const Parameter pb{std::span<float>(b), std::span<const float>(g)};
+      const Parameter pa{std::span<float>(a), std::span<const float>(g), {}};
+      const Parameter pb{std::span<float>(b), std::span<const float>(g), {}};
       serial.Apply(std::span<const Parameter>(&pa, 1), 0.01);
       parallel.Apply(std::span<const Parameter>(&pb, 1), 0.01, &pool);
     }
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << type;
+  }
+}
+
+// The update in pieces (StartStep, then UpdateRange over the elements in any order, as the
+// mirrored step does while it reduces) is Apply's, bit for bit; and the bf16 copy a parameter
+// asks for is its new values rounded, after every step.
+TEST(OptimizerTest, UpdatesInRangesAreApplysAndKeepTheBf16Copy) {
+  std::vector<float> g(50000);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = std::cos(static_cast<float>(i)) * 0.02f;
+  for (const char* type : {"sgd", "momentum", "adam", "adamw"}) {
+    Optimizer whole = Make(type, 0.01), pieces = Make(type, 0.01);
+    std::vector<float> a(g.size(), 0.25f), b = a;
+    std::vector<bfloat16> copy(g.size());
+    const Parameter pa{std::span<float>(a), std::span<const float>(g), {}};
+    const Parameter pb{std::span<float>(b), std::span<const float>(g), std::span<bfloat16>(copy)};
+    for (int s = 0; s < 3; ++s) {
+      whole.Apply(std::span<const Parameter>(&pa, 1), 0.01);
+      pieces.StartStep(std::span<const Parameter>(&pb, 1), 0.01);
+      // Back to front, in uneven pieces.
+      for (size_t end = g.size(); end > 0;) {
+        const size_t begin = end > 7777 ? end - 7777 : 0;
+        pieces.UpdateRange(std::span<const Parameter>(&pb, 1), 0, begin, end);
+        end = begin;
+      }
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << type << " step " << s;
+      for (size_t i = 0; i < b.size(); ++i)
+        ASSERT_EQ(copy[i], FloatToBfloat16(b[i])) << type << " [" << i << "]";
+    }
+    EXPECT_EQ(whole.steps(), pieces.steps());
   }
 }
 
