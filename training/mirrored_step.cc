@@ -4,21 +4,39 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "training/vector_isa.h"
+
 namespace lockstep::training {
 
 namespace {
 
-// out[e] = share * g[e] (`first`) or out[e] += share * g[e], for e in [begin, end). Cloned for
-// AVX-512, AVX2 and the baseline (the reduction streams every gradient once per step); without
-// contraction (training/CMakeLists.txt), so every clone gives the same bits.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void AddWeighted(float* __restrict out,
-                                                                              const float* __restrict g,
-                                                                              float share, int64_t begin,
-                                                                              int64_t end, bool first) {
+// out[e] = share * g[e] (`first`) or out[e] += share * g[e], for e in [begin, end): the
+// reduction streams every gradient once per step, so it is compiled for AVX-512, AVX2 and the
+// baseline (vector_isa.h), each giving the same bits.
+[[gnu::always_inline]] inline void AddWeightedLoop(float* __restrict out, const float* __restrict g,
+                                                   float share, int64_t begin, int64_t end, bool first) {
   if (first) {
     for (int64_t e = begin; e < end; ++e) out[e] = share * g[e];
   } else {
     for (int64_t e = begin; e < end; ++e) out[e] += share * g[e];
+  }
+}
+__attribute__((target("avx512f"))) void AddWeightedAvx512(float* out, const float* g, float share,
+                                                          int64_t begin, int64_t end, bool first) {
+  AddWeightedLoop(out, g, share, begin, end, first);
+}
+__attribute__((target("avx2"))) void AddWeightedAvx2(float* out, const float* g, float share, int64_t begin,
+                                                     int64_t end, bool first) {
+  AddWeightedLoop(out, g, share, begin, end, first);
+}
+void AddWeighted(float* out, const float* g, float share, int64_t begin, int64_t end, bool first) {
+  switch (DetectVectorIsa()) {
+    case VectorIsa::kAvx512:
+      return AddWeightedAvx512(out, g, share, begin, end, first);
+    case VectorIsa::kAvx2:
+      return AddWeightedAvx2(out, g, share, begin, end, first);
+    case VectorIsa::kBaseline:
+      return AddWeightedLoop(out, g, share, begin, end, first);
   }
 }
 

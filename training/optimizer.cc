@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "training/vector_isa.h"
+
 namespace lockstep::training {
 
 StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config) {
@@ -24,51 +26,73 @@ StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config) {
 
 // The loops are written for the compiler to vectorise: restrict pointers, one kind per loop,
 // and sqrt without errno (-fno-math-errno, training/CMakeLists.txt). They are compiled for
-// AVX-512, AVX2 and the baseline, the CPU's picked at load time (the update is memory- and
-// divider-bound, and 4 lanes leave half of it on the table). Each element's arithmetic is the
-// formula's, in its order, whatever the vector width: no contraction into fused multiply-adds
-// (-ffp-contract=off), so every path gives the same bits.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Optimizer::Update(const Parameter& param,
-                                                                                    size_t p, size_t begin,
-                                                                                    size_t end) {
-  const StepConstants& k = k_;
-  float* __restrict w = param.value.data();
-  const float* __restrict g = param.grad.data();
-  switch (kind_) {
-    case Kind::kSgd:
-      for (size_t i = begin; i < end; ++i) w[i] -= k.lr * (g[i] + k.l2 * w[i]);
-      break;
-    case Kind::kMomentum: {
-      float* __restrict v = state_[p][0].data();
-      if (k.nesterov) {
+// AVX-512, AVX2 and the baseline (vector_isa.h): the update is bound on memory and on the
+// divider, and 4 lanes leave half of it on the table. Each element's arithmetic is the
+// formula's, in its order, whatever the vector width.
+struct OptimizerKernels {
+  [[gnu::always_inline]] static inline void Loops(Optimizer& o, const Parameter& param, size_t p,
+                                                  size_t begin, size_t end) {
+    const Optimizer::StepConstants& k = o.k_;
+    float* __restrict w = param.value.data();
+    const float* __restrict g = param.grad.data();
+    switch (o.kind_) {
+      case Optimizer::Kind::kSgd:
+        for (size_t i = begin; i < end; ++i) w[i] -= k.lr * (g[i] + k.l2 * w[i]);
+        break;
+      case Optimizer::Kind::kMomentum: {
+        float* __restrict v = o.state_[p][0].data();
+        if (k.nesterov) {
+          for (size_t i = begin; i < end; ++i) {
+            const float gi = g[i] + k.l2 * w[i];
+            v[i] = k.mu * v[i] + gi;
+            w[i] -= k.lr * (gi + k.mu * v[i]);
+          }
+        } else {
+          for (size_t i = begin; i < end; ++i) {
+            v[i] = k.mu * v[i] + (g[i] + k.l2 * w[i]);
+            w[i] -= k.lr * v[i];
+          }
+        }
+        break;
+      }
+      case Optimizer::Kind::kAdam:
+      case Optimizer::Kind::kAdamW: {
+        float* __restrict m = o.state_[p][0].data();
+        float* __restrict s = o.state_[p][1].data();
+        if (o.kind_ == Optimizer::Kind::kAdamW) {
+          for (size_t i = begin; i < end; ++i) w[i] -= k.lr * k.wd * w[i];
+        }
         for (size_t i = begin; i < end; ++i) {
           const float gi = g[i] + k.l2 * w[i];
-          v[i] = k.mu * v[i] + gi;
-          w[i] -= k.lr * (gi + k.mu * v[i]);
+          m[i] = k.b1 * m[i] + (1.0f - k.b1) * gi;
+          s[i] = k.b2 * s[i] + (1.0f - k.b2) * gi * gi;
+          w[i] -= k.lr * (m[i] / k.correct1) / (std::sqrt(s[i] / k.correct2) + k.eps);
         }
-      } else {
-        for (size_t i = begin; i < end; ++i) {
-          v[i] = k.mu * v[i] + (g[i] + k.l2 * w[i]);
-          w[i] -= k.lr * v[i];
-        }
+        break;
       }
-      break;
     }
-    case Kind::kAdam:
-    case Kind::kAdamW: {
-      float* __restrict m = state_[p][0].data();
-      float* __restrict s = state_[p][1].data();
-      if (kind_ == Kind::kAdamW) {
-        for (size_t i = begin; i < end; ++i) w[i] -= k.lr * k.wd * w[i];
-      }
-      for (size_t i = begin; i < end; ++i) {
-        const float gi = g[i] + k.l2 * w[i];
-        m[i] = k.b1 * m[i] + (1.0f - k.b1) * gi;
-        s[i] = k.b2 * s[i] + (1.0f - k.b2) * gi * gi;
-        w[i] -= k.lr * (m[i] / k.correct1) / (std::sqrt(s[i] / k.correct2) + k.eps);
-      }
-      break;
-    }
+  }
+  __attribute__((target("avx512f"))) static void Avx512(Optimizer& o, const Parameter& param, size_t p,
+                                                        size_t begin, size_t end) {
+    Loops(o, param, p, begin, end);
+  }
+  __attribute__((target("avx2"))) static void Avx2(Optimizer& o, const Parameter& param, size_t p,
+                                                   size_t begin, size_t end) {
+    Loops(o, param, p, begin, end);
+  }
+  static void Baseline(Optimizer& o, const Parameter& param, size_t p, size_t begin, size_t end) {
+    Loops(o, param, p, begin, end);
+  }
+};
+
+void Optimizer::Update(const Parameter& param, size_t p, size_t begin, size_t end) {
+  switch (DetectVectorIsa()) {
+    case VectorIsa::kAvx512:
+      return OptimizerKernels::Avx512(*this, param, p, begin, end);
+    case VectorIsa::kAvx2:
+      return OptimizerKernels::Avx2(*this, param, p, begin, end);
+    case VectorIsa::kBaseline:
+      return OptimizerKernels::Baseline(*this, param, p, begin, end);
   }
 }
 

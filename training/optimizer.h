@@ -57,6 +57,7 @@ class Optimizer {
   void set_steps(int64_t steps) { steps_ = steps; }
 
  private:
+  friend struct OptimizerKernels;  // optimizer.cc's vectorised loops
   enum class Kind { kSgd, kMomentum, kAdam, kAdamW };
   Optimizer(Kind kind, OptimizerConfig config) : kind_(kind), config_(std::move(config)) {}
   // Elements [begin, end) of parameter p, with the step's constants.
