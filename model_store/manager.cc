@@ -130,7 +130,8 @@ std::shared_ptr<const ServingSnapshot> ModelManager::Snapshot() const {
 }
 
 StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::optional<int64_t> version,
-                                               std::optional<std::string_view> label) const {
+                                               std::optional<std::string_view> label,
+                                               std::string_view routing_key) const {
   if (version && label) {
     return InvalidArgument("Both model version (" + std::to_string(*version) + ") and model version label (" +
                            std::string(*label) + ") cannot be supplied.");
@@ -155,6 +156,11 @@ StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::opti
     const auto it = versions.find(*version);
     if (it == versions.end()) return NotFound("Servable not found for request: " + RequestString(model, version));
     return it->second;
+  }
+  if (const auto& arms = model_it->second.arms; !arms.empty()) {
+    const size_t arm =
+        PickArm(arms, routing_key.empty() ? std::nullopt : std::optional<uint64_t>(RoutingHash(routing_key)));
+    if (arm < arms.size()) return model_it->second.arm_servables[arm];
   }
   if (versions.empty()) return NotFound("Servable not found for request: " + RequestString(model, version));
   return versions.rbegin()->second;
@@ -224,10 +230,11 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     if (existing != models_.end() && existing->second->config.base_path == m.base_path) {
       entry = std::move(existing->second);
       models_.erase(existing);
-      // A changed source or policy retries failed versions; moving a label does not (a canary
-      // flip must not reload every broken bundle of the model).
+      // A changed source or policy retries failed versions; moving a label or a traffic weight
+      // does not (a canary flip must not reload every broken bundle of the model).
       ModelConfig without_labels = m;
       without_labels.labels = entry->config.labels;
+      without_labels.traffic = entry->config.traffic;
       if (!(entry->config == without_labels)) ++entry->generation;
     } else {
       entry = std::make_unique<ModelEntry>();
@@ -396,6 +403,14 @@ void ModelManager::PublishLocked(Garbage* garbage) {
     m.labels.insert(entry->config.labels.begin(), entry->config.labels.end());
     for (const auto& [v, ve] : entry->versions) {
       if (ve.state == VersionState::kAvailable) m.versions.emplace(v, ve.loaded);
+    }
+    for (const TrafficArm& arm : entry->config.traffic) {
+      ServableHandle servable;
+      const auto label = entry->config.labels.find(arm.label);
+      const int64_t target = arm.label.empty() ? arm.version : label == entry->config.labels.end() ? 0 : label->second;
+      if (const auto it = m.versions.find(target); it != m.versions.end()) servable = it->second;
+      m.arms.push_back({RoutingHash(arm.Name()), servable ? static_cast<double>(arm.weight) : 0.0});
+      m.arm_servables.push_back(std::move(servable));
     }
   }
   std::shared_ptr<const ServingSnapshot> published = std::move(snapshot);

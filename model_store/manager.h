@@ -32,6 +32,7 @@
 
 #include "model_store/loader.h"
 #include "model_store/model_config.h"
+#include "model_store/traffic_split.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
 
@@ -62,6 +63,10 @@ struct ServingSnapshot {
     std::map<int64_t, ServableHandle> versions;  // AVAILABLE versions only
     std::map<std::string, int64_t, std::less<>> labels;
     VersionPolicy policy;
+    // The traffic split, resolved against what is available: one entry per arm of the config,
+    // in its order. An arm whose target is not available has weight 0 and no servable.
+    std::vector<WeightedArm> arms;
+    std::vector<ServableHandle> arm_servables;
   };
   std::map<std::string, Model, std::less<>> models;
 };
@@ -93,14 +98,18 @@ class ModelManager {
   // too, so that no config leaves a label pointing at nothing.
   Status ApplyConfig(StoreConfig config);
 
-  // The version to serve. No version and no label: the highest available version. Errors, as
+  // The version to serve. No version and no label: with a traffic split, the arm PickArm
+  // chooses (by `routing_key` when it is not empty, so that a key stays on one arm; at random
+  // otherwise) among the arms whose target is available; without one, or when no arm's target
+  // is available, the highest available version. Errors, as
   // TF Serving words them: NotFound "Servable not found for request: Latest(m)" or
   // "... Specific(m, 3)"; an unknown label is "Unrecognized servable version label: canary",
   // NotFound (TF Serving says InvalidArgument, but a label is a name like a model's or a
   // version's, and REST clients expect 404 for all three); both a version and a label is
   // InvalidArgument.
   StatusOr<ServableHandle> Resolve(std::string_view model, std::optional<int64_t> version = std::nullopt,
-                                   std::optional<std::string_view> label = std::nullopt) const;
+                                   std::optional<std::string_view> label = std::nullopt,
+                                   std::string_view routing_key = {}) const;
 
   // The current snapshot (what Resolve reads), e.g. for metadata listings.
   std::shared_ptr<const ServingSnapshot> Snapshot() const;

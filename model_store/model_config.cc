@@ -28,6 +28,27 @@ Status CheckName(std::string_view name, size_t index) {
   return Status::Ok();
 }
 
+Status CheckTraffic(const ModelConfig& m, const std::string& who) {
+  std::set<std::string> names;
+  uint64_t total = 0;
+  for (size_t i = 0; i < m.traffic.size(); ++i) {
+    const TrafficArm& arm = m.traffic[i];
+    const std::string where = who + "traffic_split.arms[" + std::to_string(i) + "]";
+    if (arm.label.empty() && arm.version <= 0) {
+      return InvalidArgument(where + " names no label and no positive version");
+    }
+    if (!arm.label.empty() && m.labels.count(arm.label) == 0) {
+      return InvalidArgument(where + ": label '" + arm.label + "' is not one of the model's version_labels");
+    }
+    if (!names.insert(arm.Name()).second) {
+      return InvalidArgument(where + ": " + arm.Name() + " appears more than once");
+    }
+    total += arm.weight;
+  }
+  if (!m.traffic.empty() && total == 0) return InvalidArgument(who + "traffic_split: every arm has weight 0");
+  return Status::Ok();
+}
+
 Status CheckModel(const ModelConfig& m) {
   const std::string who = "model '" + m.name + "': ";
   if (m.base_path.empty()) return InvalidArgument(who + "base_path is empty");
@@ -63,10 +84,14 @@ Status CheckModel(const ModelConfig& m) {
                              "; versions are positive");
     }
   }
-  return Status::Ok();
+  return CheckTraffic(m, who);
 }
 
 }  // namespace
+
+std::string TrafficArm::Name() const {
+  return label.empty() ? "version:" + std::to_string(version) : "label:" + label;
+}
 
 Status ValidateStoreConfig(const StoreConfig& config) {
   std::set<std::string_view> names;

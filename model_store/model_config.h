@@ -22,12 +22,26 @@ struct VersionPolicy {
   bool operator==(const VersionPolicy&) const = default;
 };
 
+// One arm of a traffic split (Lockstep's, not TF Serving's): where a share of the requests
+// that name no version and no label go. Routing: traffic_split.h.
+struct TrafficArm {
+  std::string label;    // a label of the model's (the arm follows the label when it moves),
+  int64_t version = 0;  // or, when label is empty, a version
+  uint32_t weight = 0;  // relative to the other arms'
+
+  // "label:canary" or "version:2": the arm's identity in routing hashes, logs and metrics.
+  std::string Name() const;
+  bool operator==(const TrafficArm&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   std::string base_path;  // holds <base_path>/<version>/ bundles
   std::string platform;   // informational here; the server decides which platforms it accepts
   VersionPolicy policy;
   std::map<std::string, int64_t> labels;  // "stable" -> 42
+  // Empty: requests that name no version and no label get the highest available version.
+  std::vector<TrafficArm> traffic;
 
   bool operator==(const ModelConfig&) const = default;
 };
@@ -39,7 +53,9 @@ struct StoreConfig {
 // Checks everything that can be checked without looking at the disk or at what is loaded:
 // unique, non-empty names of safe characters (a name ends up in URLs, logs and paths, so it
 // may hold no '/', '\\', "..", or control characters), absolute base paths, a sensible policy,
-// and labels with names and positive versions. The message names the model and the field.
+// labels with names and positive versions, and traffic arms that each name one of the model's
+// labels or a positive version, once, with weights not all 0. The message names the model and
+// the field.
 Status ValidateStoreConfig(const StoreConfig& config);
 
 }  // namespace lockstep

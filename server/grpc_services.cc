@@ -32,6 +32,13 @@ Status CheckStillWanted(const grpc::ServerContext& context) {
   return Status::Ok();
 }
 
+// The client's x-routing-key metadata (a view into the call's metadata), or empty.
+std::string_view RoutingKey(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("x-routing-key");
+  return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+}
+
 // A failed call gets a request id (the client's x-request-id metadata, else a new one) in its
 // trailing metadata and in the log line about it; 5xx-like failures are warnings.
 grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const Status& status) {
@@ -50,7 +57,8 @@ grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const
 
 Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
                  tfs::PredictResponse* response) {
-  LS_ASSIGN_OR_RETURN(const ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
+  LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
+  spec.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
   const Session& session = servable->session();
   LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
@@ -90,7 +98,8 @@ Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context
 template <typename Result>
 Status DoExamples(const ModelManager& manager, const grpc::ServerContext& context, const tfs::ModelSpec& model_spec,
                   const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec) {
-  LS_ASSIGN_OR_RETURN(const ServableRequest spec, ServableRequestFromSpec(model_spec));
+  LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(model_spec));
+  spec.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
   const Session& session = servable->session();
   LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
@@ -123,7 +132,8 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
     }
   }
   // Resolve once, so that every task runs on the same version even if a newer one arrives.
-  LS_ASSIGN_OR_RETURN(const ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
+  LS_ASSIGN_OR_RETURN(ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
+  first.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, first));
   const Session& session = servable->session();
   LS_RETURN_IF_ERROR(CheckStillWanted(context));

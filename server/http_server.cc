@@ -197,7 +197,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       rest_.model_version = -1;
       rest_.body.clear();
     } else {
-      server_.api.Handle(View(request.method_string()), View(request.target()), request.body(), &request_id_, &rest_);
+      server_.api.Handle({View(request.method_string()), View(request.target()), request.body(),
+                          View(request[kRoutingKeyHeader])},
+                         &request_id_, &rest_);
     }
 
     response_.clear();

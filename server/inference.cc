@@ -21,7 +21,7 @@ StatusOr<ServableRequest> ServableRequestFromSpec(const tfs::ModelSpec& spec) {
 }
 
 StatusOr<ServableHandle> ResolveServable(const ModelManager& manager, const ServableRequest& request) {
-  return manager.Resolve(request.model, request.version, request.label);
+  return manager.Resolve(request.model, request.version, request.label, request.routing_key);
 }
 
 StatusOr<const Signature*> FindServingSignature(const Session& session, std::string_view name) {

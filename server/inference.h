@@ -34,12 +34,14 @@ inline constexpr std::string_view kClassifyMethod = "tensorflow/serving/classify
 inline constexpr std::string_view kRegressMethod = "tensorflow/serving/regress";
 
 // A request's model spec in protocol-neutral form. An empty signature name means
-// serving_default.
+// serving_default. The routing key (HTTP header X-Routing-Key, gRPC metadata x-routing-key)
+// keeps a client on one arm of a traffic split; empty: none.
 struct ServableRequest {
   std::string_view model;
   std::optional<int64_t> version;
   std::optional<std::string_view> label;
   std::string_view signature_name;
+  std::string_view routing_key;
 };
 
 // ModelSpec -> ServableRequest (views into `spec`). An empty model name is InvalidArgument.

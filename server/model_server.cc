@@ -140,6 +140,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config) {
     for (ModelConfig& m : first.models) {
       if (!m.labels.empty() && known.count({m.name, m.base_path}) == 0) {
         m.labels.clear();
+        m.traffic.clear();  // its arms may name those labels
         deferred = true;
       }
     }

@@ -88,6 +88,9 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
         break;  // latest 1
     }
     model.labels.insert(m.version_labels().begin(), m.version_labels().end());
+    for (const lockstep::config::TrafficSplit::Arm& arm : m.traffic_split().arms()) {
+      model.traffic.push_back({arm.label(), arm.version(), arm.weight()});
+    }
     config.models.push_back(std::move(model));
   }
   LS_RETURN_IF_ERROR(ValidateStoreConfig(config));

@@ -130,10 +130,10 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
   return parsed;
 }
 
-void RestApi::Handle(std::string_view method, std::string_view target, std::string_view body,
-                     std::string* request_id, RestResponse* response) const {
+void RestApi::Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const {
+  const std::string_view method = request.method, target = request.target;
   response->model_version = -1;
-  const Status status = Dispatch(method, target, body, response);
+  const Status status = Dispatch(request, response);
   if (status.ok()) {
     response->http_status = 200;
     return;
@@ -150,9 +150,9 @@ void RestApi::Handle(std::string_view method, std::string_view target, std::stri
   }
 }
 
-Status RestApi::Dispatch(std::string_view method, std::string_view target, std::string_view body,
-                         RestResponse* response) const {
-  LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(method, target));
+Status RestApi::Dispatch(const RestRequest& rest, RestResponse* response) const {
+  const std::string_view body = rest.body;
+  LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(rest.method, rest.target));
   // Status and metadata take a ModelSpec; inference goes straight to the servable.
   auto spec = [&path] {
     tfs::ModelSpec spec;
@@ -165,6 +165,7 @@ Status RestApi::Dispatch(std::string_view method, std::string_view target, std::
   request.model = path.model;
   request.version = path.version;
   if (path.label) request.label = *path.label;
+  request.routing_key = rest.routing_key;
 
   switch (path.kind) {
     case RestPath::Kind::kStatus: {

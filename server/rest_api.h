@@ -34,6 +34,17 @@ struct RestPath {
 // request." for /v1/models alone, and the both-version-and-label message.
 StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target);
 
+// The header whose value keeps a client on one arm of a traffic split.
+inline constexpr char kRoutingKeyHeader[] = "X-Routing-Key";
+
+// What the transport hands over: views into its request, valid for the call.
+struct RestRequest {
+  std::string_view method;
+  std::string_view target;
+  std::string_view body;
+  std::string_view routing_key;  // the X-Routing-Key header's value; empty when absent
+};
+
 struct RestResponse {
   int http_status = 200;
   std::string body;            // JSON
@@ -46,12 +57,10 @@ class RestApi {
 
   // Thread-safe. `request_id` is the client's id or empty; a failed request that has none
   // gets a fresh one, which goes into its log line (and should go back to the client).
-  void Handle(std::string_view method, std::string_view target, std::string_view body, std::string* request_id,
-              RestResponse* response) const;
+  void Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const;
 
  private:
-  Status Dispatch(std::string_view method, std::string_view target, std::string_view body,
-                  RestResponse* response) const;
+  Status Dispatch(const RestRequest& request, RestResponse* response) const;
 
   const ModelManager& manager_;
 };

@@ -79,5 +79,25 @@ TEST(ValidateStoreConfig, RejectsBadLabels) {
   ExpectInvalid(c, "version_labels['stable'] is 0");
 }
 
+TEST(ValidateStoreConfig, ChecksTrafficArms) {
+  StoreConfig c;
+  c.models.push_back(Model("m"));
+  ModelConfig& m = c.models[0];
+  m.labels = {{"stable", 1}, {"canary", 2}};
+  m.traffic = {{"stable", 0, 90}, {"canary", 0, 10}, {"", 3, 0}};
+  EXPECT_TRUE(ValidateStoreConfig(c).ok()) << ValidateStoreConfig(c).ToString();
+  EXPECT_EQ(m.traffic[0].Name(), "label:stable");
+  EXPECT_EQ(m.traffic[2].Name(), "version:3");
+
+  m.traffic = {{"stable", 0, 90}, {"", 0, 10}};
+  ExpectInvalid(c, "model 'm': traffic_split.arms[1] names no label and no positive version");
+  m.traffic = {{"stable", 0, 90}, {"blue", 0, 10}};
+  ExpectInvalid(c, "traffic_split.arms[1]: label 'blue' is not one of the model's version_labels");
+  m.traffic = {{"", 2, 90}, {"", 2, 10}};
+  ExpectInvalid(c, "traffic_split.arms[1]: version:2 appears more than once");
+  m.traffic = {{"stable", 0, 0}, {"canary", 0, 0}};
+  ExpectInvalid(c, "traffic_split: every arm has weight 0");
+}
+
 }  // namespace
 }  // namespace lockstep

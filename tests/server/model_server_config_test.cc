@@ -14,7 +14,9 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
     model_config_list {
       config { name: 'a' base_path: '/models/a' model_platform: 'tensorflow'
                model_version_policy { specific { versions: 42 versions: 43 } }
-               version_labels { key: 'stable' value: 42 } version_labels { key: 'canary' value: 43 } }
+               version_labels { key: 'stable' value: 42 } version_labels { key: 'canary' value: 43 }
+               traffic_split { arms { label: 'stable' weight: 90 } arms { label: 'canary' weight: 10 }
+                               arms { version: 43 weight: 0 } } }
       config { name: 'b' base_path: '/models/b' model_version_policy { all {} } }
       config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
                model_version_policy { latest { num_versions: 3 } } }
@@ -32,6 +34,8 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
   EXPECT_EQ(a.policy.versions, (std::vector<int64_t>{42, 43}));
   EXPECT_EQ(a.labels.at("stable"), 42);
   EXPECT_EQ(a.labels.at("canary"), 43);
+  EXPECT_EQ(a.traffic, (std::vector<TrafficArm>{{"stable", 0, 90}, {"canary", 0, 10}, {"", 43, 0}}));
+  EXPECT_TRUE(config->models[1].traffic.empty());
   EXPECT_EQ(config->models[1].policy.kind, VersionPolicy::kAll);
   EXPECT_EQ(config->models[2].policy.kind, VersionPolicy::kLatest);
   EXPECT_EQ(config->models[2].policy.num_versions, 3u);
@@ -69,6 +73,9 @@ TEST(ModelServerConfigTest, RefusesImpossibleConfigs) {
                 .find("more than once"),
             std::string::npos);
   EXPECT_EQ(error("custom_model_config { }").code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(error("model_config_list { config { name: 'a' base_path: '/m' traffic_split { arms { weight: 1 } } } }")
+                .message(),
+            "model 'a': traffic_split.arms[0] names no label and no positive version");
 }
 
 TEST(ModelServerConfigTest, SingleModelFromFlags) {

@@ -301,7 +301,13 @@ TEST(ProtoSchemaTest, ModelServerConfig) {
                  {"logging_config", 6, "tensorflow.serving.LoggingConfig"},
                  {"model_version_policy", 7,
                   "tensorflow.serving.FileSystemStoragePathSourceConfig.ServableVersionPolicy"},
-                 {"version_labels", 8}});
+                 {"version_labels", 8},
+                 // Lockstep's own, far from upstream's numbers (server/README.md).
+                 {"traffic_split", 1001, "lockstep.config.TrafficSplit"}});
+  ExpectMessage(lockstep::config::TrafficSplit::descriptor(), "lockstep.config.TrafficSplit",
+                {{"arms", 1, "lockstep.config.TrafficSplit.Arm"}});
+  ExpectMessage(lockstep::config::TrafficSplit::Arm::descriptor(), "lockstep.config.TrafficSplit.Arm",
+                {{"label", 1, "", "target"}, {"version", 2, "", "target"}, {"weight", 3}});
   ExpectMessage(tfs::LoggingConfig::descriptor(), "tensorflow.serving.LoggingConfig",
                 {{"log_collector_config", 1, "tensorflow.serving.LogCollectorConfig"},
                  {"sampling_config", 2, "tensorflow.serving.SamplingConfig"}});
