@@ -31,6 +31,7 @@ struct ModelManager::VersionEntry {
   ServableHandle loaded;   // while AVAILABLE
   std::string fingerprint; // of the directory as it was when the failed load read it
   uint64_t failed_generation = 0;  // ModelEntry::generation when the load failed
+  double load_seconds = 0;         // of the last load, successful or not
 };
 
 struct ModelManager::ModelEntry {
@@ -41,6 +42,8 @@ struct ModelManager::ModelEntry {
   bool listed = false;             // on_disk holds a successful listing
   std::vector<int64_t> on_disk;
   std::vector<int64_t> aspired;
+  // Requests each traffic-split arm has served, by arm name (TrafficArm::Name).
+  std::map<std::string, std::shared_ptr<std::atomic<uint64_t>>> arm_counts;
   std::string last_source_error;  // logged once per distinct error, not on every poll
 };
 
@@ -160,10 +163,25 @@ StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::opti
   if (const auto& arms = model_it->second.arms; !arms.empty()) {
     const size_t arm =
         PickArm(arms, routing_key.empty() ? std::nullopt : std::optional<uint64_t>(RoutingHash(routing_key)));
-    if (arm < arms.size()) return model_it->second.arm_servables[arm];
+    if (arm < arms.size()) {
+      model_it->second.arm_counts[arm]->fetch_add(1, std::memory_order_relaxed);
+      return model_it->second.arm_servables[arm];
+    }
   }
   if (versions.empty()) return NotFound("Servable not found for request: " + RequestString(model, version));
   return versions.rbegin()->second;
+}
+
+std::vector<TrafficArmCount> ModelManager::TrafficCounts() const {
+  std::vector<TrafficArmCount> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, entry] : models_) {
+    for (const TrafficArm& arm : entry->config.traffic) {
+      const auto it = entry->arm_counts.find(arm.Name());
+      out.push_back({name, arm.Name(), it == entry->arm_counts.end() ? 0 : it->second->load(std::memory_order_relaxed)});
+    }
+  }
+  return out;
 }
 
 StatusOr<std::vector<VersionStatusInfo>> ModelManager::GetModelStatus(std::string_view model,
@@ -176,7 +194,7 @@ StatusOr<std::vector<VersionStatusInfo>> ModelManager::GetModelStatus(std::strin
   std::vector<VersionStatusInfo> out;
   for (const auto& [v, entry] : it->second->versions) {
     if (version && v != *version) continue;
-    out.push_back({v, entry.state, entry.status});
+    out.push_back({v, entry.state, entry.status, entry.load_seconds});
   }
   if (out.empty()) {
     return NotFound("Could not find version " + std::to_string(*version) + " of model " + std::string(model));
@@ -411,7 +429,15 @@ void ModelManager::PublishLocked(Garbage* garbage) {
       if (const auto it = m.versions.find(target); it != m.versions.end()) servable = it->second;
       m.arms.push_back({RoutingHash(arm.Name()), servable ? static_cast<double>(arm.weight) : 0.0});
       m.arm_servables.push_back(std::move(servable));
+      // An arm's count lives as long as the arm stays in the config, across snapshots.
+      std::shared_ptr<std::atomic<uint64_t>>& count = entry->arm_counts[arm.Name()];
+      if (count == nullptr) count = std::make_shared<std::atomic<uint64_t>>(0);
+      m.arm_counts.push_back(count);
     }
+    std::erase_if(entry->arm_counts, [&](const auto& kv) {
+      return std::none_of(entry->config.traffic.begin(), entry->config.traffic.end(),
+                          [&](const TrafficArm& arm) { return arm.Name() == kv.first; });
+    });
   }
   std::shared_ptr<const ServingSnapshot> published = std::move(snapshot);
   std::lock_guard<std::mutex> lock(snapshot_mu_);
@@ -442,17 +468,21 @@ void ModelManager::LoadLoop() {
     lock.unlock();
 
     const std::string fingerprint = DirFingerprint(task.dir);
+    const auto load_start = std::chrono::steady_clock::now();
     StatusOr<ServableHandle> loaded = LoadVersion(task.model, task.version, task.dir, options_.session_options);
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
     Garbage garbage;
     lock.lock();
     ve = find();
     if (ve != nullptr && ve->state == VersionState::kLoading) {
+      ve->load_seconds = load_seconds;
       if (loaded.ok()) {
         ve->state = VersionState::kAvailable;
         ve->status = Status::Ok();
         ve->loaded = std::move(loaded).value();
-        spdlog::info("event=version_available model={} version={}", task.model, task.version);
+        spdlog::info("event=version_available model={} version={} load_s={:.3f}", task.model, task.version,
+                     load_seconds);
       } else {
         ve->state = VersionState::kEnd;
         ve->status = loaded.status();

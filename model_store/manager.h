@@ -17,6 +17,7 @@
 // request in flight keeps its version alive and usable after the manager has unloaded it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -55,6 +56,14 @@ struct VersionStatusInfo {
   int64_t version = 0;
   VersionState state = VersionState::kUnknown;
   Status status;  // the load error for a version that failed; OK otherwise
+  double load_seconds = 0;  // how long its last load (and warm-up) took; 0 before one ended
+};
+
+// How many requests an arm of a model's traffic split has served since it joined the config.
+struct TrafficArmCount {
+  std::string model;
+  std::string arm;  // TrafficArm::Name(): "label:canary", "version:2"
+  uint64_t requests = 0;
 };
 
 // What serves, as one immutable value; replaced whole, never changed.
@@ -67,6 +76,7 @@ struct ServingSnapshot {
     // in its order. An arm whose target is not available has weight 0 and no servable.
     std::vector<WeightedArm> arms;
     std::vector<ServableHandle> arm_servables;
+    std::vector<std::shared_ptr<std::atomic<uint64_t>>> arm_counts;  // shared with the manager
   };
   std::map<std::string, Model, std::less<>> models;
 };
@@ -119,6 +129,9 @@ class ModelManager {
   // versions of model m" / "Could not find version 3 of model m".
   StatusOr<std::vector<VersionStatusInfo>> GetModelStatus(std::string_view model,
                                                           std::optional<int64_t> version = std::nullopt) const;
+
+  // Every arm of every traffic split in the config, with its request count (for metrics).
+  std::vector<TrafficArmCount> TrafficCounts() const;
 
   // Polls every base path now, on the calling thread, and queues the loads that follow.
   void PollNow();

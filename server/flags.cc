@@ -46,6 +46,9 @@ const FlagSpec kFlags[] = {
     {"num_load_threads", &ServerFlags::num_load_threads, "Threads that load versions (0: 2)."},
     {"tensorflow_intra_op_parallelism", &ServerFlags::tensorflow_intra_op_parallelism,
      "Threads one request's kernels may use (0: the number of CPUs)."},
+    {"monitoring_config_file", &ServerFlags::monitoring_config_file,
+     "MonitoringConfig in text format: prometheus_config { enable: true path: \"/monitoring/prometheus/metrics\" } "
+     "serves the metrics there on the REST port (they are at /metrics always)."},
     {"help", &ServerFlags::help, "Print this help and exit."},
     {"version", &ServerFlags::version, "Print the version and exit."},
 };
@@ -182,6 +185,8 @@ std::string ServerUsage() {
   }
   return out;
 }
+
+std::string_view ServerVersion() { return kVersion; }
 
 std::string ServerVersionString() {
   return "model-server " + std::string(kVersion) + " (Lockstep; TensorFlow Serving API compatible)";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/status.h"
@@ -27,6 +28,7 @@ struct ServerFlags {
   bool allow_version_labels_for_unavailable_models = false;
   int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
+  std::string monitoring_config_file;       // MonitoringConfig; /metrics is served regardless
   bool help = false;
   bool version = false;
 };
@@ -44,5 +46,7 @@ std::string ServerUsage();
 
 // "model-server <version> (TensorFlow Serving API compatible)".
 std::string ServerVersionString();
+// The version alone, "0.3.0".
+std::string_view ServerVersion();
 
 }  // namespace lockstep

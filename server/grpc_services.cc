@@ -55,13 +55,30 @@ grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const
   return ToGrpcStatus(status);
 }
 
+// Runs `serve` (one inference call, filling in its record), records it in `metrics`, and
+// finishes the call.
+template <typename Serve>
+grpc::Status Served(ServingMetrics& metrics, grpc::ServerContext* context, std::string_view method,
+                    std::string_view api, Serve&& serve) {
+  const auto start = std::chrono::steady_clock::now();
+  RequestRecord record;
+  record.protocol = "grpc";
+  record.api = api;
+  const Status status = serve(&record);
+  metrics.Record(record, status.code(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return Finish(context, method, status);
+}
+
 Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
-                 tfs::PredictResponse* response) {
+                 tfs::PredictResponse* response, RequestRecord* record) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
   spec.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
+  record->servable = servable;
   const Session& session = servable->session();
   LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
+  record->signature = signature->name;
 
   // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
   // few wire bytes can stand for many elements) cannot add up past the cap.
@@ -88,7 +105,10 @@ Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context
   LS_RETURN_IF_ERROR(CheckStillWanted(context));
   const std::vector<std::string> filter(request.output_filter().begin(), request.output_filter().end());
   std::vector<NamedTensor> outputs;
-  LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, filter, &outputs));
+  {
+    ComputeTimer timer(record);
+    LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, filter, &outputs));
+  }
   auto& out = *response->mutable_outputs();
   for (const NamedTensor& output : outputs) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
   FillServedSpec(*servable, spec.signature_name, response->mutable_model_spec());
@@ -97,13 +117,16 @@ Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context
 
 template <typename Result>
 Status DoExamples(const ModelManager& manager, const grpc::ServerContext& context, const tfs::ModelSpec& model_spec,
-                  const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec) {
+                  const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec, RequestRecord* record) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(model_spec));
   spec.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
+  record->servable = servable;
   const Session& session = servable->session();
   LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
+  record->signature = signature->name;
   LS_RETURN_IF_ERROR(CheckStillWanted(context));
+  ComputeTimer timer(record);
   if constexpr (std::is_same_v<Result, tfs::ClassificationResult>) {
     LS_RETURN_IF_ERROR(RunClassify(session, *signature, input, result));
   } else {
@@ -116,7 +139,8 @@ Status DoExamples(const ModelManager& manager, const grpc::ServerContext& contex
 // MultiInference as TF Serving defines it: classify and regress tasks over one input, all on
 // one model (and version), each on its own signature.
 Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& context,
-                        const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response) {
+                        const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response,
+                        RequestRecord* record) {
   if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
   std::set<std::string> signatures;
   for (const tfs::InferenceTask& task : request.tasks()) {
@@ -135,8 +159,10 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
   LS_ASSIGN_OR_RETURN(ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
   first.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, first));
+  record->servable = servable;
   const Session& session = servable->session();
   LS_RETURN_IF_ERROR(CheckStillWanted(context));
+  ComputeTimer timer(record);
   for (const tfs::InferenceTask& task : request.tasks()) {
     LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, task.model_spec().signature_name()));
     tfs::InferenceResult* result = response->add_results();
@@ -154,25 +180,32 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
 
 grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                                             tfs::PredictResponse* response) {
-  return Finish(context, "Predict", DoPredict(manager_, *context, *request, response));
+  return Served(metrics_, context, "Predict", "predict",
+                [&](RequestRecord* record) { return DoPredict(manager_, *context, *request, response, record); });
 }
 
 grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
                                              tfs::ClassificationResponse* response) {
-  return Finish(context, "Classify", DoExamples(manager_, *context, request->model_spec(), request->input(),
-                                       response->mutable_result(), response->mutable_model_spec()));
+  return Served(metrics_, context, "Classify", "classify", [&](RequestRecord* record) {
+    return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
+                      response->mutable_model_spec(), record);
+  });
 }
 
 grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const tfs::RegressionRequest* request,
                                             tfs::RegressionResponse* response) {
-  return Finish(context, "Regress", DoExamples(manager_, *context, request->model_spec(), request->input(),
-                                      response->mutable_result(), response->mutable_model_spec()));
+  return Served(metrics_, context, "Regress", "regress", [&](RequestRecord* record) {
+    return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
+                      response->mutable_model_spec(), record);
+  });
 }
 
 grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext* context,
                                                    const tfs::MultiInferenceRequest* request,
                                                    tfs::MultiInferenceResponse* response) {
-  return Finish(context, "MultiInference", DoMultiInference(manager_, *context, *request, response));
+  return Served(metrics_, context, "MultiInference", "multi_inference", [&](RequestRecord* record) {
+    return DoMultiInference(manager_, *context, *request, response, record);
+  });
 }
 
 grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext* context, const tfs::GetModelMetadataRequest* request,

@@ -8,6 +8,7 @@
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/serving_metrics.h"
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
 
@@ -17,7 +18,9 @@ grpc::Status ToGrpcStatus(const Status& status);
 
 class PredictionServiceImpl final : public tensorflow::serving::PredictionService::Service {
  public:
-  explicit PredictionServiceImpl(const ModelManager& manager) : manager_(manager) {}
+  // Inference calls are recorded in `metrics`.
+  PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics)
+      : manager_(manager), metrics_(metrics) {}
 
   grpc::Status Predict(grpc::ServerContext* context, const tensorflow::serving::PredictRequest* request,
                        tensorflow::serving::PredictResponse* response) override;
@@ -33,6 +36,7 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
 
  private:
   const ModelManager& manager_;
+  ServingMetrics& metrics_;
 };
 
 // Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.

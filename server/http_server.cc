@@ -206,7 +206,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.result(rest_.http_status);
     response_.version(request.version());
     response_.keep_alive(request.keep_alive());
-    if (rest_.http_status != 204) response_.set(http::field::content_type, "application/json");
+    if (rest_.http_status != 204) response_.set(http::field::content_type,
+                                                boost::beast::string_view(rest_.content_type.data(), rest_.content_type.size()));
     if (!request_id_.empty()) response_.set("X-Request-Id", request_id_);
     if (rest_.model_version >= 0) response_.set("X-Model-Version", std::to_string(rest_.model_version));
     SetCors();

@@ -1,5 +1,6 @@
 #include "server/model_server.h"
 
+#include <google/protobuf/text_format.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
@@ -8,6 +9,7 @@
 
 #include "runtime/thread_pool.h"
 #include "server/model_server_config.h"
+#include "tensorflow_serving/config/monitoring_config.pb.h"
 
 namespace lockstep {
 
@@ -40,13 +42,32 @@ StatusOr<StoreConfig> InitialConfig(const ServerFlags& flags, std::string* confi
   return config;
 }
 
+// The path --monitoring_config_file asks the metrics to be served at; empty when it leaves
+// Prometheus off. Errors name the file.
+StatusOr<std::string> PrometheusPath(const std::string& file) {
+  LS_ASSIGN_OR_RETURN(const std::string text, ReadConfigFileText(file));
+  tensorflow::serving::MonitoringConfig config;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
+    return InvalidArgument(file + ": not a MonitoringConfig in text format (e.g. prometheus_config { enable: true })");
+  }
+  if (!config.prometheus_config().enable()) return std::string();
+  std::string path = config.prometheus_config().path();
+  if (path.empty()) path = "/monitoring/prometheus/metrics";
+  if (path[0] != '/' || path.rfind("/v1/", 0) == 0 || path.find_first_of("?# ") != std::string::npos) {
+    return InvalidArgument(file + ": prometheus_config.path '" + path +
+                           "' must be an absolute path outside /v1/, without '?', '#' or spaces");
+  }
+  return path;
+}
+
 }  // namespace
 
 ModelServer::ModelServer(const ServerFlags& flags)
     : flags_(flags),
       manager_(ManagerOptions(flags)),
-      rest_api_(manager_),
-      prediction_service_(manager_),
+      metrics_(manager_),
+      rest_api_(manager_, metrics_),
+      prediction_service_(manager_, metrics_),
       model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
         return ReloadConfig(proto);
       }) {}
@@ -58,6 +79,10 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   if (flags.tensorflow_intra_op_parallelism > 0) ThreadPool::SetDefaultThreads(flags.tensorflow_intra_op_parallelism);
   auto server = std::make_unique<ModelServer>(flags);
 
+  if (!flags.monitoring_config_file.empty()) {
+    LS_ASSIGN_OR_RETURN(std::string path, PrometheusPath(flags.monitoring_config_file));
+    server->rest_api_.set_monitoring_path(std::move(path));
+  }
   std::string config_text;
   LS_ASSIGN_OR_RETURN(StoreConfig config, InitialConfig(flags, &config_text));
   server->last_config_text_ = config_text;

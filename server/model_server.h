@@ -54,6 +54,7 @@ class ModelServer {
 
   const ServerFlags flags_;
   ModelManager manager_;
+  ServingMetrics metrics_;
   RestApi rest_api_;
   PredictionServiceImpl prediction_service_;
   ModelServiceImpl model_service_;

@@ -133,7 +133,22 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
 void RestApi::Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const {
   const std::string_view method = request.method, target = request.target;
   response->model_version = -1;
-  const Status status = Dispatch(request, response);
+  response->content_type = "application/json";
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (method == "GET" && (path == "/metrics" || (!monitoring_path_.empty() && path == monitoring_path_))) {
+    response->http_status = 200;
+    response->body = metrics_.Render();
+    response->content_type = metrics::kExpositionContentType;
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  RequestRecord record;
+  record.protocol = "rest";
+  const Status status = Dispatch(request, &record, response);
+  if (!record.api.empty()) {
+    metrics_.Record(record, status.code(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   if (status.ok()) {
     response->http_status = 200;
     return;
@@ -150,7 +165,7 @@ void RestApi::Handle(const RestRequest& request, std::string* request_id, RestRe
   }
 }
 
-Status RestApi::Dispatch(const RestRequest& rest, RestResponse* response) const {
+Status RestApi::Dispatch(const RestRequest& rest, RequestRecord* record, RestResponse* response) const {
   const std::string_view body = rest.body;
   LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(rest.method, rest.target));
   // Status and metadata take a ModelSpec; inference goes straight to the servable.
@@ -184,24 +199,34 @@ Status RestApi::Dispatch(const RestRequest& rest, RestResponse* response) const 
       return Status::Ok();
     }
     case RestPath::Kind::kPredict: {
+      record->api = "predict";
       LS_ASSIGN_OR_RETURN(const PredictBody predict, ParsePredictBody(body));
       LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
+      record->servable = servable;
       const Session& session = servable->session();
       LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, predict.signature_name));
+      record->signature = signature->name;
       LS_ASSIGN_OR_RETURN(const std::vector<NamedTensor> inputs, DecodePredictInputs(predict, *signature));
       std::vector<NamedTensor> outputs;
-      LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, {}, &outputs));
+      {
+        ComputeTimer timer(record);
+        LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, {}, &outputs));
+      }
       LS_RETURN_IF_ERROR(WritePredictResponse(predict.row_format, outputs, &response->body));
       response->model_version = servable->version();
       return Status::Ok();
     }
     case RestPath::Kind::kClassify:
     case RestPath::Kind::kRegress: {
+      record->api = path.kind == RestPath::Kind::kClassify ? "classify" : "regress";
       std::string signature_name;
       LS_ASSIGN_OR_RETURN(const tfs::Input input, InputFromJson(body, &signature_name));
       LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
+      record->servable = servable;
       const Session& session = servable->session();
       LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, signature_name));
+      record->signature = signature->name;
+      ComputeTimer timer(record);
       if (path.kind == RestPath::Kind::kClassify) {
         tfs::ClassificationResult result;
         LS_RETURN_IF_ERROR(RunClassify(session, *signature, input, &result));

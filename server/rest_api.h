@@ -4,6 +4,7 @@
 //   GET  /v1/models/{m}[/versions/{v} | /labels/{l}]             model status
 //   GET  /v1/models/{m}[/versions/{v} | /labels/{l}]/metadata    model metadata
 //   POST /v1/models/{m}[/versions/{v} | /labels/{l}]:predict     also :classify, :regress
+//   GET  /metrics (and the monitoring path)                      Prometheus' text format
 //
 // As in TF Serving the path is matched case-insensitively, the model name and label are
 // URL-decoded, and the version must be digits. Errors are {"error": "..."} with the HTTP
@@ -17,6 +18,7 @@
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/serving_metrics.h"
 
 namespace lockstep {
 
@@ -47,22 +49,30 @@ struct RestRequest {
 
 struct RestResponse {
   int http_status = 200;
-  std::string body;            // JSON
+  std::string body;            // JSON, or the metrics' text
+  std::string_view content_type = "application/json";
   int64_t model_version = -1;  // the version that served a predict/classify/regress; -1 if none
 };
 
 class RestApi {
  public:
-  explicit RestApi(const ModelManager& manager) : manager_(manager) {}
+  // Inference requests are recorded in `metrics`, which GET /metrics serves, and so does GET
+  // `monitoring_path` when it is not empty (TF Serving's --monitoring_config_file path).
+  RestApi(const ModelManager& manager, ServingMetrics& metrics, std::string monitoring_path = "")
+      : manager_(manager), metrics_(metrics), monitoring_path_(std::move(monitoring_path)) {}
+  // Before the transport starts calling Handle.
+  void set_monitoring_path(std::string path) { monitoring_path_ = std::move(path); }
 
   // Thread-safe. `request_id` is the client's id or empty; a failed request that has none
   // gets a fresh one, which goes into its log line (and should go back to the client).
   void Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const;
 
  private:
-  Status Dispatch(const RestRequest& request, RestResponse* response) const;
+  Status Dispatch(const RestRequest& request, RequestRecord* record, RestResponse* response) const;
 
   const ModelManager& manager_;
+  ServingMetrics& metrics_;
+  std::string monitoring_path_;
 };
 
 }  // namespace lockstep

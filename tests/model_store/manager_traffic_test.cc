@@ -41,6 +41,12 @@ TEST(ModelManagerTraffic, SplitsByWeightAndKeepsKeysOnTheirArm) {
   int canary = 0;
   for (int i = 0; i < 10000; ++i) canary += Routed(manager) == 2;
   EXPECT_NEAR(canary, 1000, 200);  // +-2 points
+  const std::vector<TrafficArmCount> counts = manager.TrafficCounts();
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[0].arm, "label:stable");
+  EXPECT_EQ(counts[0].requests, static_cast<uint64_t>(10000 - canary));
+  EXPECT_EQ(counts[1].arm, "label:canary");
+  EXPECT_EQ(counts[1].requests, static_cast<uint64_t>(canary));
   std::map<std::string, int64_t> arm_of;
   for (int k = 0; k < 500; ++k)
     arm_of["user-" + std::to_string(k)] = Routed(manager, "user-" + std::to_string(k));

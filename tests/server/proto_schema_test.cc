@@ -30,6 +30,7 @@
 #include "tensorflow_serving/apis/regression.pb.h"
 #include "tensorflow_serving/config/logging_config.pb.h"
 #include "tensorflow_serving/config/model_server_config.pb.h"
+#include "tensorflow_serving/config/monitoring_config.pb.h"
 #include "tensorflow_serving/sources/storage_path/file_system_storage_path_source.pb.h"
 #include "tensorflow_serving/util/status.pb.h"
 
@@ -285,6 +286,13 @@ TEST(ProtoSchemaTest, SignatureDef) {
                  {"outputs", 2, "tensorflow.TensorInfo"},
                  {"method_name", 3},
                  {"defaults", 4, "tensorflow.TensorProto"}});
+}
+
+TEST(ProtoSchemaTest, MonitoringConfig) {
+  ExpectMessage(tfs::MonitoringConfig::descriptor(), "tensorflow.serving.MonitoringConfig",
+                {{"prometheus_config", 1, "tensorflow.serving.PrometheusConfig"}});
+  ExpectMessage(tfs::PrometheusConfig::descriptor(), "tensorflow.serving.PrometheusConfig",
+                {{"enable", 1}, {"path", 2}});
 }
 
 TEST(ProtoSchemaTest, ModelServerConfig) {

@@ -11,12 +11,13 @@
 #include "runtime/bundle/bundle.h"
 #include "tensorflow/core/example/example.pb.h"
 #include "training/data/tfrecord.h"
-#include "tests/training/run_command.h"
+#include "tests/common/run_command.h"
 
 namespace lockstep::training {
 namespace {
 
-using Result = CommandResult;
+using Result = test::CommandResult;
+using test::RunCommand;
 
 Result RunModelTrain(const std::string& args) {
   return RunCommand("cd " + std::string(LOCKSTEP_SOURCE_DIR) + " && " + MODEL_TRAIN_PATH + " " + args);

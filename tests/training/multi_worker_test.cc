@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "tests/training/run_command.h"
+#include "tests/common/run_command.h"
 
 namespace lockstep::training {
 namespace {
@@ -25,7 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 #ifdef LOCKSTEP_MPIEXEC
-using Result = CommandResult;
+using Result = test::CommandResult;
+using test::RunCommand;
 
 std::string ReadBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -1,4 +1,4 @@
-// Runs a shell command for the tests that start model-train (or mpirun) as a user would.
+// Runs a shell command as a user would (model-train, mpirun, a script), for the tests.
 #pragma once
 
 #include <sys/wait.h>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-namespace lockstep::training {
+namespace lockstep::test {
 
 struct CommandResult {
   int exit_code = -1;  // -1 when it could not start or did not exit normally
@@ -26,4 +26,4 @@ inline CommandResult RunCommand(const std::string& command) {
   return r;
 }
 
-}  // namespace lockstep::training
+}  // namespace lockstep::test

@@ -1,0 +1,162 @@
+#include "server/serving_metrics.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "server/flags.h"
+
+namespace lockstep {
+namespace {
+
+// From 50 us to about 100 s: a small model answers in tens of microseconds, a large batch in
+// seconds.
+std::vector<double> LatencyBounds(double scale) {
+  return metrics::ExponentialBounds(50e-6 * scale, 2.0, 22);
+}
+
+std::string_view VersionLabel(int64_t version, std::array<char, 24>& buffer) {
+  if (version < 0) return {};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), version);
+  return std::string_view(buffer.data(), static_cast<size_t>(end - buffer.data()));
+}
+
+// Prometheus' standard process metrics, from /proc.
+void CollectProcess(metrics::Exposition& out) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const long ticks = sysconf(_SC_CLK_TCK);
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size_pages = 0, resident_pages = 0;
+  if (statm >> size_pages >> resident_pages) {
+    out.Family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    out.Sample("process_resident_memory_bytes", {}, {}, static_cast<double>(resident_pages * page));
+    out.Family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    out.Sample("process_virtual_memory_bytes", {}, {}, static_cast<double>(size_pages * page));
+  }
+  // /proc/self/stat: the command may hold spaces, so fields are counted after its ')'.
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  if (const size_t close = stat.rfind(')'); close != std::string::npos) {
+    std::istringstream fields(stat.substr(close + 2));
+    std::vector<std::string> f;
+    for (std::string field; fields >> field;) f.push_back(field);
+    // Fields 14, 15 (utime, stime) and 22 (starttime) of proc(5), counted from field 3 here.
+    if (f.size() > 19) {
+      const double cpu = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(ticks);
+      out.Family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+      out.Sample("process_cpu_seconds_total", {}, {}, cpu);
+      std::ifstream proc_stat("/proc/stat");
+      for (std::string line; std::getline(proc_stat, line);) {
+        if (line.rfind("btime ", 0) != 0) continue;
+        const double boot = std::stod(line.substr(6));
+        out.Family("process_start_time_seconds", "gauge",
+                   "Start time of the process since unix epoch in seconds.");
+        out.Sample("process_start_time_seconds", {}, {},
+                   boot + std::stod(f[19]) / static_cast<double>(ticks));
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  double fds = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec))
+    ++fds;
+  out.Family("process_open_fds", "gauge", "Number of open file descriptors.");
+  out.Sample("process_open_fds", {}, {}, fds);
+}
+
+void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
+  static constexpr std::array<std::string_view, 3> kStateLabels = {"model", "version", "state"};
+  static constexpr std::array<std::string_view, 2> kVersionLabels = {"model", "version"};
+  static constexpr std::array<std::string_view, 2> kArmLabels = {"model", "arm"};
+  struct Row {
+    std::string model;
+    VersionStatusInfo info;
+  };
+  std::vector<Row> rows;
+  for (const auto& [model, unused] : manager.Snapshot()->models) {
+    StatusOr<std::vector<VersionStatusInfo>> versions = manager.GetModelStatus(model);
+    if (!versions.ok()) continue;
+    for (VersionStatusInfo& v : *versions) rows.push_back({model, std::move(v)});
+  }
+  std::array<char, 24> buffer;
+  out.Family("lockstep_model_version_state", "gauge",
+             "1 for each model version's current state (START, LOADING, AVAILABLE, UNLOADING, END).");
+  for (const Row& r : rows) {
+    const std::array<std::string_view, 3> values = {r.model, VersionLabel(r.info.version, buffer),
+                                                    VersionStateName(r.info.state)};
+    out.Sample("lockstep_model_version_state", kStateLabels, values, 1);
+  }
+  out.Family("lockstep_model_version_load_seconds", "gauge",
+             "How long each model version's last load, warm-up included, took.");
+  for (const Row& r : rows) {
+    if (r.info.load_seconds <= 0) continue;
+    const std::array<std::string_view, 2> values = {r.model, VersionLabel(r.info.version, buffer)};
+    out.Sample("lockstep_model_version_load_seconds", kVersionLabels, values, r.info.load_seconds);
+  }
+  out.Family("lockstep_traffic_split_requests_total", "counter",
+             "Requests each arm of a model's traffic split has served since it joined the config.");
+  for (const TrafficArmCount& arm : manager.TrafficCounts()) {
+    const std::array<std::string_view, 2> values = {arm.model, arm.arm};
+    out.Sample("lockstep_traffic_split_requests_total", kArmLabels, values,
+               static_cast<double>(arm.requests));
+  }
+}
+
+}  // namespace
+
+ServingMetrics::ServingMetrics(const ModelManager& manager)
+    : requests_(registry_.AddCounter("lockstep_requests_total", "Inference requests, by how they ended.",
+                                     {"model", "version", "signature", "protocol", "api", "status"})),
+      total_(registry_.AddHistogram("lockstep_request_seconds", "Inference request latency, whole.",
+                                    {"model", "version", "protocol", "api"}, LatencyBounds(1))),
+      queue_(registry_.AddHistogram(
+          "lockstep_request_queue_seconds",
+          "Time an inference request waited before its graph ran (the batching queue).",
+          {"model", "version", "protocol", "api"}, LatencyBounds(1))),
+      compute_(registry_.AddHistogram("lockstep_request_compute_seconds",
+                                      "Time an inference request's graph ran.",
+                                      {"model", "version", "protocol", "api"}, LatencyBounds(1))),
+      tf_request_count_(registry_.AddCounter(":tensorflow:serving:request_count",
+                                             "The number of requests (TensorFlow Serving's metric).",
+                                             {"model_name", "status"})),
+      tf_request_latency_(
+          registry_.AddHistogram(":tensorflow:serving:request_latency",
+                                 "Request latency in microseconds (TensorFlow Serving's metric).",
+                                 {"model_name", "API", "entrypoint"}, LatencyBounds(1e6))),
+      tf_runtime_latency_(
+          registry_.AddHistogram(":tensorflow:serving:runtime_latency",
+                                 "Runtime latency in microseconds (TensorFlow Serving's metric).",
+                                 {"model_name", "API", "runtime"}, LatencyBounds(1e6))) {
+  registry_.AddCollector([&manager](metrics::Exposition& out) { CollectModels(manager, out); });
+  registry_.AddCollector([](metrics::Exposition& out) {
+    static constexpr std::array<std::string_view, 1> kNames = {"version"};
+    const std::array<std::string_view, 1> values = {ServerVersion()};
+    out.Family("lockstep_build_info", "gauge", "1, labelled with model-server's version.");
+    out.Sample("lockstep_build_info", kNames, values, 1);
+  });
+  registry_.AddCollector(CollectProcess);
+}
+
+void ServingMetrics::Record(const RequestRecord& r, StatusCode code, double total_seconds) {
+  std::array<char, 24> buffer;
+  const std::string_view model = r.servable ? std::string_view(r.servable->model()) : std::string_view();
+  const std::string_view version = VersionLabel(r.servable ? r.servable->version() : -1, buffer);
+  const std::string_view status = StatusCodeName(code);
+  requests_.With({model, version, r.signature, r.protocol, r.api, status}).Add();
+  tf_request_count_.With({model, status}).Add();
+  tf_request_latency_.With({model, r.api, r.protocol == "rest" ? "REST" : "GRPC"})
+      .Observe(total_seconds * 1e6);
+  if (code != StatusCode::kOk) return;  // latencies of answers only: a refusal is not a latency
+  const std::initializer_list<std::string_view> labels = {model, version, r.protocol, r.api};
+  total_.With(labels).Observe(total_seconds);
+  queue_.With(labels).Observe(r.queue_seconds);
+  compute_.With(labels).Observe(r.compute_seconds);
+  tf_runtime_latency_.With({model, r.api, "Lockstep"}).Observe(r.compute_seconds * 1e6);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,83 @@
+// What model-server measures, as Prometheus metrics (metrics.h), served at /metrics and at the
+// --monitoring_config_file path:
+//
+//   lockstep_requests_total{model,version,signature,protocol,api,status}       counter
+//   lockstep_request_seconds{model,version,protocol,api}                         histogram, whole request
+//   lockstep_request_queue_seconds{model,version,protocol,api}                   histogram, waiting to run
+//   lockstep_request_compute_seconds{model,version,protocol,api}                 histogram, running the graph
+//   lockstep_model_version_state{model,version,state}                            gauge, 1 for the current
+//   state lockstep_model_version_load_seconds{model,version}                           gauge, the last load's
+//   duration lockstep_traffic_split_requests_total{model,arm}                             counter
+//   lockstep_build_info{version}                                                 gauge, 1
+//   process_resident_memory_bytes, process_virtual_memory_bytes, process_cpu_seconds_total,
+//   process_open_fds, process_start_time_seconds                                 (Prometheus' standard)
+//
+// and TensorFlow Serving's own, for dashboards made for it:
+//   :tensorflow:serving:request_count{model_name,status}                         counter
+//   :tensorflow:serving:request_latency{model_name,API,entrypoint}               histogram, microseconds
+//   :tensorflow:serving:runtime_latency{model_name,API,runtime}                  histogram, microseconds
+//
+// A request's model, version and signature are labels only once they resolved: a request for
+// a model the server does not serve is counted with an empty model, so a client cannot make
+// series at will.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model_store/manager.h"
+#include "runtime/status.h"
+#include "server/metrics.h"
+
+namespace lockstep {
+
+// One inference request, filled in by its handler as it goes.
+struct RequestRecord {
+  std::string_view protocol;   // "rest" or "grpc"
+  std::string_view api;        // "predict", "classify", "regress", "multi_inference"; empty: not inference
+  ServableHandle servable;     // null until it resolved; holds the model and the signature alive
+  std::string_view signature;  // empty until the signature was found
+  double queue_seconds = 0;    // before its graph started running (batching's queue)
+  double compute_seconds = 0;  // running its graph (for classify and regress, with the examples' parsing)
+};
+
+// Adds the time from its construction to its destruction to record->compute_seconds.
+class ComputeTimer {
+ public:
+  explicit ComputeTimer(RequestRecord* record) : record_(record), start_(std::chrono::steady_clock::now()) {}
+  ~ComputeTimer() {
+    record_->compute_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  ComputeTimer(const ComputeTimer&) = delete;
+  ComputeTimer& operator=(const ComputeTimer&) = delete;
+
+ private:
+  RequestRecord* record_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class ServingMetrics {
+ public:
+  explicit ServingMetrics(const ModelManager& manager);
+
+  // Thread-safe; allocates nothing once the request's label values have been seen.
+  void Record(const RequestRecord& request, StatusCode code, double total_seconds);
+
+  // The exposition, with the values read at scrape time (versions, memory) fresh.
+  std::string Render() const { return registry_.Render(); }
+
+ private:
+  metrics::Registry registry_;
+  metrics::Family<metrics::Counter>& requests_;
+  metrics::Family<metrics::Histogram>& total_;
+  metrics::Family<metrics::Histogram>& queue_;
+  metrics::Family<metrics::Histogram>& compute_;
+  metrics::Family<metrics::Counter>& tf_request_count_;
+  metrics::Family<metrics::Histogram>& tf_request_latency_;
+  metrics::Family<metrics::Histogram>& tf_runtime_latency_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,160 @@
+// Prometheus metrics from the real binary: after REST and gRPC requests that succeed and fail,
+// /metrics and the --monitoring_config_file path serve a valid exposition (read by a strict
+// parser) whose counts are the requests sent, by model, version, protocol and status, with
+// latency histograms, version states and load times, traffic-split arms, process memory and
+// build info. A bad monitoring config stops the server at start with the file named.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/common/prometheus_text.h"
+#include "tests/common/run_command.h"
+#include "tests/e2e/server_harness.h"
+
+namespace lockstep::e2e {
+namespace {
+
+namespace tfs = tensorflow::serving;
+using test::ParsePrometheusText;
+using test::PrometheusText;
+
+std::string Config(const fs::path& base) {
+  return "model_config_list { config {\n"
+         "  name: \"m\" base_path: \"" +
+         base.string() +
+         "\"\n"
+         "  model_version_policy { specific { versions: 1 versions: 2 } }\n"
+         "  version_labels { key: \"stable\" value: 1 } version_labels { key: \"canary\" value: 2 }\n"
+         "  traffic_split { arms { label: \"stable\" weight: 1 } arms { label: \"canary\" weight: 1 } }\n"
+         "} }\n";
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& monitoring) {
+    WriteVersionModel(dir_.path() / "m", 1);
+    WriteVersionModel(dir_.path() / "m", 2);
+    WriteFile(dir_.path() / "models.config", Config(dir_.path() / "m"));
+    WriteFile(dir_.path() / "monitoring.config", monitoring);
+    server_ = std::make_unique<ServerProcess>(
+        dir_.path(),
+        std::vector<std::string>{"--model_config_file=" + (dir_.path() / "models.config").string(),
+                                 "--monitoring_config_file=" + (dir_.path() / "monitoring.config").string()});
+  }
+
+  PrometheusText Scrape(const std::string& path) {
+    HttpClient http(server_->rest_port());
+    const HttpResult r = http.Get(path);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    EXPECT_EQ(r.headers.count("content-type") ? r.headers.at("content-type") : "",
+              "text/plain; version=0.0.4; charset=utf-8");
+    PrometheusText parsed = ParsePrometheusText(r.body);
+    EXPECT_EQ(parsed.error, "") << r.body;
+    return parsed;
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(MetricsTest, CountsWhatWasServedAndHowItEnded) {
+  Start("prometheus_config { enable: true path: \"/monitoring/prometheus/metrics\" }\n");
+  HttpClient http(server_->rest_port());
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").status, 200);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(http.Post("/v1/models/nope:predict", R"({"instances": [1.0]})").status, 404);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": )").status, 400);
+  ASSERT_EQ(http.Post("/v1/models/m/versions/1:regress", R"({"signature_name": "regress_x_to_y",
+      "examples": [{"x": 1.0}, {"x": 2.0}]})")
+                .status,
+            200);
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
+  for (int i = 0; i < 5; ++i) {
+    tfs::PredictRequest request;
+    request.mutable_model_spec()->set_name("m");
+    request.mutable_model_spec()->mutable_version()->set_value(1);
+    tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
+    x.set_dtype(tensorflow::DT_FLOAT);
+    x.mutable_tensor_shape()->add_dim()->set_size(1);
+    x.add_float_val(1.0f);
+    grpc::ClientContext context;
+    tfs::PredictResponse response;
+    ASSERT_TRUE(stub->Predict(&context, request, &response).ok());
+  }
+
+  const PrometheusText m = Scrape("/metrics");
+  EXPECT_EQ(Scrape("/monitoring/prometheus/metrics").Sum("lockstep_requests_total"),
+            m.Sum("lockstep_requests_total"));
+  EXPECT_EQ(m.Sum("lockstep_requests_total", R"(model="m",protocol="rest",api="predict",status="OK")"), 20);
+  EXPECT_EQ(m.Sum("lockstep_requests_total", R"(version="1",signature="serving_default",protocol="grpc")"),
+            5);
+  EXPECT_EQ(m.Sum("lockstep_requests_total", R"(signature="regress_x_to_y",api="regress",status="OK")"), 1);
+  // A model the server does not serve is no label: its requests count with an empty model.
+  EXPECT_EQ(
+      m.Get(
+          R"(lockstep_requests_total{model="",version="",signature="",protocol="rest",api="predict",status="NOT_FOUND"})"),
+      3);
+  EXPECT_EQ(m.Sum("lockstep_requests_total", R"(status="INVALID_ARGUMENT")"), 2);
+  EXPECT_EQ(m.Sum("lockstep_request_seconds_count", R"(protocol="rest",api="predict")"), 20);
+  EXPECT_EQ(m.Sum("lockstep_request_compute_seconds_count"), 26);
+  EXPECT_EQ(m.Sum("lockstep_request_queue_seconds_count"), 26);
+  EXPECT_GT(m.Sum("lockstep_request_compute_seconds_sum"), 0);
+  EXPECT_LE(m.Sum("lockstep_request_compute_seconds_sum"), m.Sum("lockstep_request_seconds_sum"));
+  EXPECT_EQ(m.Get(R"(:tensorflow:serving:request_count{model_name="m",status="OK"})"), 26);
+  EXPECT_EQ(m.Sum(":tensorflow:serving:request_latency_count", R"(entrypoint="GRPC")"), 5);
+  EXPECT_EQ(m.types.at(":tensorflow:serving:runtime_latency"), "histogram");
+
+  for (const char* v : {"1", "2"}) {
+    EXPECT_EQ(m.Get(std::string(R"(lockstep_model_version_state{model="m",version=")") + v +
+                    R"(",state="AVAILABLE"})"),
+              1);
+    EXPECT_GT(m.Get(std::string(R"(lockstep_model_version_load_seconds{model="m",version=")") + v + "\"}", 0),
+              0);
+  }
+  EXPECT_EQ(m.Get(R"(lockstep_traffic_split_requests_total{model="m",arm="label:stable"})") +
+                m.Get(R"(lockstep_traffic_split_requests_total{model="m",arm="label:canary"})"),
+            20);
+  EXPECT_GT(m.Get("process_resident_memory_bytes"), 1e6);
+  EXPECT_GT(m.Get("process_open_fds"), 3);
+  EXPECT_GT(m.Get("process_start_time_seconds"), 1.6e9);
+  EXPECT_EQ(m.Sum("lockstep_build_info"), 1);
+}
+
+// Debian's Prometheus server (scripts/install-deps) scrapes the monitoring path and answers
+// queries about what it stored (scripts/prometheus-check).
+TEST_F(MetricsTest, ARealPrometheusScrapesIt) {
+  Start("prometheus_config { enable: true }\n");
+  HttpClient http(server_->rest_port());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").status, 200);
+  const test::CommandResult r =
+      test::RunCommand(std::string(LOCKSTEP_SOURCE_DIR) + "/scripts/prometheus-check 127.0.0.1:" +
+                       std::to_string(server_->rest_port()) + " /monitoring/prometheus/metrics");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("up=1 lockstep_build_info=1 sum(lockstep_requests_total)=3"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(MetricsTest, MonitoringConfigDecidesTheExtraPath) {
+  Start("prometheus_config { enable: false }\n");
+  HttpClient http(server_->rest_port());
+  EXPECT_EQ(http.Get("/monitoring/prometheus/metrics").status, 404);
+  EXPECT_EQ(http.Get("/metrics").status, 200);
+}
+
+TEST_F(MetricsTest, ABadMonitoringConfigStopsTheServerNamingTheFile) {
+  WriteFile(dir_.path() / "monitoring.config", "prometheus_config { enable: true path: \"metrics\" }\n");
+  WriteVersionModel(dir_.path() / "m", 1);
+  ServerProcess server(dir_.path(),
+                       {"--model_name=m", "--model_base_path=" + (dir_.path() / "m").string(),
+                        "--monitoring_config_file=" + (dir_.path() / "monitoring.config").string()},
+                       /*expect_ready=*/false);
+  EXPECT_NE(server.WaitExit(), 0);
+  EXPECT_NE(server.Log().find("monitoring.config: prometheus_config.path 'metrics' must be an absolute path"),
+            std::string::npos)
+      << server.Log();
+}
+
+}  // namespace
+}  // namespace lockstep::e2e
