@@ -49,6 +49,8 @@ const FlagSpec kFlags[] = {
     {"monitoring_config_file", &ServerFlags::monitoring_config_file,
      "MonitoringConfig in text format: prometheus_config { enable: true path: \"/monitoring/prometheus/metrics\" } "
      "serves the metrics there on the REST port (they are at /metrics always)."},
+    {"drain_timeout_seconds", &ServerFlags::drain_timeout_seconds,
+     "On SIGTERM or SIGINT: stop accepting, finish the requests accepted within this many seconds, exit 0."},
     {"help", &ServerFlags::help, "Print this help and exit."},
     {"version", &ServerFlags::version, "Print the version and exit."},
 };
@@ -164,6 +166,9 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));
   if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
   if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
+  if (flags.drain_timeout_seconds < 0 || flags.drain_timeout_seconds > 3600) {
+    return InvalidArgument("--drain_timeout_seconds must be between 0 and 3600");
+  }
   if (flags.model_config_file.empty() && flags.model_base_path.empty()) {
     return InvalidArgument("give --model_config_file, or --model_base_path (with --model_name)");
   }

@@ -29,6 +29,7 @@ struct ServerFlags {
   int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
   std::string monitoring_config_file;       // MonitoringConfig; /metrics is served regardless
+  int64_t drain_timeout_seconds = 20;       // Lockstep's: SIGTERM's drain, at most this long
   bool help = false;
   bool version = false;
 };

@@ -55,21 +55,6 @@ grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const
   return ToGrpcStatus(status);
 }
 
-// Runs `serve` (one inference call, filling in its record), records it in `metrics`, and
-// finishes the call.
-template <typename Serve>
-grpc::Status Served(ServingMetrics& metrics, grpc::ServerContext* context, std::string_view method,
-                    std::string_view api, Serve&& serve) {
-  const auto start = std::chrono::steady_clock::now();
-  RequestRecord record;
-  record.protocol = "grpc";
-  record.api = api;
-  const Status status = serve(&record);
-  metrics.Record(record, status.code(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return Finish(context, method, status);
-}
-
 Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
                  tfs::PredictResponse* response, RequestRecord* record) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
@@ -178,15 +163,34 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
 
 }  // namespace
 
+template <typename Fn>
+grpc::Status PredictionServiceImpl::RunCall(grpc::ServerContext* context, std::string_view method,
+                                            std::string_view api, Fn&& serve) {
+  // Counted before the drain check, so that a drain that sees none in flight knows every later
+  // call will see it draining.
+  in_flight_.fetch_add(1);
+  const auto start = std::chrono::steady_clock::now();
+  RequestRecord record;
+  record.protocol = "grpc";
+  record.api = api;
+  const Status status =
+      health_.draining() ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere") : serve(&record);
+  metrics_.Record(record, status.code(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  grpc::Status finished = Finish(context, method, status);
+  in_flight_.fetch_sub(1);
+  return finished;
+}
+
 grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                                             tfs::PredictResponse* response) {
-  return Served(metrics_, context, "Predict", "predict",
+  return RunCall(context, "Predict", "predict",
                 [&](RequestRecord* record) { return DoPredict(manager_, *context, *request, response, record); });
 }
 
 grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
                                              tfs::ClassificationResponse* response) {
-  return Served(metrics_, context, "Classify", "classify", [&](RequestRecord* record) {
+  return RunCall(context, "Classify", "classify", [&](RequestRecord* record) {
     return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
                       response->mutable_model_spec(), record);
   });
@@ -194,7 +198,7 @@ grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const
 
 grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const tfs::RegressionRequest* request,
                                             tfs::RegressionResponse* response) {
-  return Served(metrics_, context, "Regress", "regress", [&](RequestRecord* record) {
+  return RunCall(context, "Regress", "regress", [&](RequestRecord* record) {
     return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
                       response->mutable_model_spec(), record);
   });
@@ -203,7 +207,7 @@ grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const 
 grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext* context,
                                                    const tfs::MultiInferenceRequest* request,
                                                    tfs::MultiInferenceResponse* response) {
-  return Served(metrics_, context, "MultiInference", "multi_inference", [&](RequestRecord* record) {
+  return RunCall(context, "MultiInference", "multi_inference", [&](RequestRecord* record) {
     return DoMultiInference(manager_, *context, *request, response, record);
   });
 }

@@ -4,10 +4,13 @@
 // (both go through server/inference.h and server/model_info.h).
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <string_view>
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/health.h"
 #include "server/serving_metrics.h"
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
@@ -18,9 +21,13 @@ grpc::Status ToGrpcStatus(const Status& status);
 
 class PredictionServiceImpl final : public tensorflow::serving::PredictionService::Service {
  public:
-  // Inference calls are recorded in `metrics`.
-  PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics)
-      : manager_(manager), metrics_(metrics) {}
+  // Inference calls are recorded in `metrics`. Once `health` is draining, new calls are
+  // answered UNAVAILABLE at once (a client may retry them elsewhere), and in_flight() tells the
+  // drain when the calls already running are done.
+  PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health)
+      : manager_(manager), metrics_(metrics), health_(health) {}
+
+  int in_flight() const { return in_flight_.load(); }
 
   grpc::Status Predict(grpc::ServerContext* context, const tensorflow::serving::PredictRequest* request,
                        tensorflow::serving::PredictResponse* response) override;
@@ -35,8 +42,14 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
                                 tensorflow::serving::GetModelMetadataResponse* response) override;
 
  private:
+  // Runs one call: counted in flight, refused while draining, recorded in the metrics.
+  template <typename Fn>
+  grpc::Status RunCall(grpc::ServerContext* context, std::string_view method, std::string_view api, Fn&& serve);
+
   const ModelManager& manager_;
   ServingMetrics& metrics_;
+  const ServerHealth& health_;
+  std::atomic<int> in_flight_{0};
 };
 
 // Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.

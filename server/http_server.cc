@@ -63,6 +63,8 @@ struct HttpServer::Impl {
   int bound_port = 0;
   std::vector<std::thread> threads;
   std::once_flag stop_once;
+  // Set by Drain: no new connections, each request answered is the connection's last.
+  std::atomic<bool> draining{false};
 };
 
 namespace {
@@ -94,6 +96,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
   }
 
+  // Called by Drain: closes the connection if it waits for a request of which nothing has
+  // arrived (on its strand). One being read or run finishes, and closes after its answer.
+  void CloseIfIdle() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      if (self->awaiting_header_ && self->buffer_.size() == 0 && self->socket_.available(ec) == 0) {
+        self->socket_.cancel(ec);
+      }
+    });
+  }
+
   // Called by the sweeper: closes the connection if its deadline passed (on its strand, where
   // the deadline may have been renewed meanwhile).
   void ExpireIfDue(int64_t now) {
@@ -121,11 +134,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(server_.options.max_body_bytes);
     Arm();
+    awaiting_header_ = true;
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
+    awaiting_header_ = false;
     if (ec) return OnReadError(ec);
     // curl and others wait for "100 Continue" before sending a large body.
     const auto& request = parser_->get();
@@ -205,7 +220,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.clear();
     response_.result(rest_.http_status);
     response_.version(request.version());
-    response_.keep_alive(request.keep_alive());
+    const bool keep_alive = request.keep_alive() && !server_.draining.load(std::memory_order_relaxed);
+    response_.keep_alive(keep_alive);
     if (rest_.http_status != 204) response_.set(http::field::content_type,
                                                 boost::beast::string_view(rest_.content_type.data(), rest_.content_type.size()));
     if (!request_id_.empty()) response_.set("X-Request-Id", request_id_);
@@ -213,7 +229,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     SetCors();
     response_.body().swap(rest_.body);
     response_.prepare_payload();
-    Write(!request.keep_alive());
+    Write(!keep_alive);
   }
 
   // Answers an error the transport found (no request to hand on) and closes the connection.
@@ -260,6 +276,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::list<std::weak_ptr<Connection>>::iterator registration_;
   std::atomic<int64_t> deadline_ns_{0};  // steady-clock nanoseconds; 0: no I/O pending
   bool timed_out_ = false;
+  bool awaiting_header_ = false;  // a read of the next request's header is pending
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> continue_;
@@ -331,6 +348,33 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
 }
 
 int HttpServer::port() const { return impl_->bound_port; }
+
+int HttpServer::Drain(std::chrono::milliseconds timeout) {
+  impl_->draining.store(true);
+  net::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int left = 0;
+  for (;;) {
+    std::vector<std::shared_ptr<Connection>> open;
+    {
+      std::lock_guard<std::mutex> lock(impl_->connections_mu);
+      for (const std::weak_ptr<Connection>& weak : impl_->connections) {
+        if (std::shared_ptr<Connection> connection = weak.lock()) open.push_back(std::move(connection));
+      }
+    }
+    left = static_cast<int>(open.size());
+    if (open.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    // Again each round: a connection that was busy may be idle now.
+    for (const std::shared_ptr<Connection>& connection : open) connection->CloseIfIdle();
+    open.clear();  // outside the lock: the last reference may go here
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Stop();
+  return left;
+}
 
 void HttpServer::Stop() {
   std::call_once(impl_->stop_once, [this] {

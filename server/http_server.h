@@ -38,6 +38,11 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const;
+  // Stops accepting, closes the connections that wait for a request, lets the requests being
+  // read or run finish (each answered with Connection: close), and waits for every connection
+  // to close, at most `timeout`; then Stop(). Returns how many connections were still open
+  // (and are cut) at the deadline.
+  int Drain(std::chrono::milliseconds timeout);
   // Stops accepting, closes connections and joins the threads (idempotent).
   void Stop();
 

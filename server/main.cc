@@ -2,6 +2,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -53,10 +55,18 @@ int main(int argc, char** argv) {
   }
   spdlog::info("event=server_ready grpc_port={} rest_api_port={}", (*server)->grpc_port(), (*server)->rest_api_port());
 
-  int signal = 0;
-  sigwait(&signals, &signal);
-  spdlog::info("event=shutting_down signal={}", signal);
-  (*server)->Shutdown();
-  spdlog::info("event=stopped");
-  return 0;
+  // SIGHUP reloads the config file; SIGTERM (Kubernetes' stop) and SIGINT drain and exit 0.
+  for (;;) {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (signal == SIGHUP) {
+      spdlog::info("event=sighup action=reload_config");
+      (*server)->ReloadConfigFile();
+      continue;
+    }
+    spdlog::info("event=shutting_down signal={}", signal);
+    (*server)->Drain(std::chrono::seconds(flags->drain_timeout_seconds));
+    spdlog::info("event=stopped");
+    return 0;
+  }
 }

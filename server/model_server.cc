@@ -66,8 +66,9 @@ ModelServer::ModelServer(const ServerFlags& flags)
     : flags_(flags),
       manager_(ManagerOptions(flags)),
       metrics_(manager_),
-      rest_api_(manager_, metrics_),
-      prediction_service_(manager_, metrics_),
+      health_(manager_),
+      rest_api_(manager_, metrics_, health_),
+      prediction_service_(manager_, metrics_, health_),
       model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
         return ReloadConfig(proto);
       }) {}
@@ -111,6 +112,8 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   }
   builder.RegisterService(&server->prediction_service_);
   builder.RegisterService(&server->model_service_);
+  // gRPC's standard health service (grpc.health.v1.Health), for Kubernetes' gRPC probes.
+  grpc::EnableDefaultHealthCheckService(true);
   server->grpc_server_ = builder.BuildAndStart();
   if (!server->grpc_server_ || server->grpc_port_ == 0) {
     return Status(StatusCode::kUnavailable, "cannot listen for gRPC on 0.0.0.0:" + std::to_string(flags.port));
@@ -130,6 +133,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     ModelServer* raw = server.get();
     server->config_poll_thread_ = std::thread([raw] { raw->ConfigFilePollLoop(); });
   }
+  server->health_.SetStarted();
   return server;
 }
 
@@ -210,29 +214,61 @@ void ModelServer::ConfigFilePollLoop() {
   std::unique_lock<std::mutex> lock(poll_mu_);
   while (!poll_cv_.wait_for(lock, wait, [this] { return stopping_; })) {
     lock.unlock();
-    StatusOr<std::string> text = ReadConfigFileText(flags_.model_config_file);
-    Status status;
-    bool checked = true;
-    if (!text.ok()) {
-      status = text.status();
-    } else if (*text != last_config_text_) {
-      last_config_text_ = *text;
-      StatusOr<tensorflow::serving::ModelServerConfig> proto = ParseModelServerConfig(*text, flags_.model_config_file);
-      status = proto.ok() ? ReloadConfig(*proto).WithPrefix(flags_.model_config_file) : proto.status();
-      if (status.ok()) spdlog::info("event=config_file_reloaded file={}", flags_.model_config_file);
-    } else {
-      checked = false;  // unchanged since it was last read
-    }
-    // A bad or unreadable file is reported once, not on every poll.
-    if (checked) {
-      if (!status.ok() && status.message() != last_config_error_) {
-        spdlog::error("event=config_file_rejected file={} error=\"{}\" action=\"keeping the running config\"",
-                      flags_.model_config_file, status.message());
-      }
-      last_config_error_ = status.message();
-    }
+    ReadConfigFile(/*force=*/false);
     lock.lock();
   }
+}
+
+void ModelServer::ReloadConfigFile() {
+  if (flags_.model_config_file.empty()) {
+    spdlog::info("event=sighup action=none reason=\"no --model_config_file\"");
+    return;
+  }
+  ReadConfigFile(/*force=*/true);
+}
+
+void ModelServer::ReadConfigFile(bool force) {
+  std::lock_guard<std::mutex> lock(config_file_mu_);
+  StatusOr<std::string> text = ReadConfigFileText(flags_.model_config_file);
+  Status status;
+  if (!text.ok()) {
+    status = text.status();
+  } else if (force || *text != last_config_text_) {
+    last_config_text_ = *text;
+    StatusOr<tensorflow::serving::ModelServerConfig> proto = ParseModelServerConfig(*text, flags_.model_config_file);
+    status = proto.ok() ? ReloadConfig(*proto).WithPrefix(flags_.model_config_file) : proto.status();
+    if (status.ok()) spdlog::info("event=config_file_reloaded file={}", flags_.model_config_file);
+  } else {
+    return;  // unchanged since it was last read
+  }
+  // A bad or unreadable file is reported once, not on every poll (but on every SIGHUP).
+  if (!status.ok() && (force || status.message() != last_config_error_)) {
+    spdlog::error("event=config_file_rejected file={} error=\"{}\" action=\"keeping the running config\"",
+                  flags_.model_config_file, status.message());
+  }
+  last_config_error_ = status.message();
+}
+
+void ModelServer::Drain(std::chrono::milliseconds timeout) {
+  health_.SetDraining();
+  if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  spdlog::info("event=draining timeout_ms={}", timeout.count());
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Both transports at once, each finishing what it accepted by the one deadline.
+  int http_cut = 0;
+  std::thread http_drain([this, timeout, &http_cut] {
+    if (http_) http_cut = http_->Drain(timeout);
+  });
+  // gRPC: new calls are refused UNAVAILABLE by the service; wait for the running ones, then
+  // stop the server (which cancels only what is left at the deadline).
+  while (prediction_service_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int grpc_cut = prediction_service_.in_flight();
+  if (grpc_server_) grpc_server_->Shutdown(std::chrono::system_clock::now());
+  http_drain.join();
+  spdlog::info("event=drained grpc_calls_cut={} http_connections_cut={}", grpc_cut, http_cut);
+  Shutdown();
 }
 
 void ModelServer::Shutdown() {

@@ -19,6 +19,7 @@
 #include "runtime/status.h"
 #include "server/flags.h"
 #include "server/grpc_services.h"
+#include "server/health.h"
 #include "server/http_server.h"
 #include "server/rest_api.h"
 #include "tensorflow_serving/config/model_server_config.pb.h"
@@ -39,6 +40,14 @@ class ModelServer {
   // What HandleReloadConfigRequest and the config file poll call.
   Status ReloadConfig(const tensorflow::serving::ModelServerConfig& proto);
 
+  // SIGTERM's drain: readiness and gRPC health turn NOT_SERVING, the ports stop accepting, and
+  // the requests already accepted finish (at most `timeout`; then they are cut). Then Shutdown.
+  void Drain(std::chrono::milliseconds timeout);
+
+  // SIGHUP: reads --model_config_file now and applies it (whether or not its text changed).
+  // Without a config file, does nothing.
+  void ReloadConfigFile();
+
   // Stops the ports, the config poll and the model store (idempotent).
   void Shutdown();
 
@@ -51,10 +60,14 @@ class ModelServer {
   // Waits (at most kFirstLoadWait, less if the server stops) for the manager's loads.
   bool WaitForLoads();
   void ConfigFilePollLoop();
+  // Reads the config file and applies it when its text changed since the last read, or
+  // always with `force`; a refusal is logged once per distinct message.
+  void ReadConfigFile(bool force);
 
   const ServerFlags flags_;
   ModelManager manager_;
   ServingMetrics metrics_;
+  ServerHealth health_;
   RestApi rest_api_;
   PredictionServiceImpl prediction_service_;
   ModelServiceImpl model_service_;
@@ -68,6 +81,7 @@ class ModelServer {
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;
   bool stopping_ = false;
+  std::mutex config_file_mu_;      // the poll thread and SIGHUP both read the file
   std::string last_config_text_;   // the file's text when it was last read
   std::string last_config_error_;  // why the file was last refused; empty when it was not
   std::thread config_poll_thread_;

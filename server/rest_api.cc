@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "server/inference.h"
 #include "server/model_info.h"
@@ -144,7 +145,9 @@ void RestApi::Handle(const RestRequest& request, std::string* request_id, RestRe
   const auto start = std::chrono::steady_clock::now();
   RequestRecord record;
   record.protocol = "rest";
-  const Status status = Dispatch(request, &record, response);
+  // A probe that finds the server not ready is routine, not a server error worth a warning.
+  const bool probe = method == "GET" && path.rfind("/v2/", 0) == 0;
+  const Status status = probe ? Health(path, response) : Dispatch(request, &record, response);
   if (!record.api.empty()) {
     metrics_.Record(record, status.code(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -156,13 +159,51 @@ void RestApi::Handle(const RestRequest& request, std::string* request_id, RestRe
   if (request_id->empty()) *request_id = NewRequestId();
   response->http_status = HttpStatusFor(status.code());
   response->body = ErrorJson(status.message());
-  if (response->http_status >= 500) {
+  if (response->http_status >= 500 && !probe) {
     spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id, method,
                  target, response->http_status, status.message());
   } else {
     spdlog::debug("event=rest_rejected request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
                   method, target, response->http_status, status.message());
   }
+}
+
+Status RestApi::Health(std::string_view path, RestResponse* response) const {
+  if (path == "/v2/health/live") {
+    response->body = R"({"live": true})";
+    return Status::Ok();
+  }
+  if (path == "/v2/health/ready") {
+    LS_RETURN_IF_ERROR(health_.Ready());
+    response->body = R"({"ready": true})";
+    return Status::Ok();
+  }
+  // /v2/models/{m}[/versions/{v}]/ready
+  std::string_view rest = path;
+  const std::string_view ready_suffix = "/ready";
+  if (!ConsumePrefixIgnoringCase(&rest, "/v2/models/") || rest.size() <= ready_suffix.size() ||
+      rest.substr(rest.size() - ready_suffix.size()) != ready_suffix) {
+    return NotFound("no such path: " + std::string(path));
+  }
+  rest.remove_suffix(ready_suffix.size());
+  std::optional<int64_t> version;
+  if (const size_t v = rest.find("/versions/"); v != std::string_view::npos) {
+    const std::string_view digits = rest.substr(v + 10);
+    int64_t parsed = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+      return InvalidArgument("Malformed request: version '" + std::string(digits) + "' is not a number");
+    }
+    version = parsed;
+    rest = rest.substr(0, v);
+  }
+  const std::optional<std::string> model = UrlDecode(rest);
+  if (!model || model->empty() || model->find('/') != std::string::npos) {
+    return InvalidArgument("Malformed request: bad model name in " + std::string(path));
+  }
+  LS_RETURN_IF_ERROR(health_.ModelReady(*model, version));
+  response->body = R"({"name": )" + nlohmann::json(*model).dump() + R"(, "ready": true})";
+  return Status::Ok();
 }
 
 Status RestApi::Dispatch(const RestRequest& rest, RequestRecord* record, RestResponse* response) const {

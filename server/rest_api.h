@@ -5,6 +5,8 @@
 //   GET  /v1/models/{m}[/versions/{v} | /labels/{l}]/metadata    model metadata
 //   POST /v1/models/{m}[/versions/{v} | /labels/{l}]:predict     also :classify, :regress
 //   GET  /metrics (and the monitoring path)                      Prometheus' text format
+//   GET  /v2/health/live, /v2/health/ready                       200, or 503 {"error": why}
+//   GET  /v2/models/{m}[/versions/{v}]/ready                     200, 404 (no such model) or 503
 //
 // As in TF Serving the path is matched case-insensitively, the model name and label are
 // URL-decoded, and the version must be digits. Errors are {"error": "..."} with the HTTP
@@ -18,6 +20,7 @@
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/health.h"
 #include "server/serving_metrics.h"
 
 namespace lockstep {
@@ -58,8 +61,10 @@ class RestApi {
  public:
   // Inference requests are recorded in `metrics`, which GET /metrics serves, and so does GET
   // `monitoring_path` when it is not empty (TF Serving's --monitoring_config_file path).
-  RestApi(const ModelManager& manager, ServingMetrics& metrics, std::string monitoring_path = "")
-      : manager_(manager), metrics_(metrics), monitoring_path_(std::move(monitoring_path)) {}
+  // `health` answers the v2 health paths.
+  RestApi(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,
+          std::string monitoring_path = "")
+      : manager_(manager), metrics_(metrics), health_(health), monitoring_path_(std::move(monitoring_path)) {}
   // Before the transport starts calling Handle.
   void set_monitoring_path(std::string path) { monitoring_path_ = std::move(path); }
 
@@ -71,7 +76,11 @@ class RestApi {
   Status Dispatch(const RestRequest& request, RequestRecord* record, RestResponse* response) const;
 
   const ModelManager& manager_;
+  // GET /v2/health/{live,ready} and /v2/models/{m}[/versions/{v}]/ready.
+  Status Health(std::string_view path, RestResponse* response) const;
+
   ServingMetrics& metrics_;
+  const ServerHealth& health_;
   std::string monitoring_path_;
 };
 

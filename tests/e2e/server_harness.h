@@ -136,6 +136,7 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
+  pid_t pid() const { return pid_; }
   int grpc_port() const { return grpc_port_; }
   int rest_port() const { return rest_port_; }
   std::string grpc_target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
