@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -172,6 +173,16 @@ StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::opti
   return versions.rbegin()->second;
 }
 
+ServableHandle ModelManager::ShadowFor(std::string_view model, int64_t served_version) const {
+  const std::shared_ptr<const ServingSnapshot> snapshot = Snapshot();
+  const auto it = snapshot->models.find(model);
+  if (it == snapshot->models.end() || it->second.shadow == nullptr) return nullptr;
+  if (it->second.shadow->version() == served_version) return nullptr;
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  const double draw = static_cast<double>(generator() >> 11) * 0x1.0p-53 * 100.0;
+  return draw < it->second.shadow_percent ? it->second.shadow : nullptr;
+}
+
 std::vector<TrafficArmCount> ModelManager::TrafficCounts() const {
   std::vector<TrafficArmCount> out;
   std::lock_guard<std::mutex> lock(mu_);
@@ -253,6 +264,7 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
       ModelConfig without_labels = m;
       without_labels.labels = entry->config.labels;
       without_labels.traffic = entry->config.traffic;
+      without_labels.shadow = entry->config.shadow;
       if (!(entry->config == without_labels)) ++entry->generation;
     } else {
       entry = std::make_unique<ModelEntry>();
@@ -433,6 +445,15 @@ void ModelManager::PublishLocked(Garbage* garbage) {
       std::shared_ptr<std::atomic<uint64_t>>& count = entry->arm_counts[arm.Name()];
       if (count == nullptr) count = std::make_shared<std::atomic<uint64_t>>(0);
       m.arm_counts.push_back(count);
+    }
+    if (const std::optional<ShadowTraffic>& shadow = entry->config.shadow) {
+      const auto label = entry->config.labels.find(shadow->label);
+      const int64_t target =
+          shadow->label.empty() ? shadow->version : label == entry->config.labels.end() ? 0 : label->second;
+      if (const auto it = m.versions.find(target); it != m.versions.end()) {
+        m.shadow = it->second;
+        m.shadow_percent = shadow->percent;
+      }
     }
     std::erase_if(entry->arm_counts, [&](const auto& kv) {
       return std::none_of(entry->config.traffic.begin(), entry->config.traffic.end(),

@@ -77,6 +77,8 @@ struct ServingSnapshot {
     std::vector<WeightedArm> arms;
     std::vector<ServableHandle> arm_servables;
     std::vector<std::shared_ptr<std::atomic<uint64_t>>> arm_counts;  // shared with the manager
+    ServableHandle shadow;  // the shadow's target when configured and available
+    double shadow_percent = 0;
   };
   std::map<std::string, Model, std::less<>> models;
 };
@@ -129,6 +131,11 @@ class ModelManager {
   // versions of model m" / "Could not find version 3 of model m".
   StatusOr<std::vector<VersionStatusInfo>> GetModelStatus(std::string_view model,
                                                           std::optional<int64_t> version = std::nullopt) const;
+
+  // The shadow traffic's target for a request of `model` that `served_version` answered: drawn
+  // at the configured percentage; null when not drawn, when the model has no shadow, when its
+  // target is not available, or when the target is the version that answered.
+  ServableHandle ShadowFor(std::string_view model, int64_t served_version) const;
 
   // Every arm of every traffic split in the config, with its request count (for metrics).
   std::vector<TrafficArmCount> TrafficCounts() const;

@@ -46,6 +46,18 @@ Status CheckTraffic(const ModelConfig& m, const std::string& who) {
     total += arm.weight;
   }
   if (!m.traffic.empty() && total == 0) return InvalidArgument(who + "traffic_split: every arm has weight 0");
+  if (m.shadow) {
+    const ShadowTraffic& s = *m.shadow;
+    if (s.label.empty() && s.version <= 0) {
+      return InvalidArgument(who + "traffic_split.shadow names no label and no positive version");
+    }
+    if (!s.label.empty() && m.labels.count(s.label) == 0) {
+      return InvalidArgument(who + "traffic_split.shadow: label '" + s.label + "' is not one of the model's version_labels");
+    }
+    if (!(s.percent > 0 && s.percent <= 100)) {
+      return InvalidArgument(who + "traffic_split.shadow.percent must be in (0, 100], got " + std::to_string(s.percent));
+    }
+  }
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,16 @@ struct TrafficArm {
   bool operator==(const TrafficArm&) const = default;
 };
 
+// Shadow traffic (Lockstep's): a copy of `percent` % of the model's predict requests also runs
+// on a candidate, whose answers go to the metrics only.
+struct ShadowTraffic {
+  std::string label;    // a label of the model's,
+  int64_t version = 0;  // or, when label is empty, a version
+  double percent = 0;   // in (0, 100]
+
+  bool operator==(const ShadowTraffic&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   std::string base_path;  // holds <base_path>/<version>/ bundles
@@ -42,6 +53,7 @@ struct ModelConfig {
   std::map<std::string, int64_t> labels;  // "stable" -> 42
   // Empty: requests that name no version and no label get the highest available version.
   std::vector<TrafficArm> traffic;
+  std::optional<ShadowTraffic> shadow;
 
   bool operator==(const ModelConfig&) const = default;
 };

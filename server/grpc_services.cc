@@ -56,7 +56,7 @@ grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const
 }
 
 Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
-                 tfs::PredictResponse* response, RequestRecord* record) {
+                 tfs::PredictResponse* response, RequestRecord* record, ShadowRunner& shadow) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
   spec.routing_key = RoutingKey(context);
   LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
@@ -94,6 +94,7 @@ Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context
     ComputeTimer timer(record);
     LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, filter, &outputs));
   }
+  shadow.MaybeShadow(manager, *servable, *signature, inputs, outputs);
   auto& out = *response->mutable_outputs();
   for (const NamedTensor& output : outputs) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
   FillServedSpec(*servable, spec.signature_name, response->mutable_model_spec());
@@ -185,7 +186,7 @@ grpc::Status PredictionServiceImpl::RunCall(grpc::ServerContext* context, std::s
 grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                                             tfs::PredictResponse* response) {
   return RunCall(context, "Predict", "predict",
-                [&](RequestRecord* record) { return DoPredict(manager_, *context, *request, response, record); });
+                [&](RequestRecord* record) { return DoPredict(manager_, *context, *request, response, record, shadow_); });
 }
 
 grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,

@@ -12,6 +12,7 @@
 #include "runtime/status.h"
 #include "server/health.h"
 #include "server/serving_metrics.h"
+#include "server/shadow.h"
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
 
@@ -24,8 +25,10 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   // Inference calls are recorded in `metrics`. Once `health` is draining, new calls are
   // answered UNAVAILABLE at once (a client may retry them elsewhere), and in_flight() tells the
   // drain when the calls already running are done.
-  PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health)
-      : manager_(manager), metrics_(metrics), health_(health) {}
+  // `shadow` gets the predicts a shadow should see.
+  PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,
+                        ShadowRunner& shadow)
+      : manager_(manager), metrics_(metrics), health_(health), shadow_(shadow) {}
 
   int in_flight() const { return in_flight_.load(); }
 
@@ -49,6 +52,7 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   const ModelManager& manager_;
   ServingMetrics& metrics_;
   const ServerHealth& health_;
+  ShadowRunner& shadow_;
   std::atomic<int> in_flight_{0};
 };
 

@@ -67,8 +67,9 @@ ModelServer::ModelServer(const ServerFlags& flags)
       manager_(ManagerOptions(flags)),
       metrics_(manager_),
       health_(manager_),
-      rest_api_(manager_, metrics_, health_),
-      prediction_service_(manager_, metrics_, health_),
+      shadow_(metrics_),
+      rest_api_(manager_, metrics_, health_, shadow_),
+      prediction_service_(manager_, metrics_, health_, shadow_),
       model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
         return ReloadConfig(proto);
       }) {}
@@ -170,6 +171,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config) {
       if (!m.labels.empty() && known.count({m.name, m.base_path}) == 0) {
         m.labels.clear();
         m.traffic.clear();  // its arms may name those labels
+        m.shadow.reset();
         deferred = true;
       }
     }

@@ -20,6 +20,7 @@
 #include "server/flags.h"
 #include "server/grpc_services.h"
 #include "server/health.h"
+#include "server/shadow.h"
 #include "server/http_server.h"
 #include "server/rest_api.h"
 #include "tensorflow_serving/config/model_server_config.pb.h"
@@ -68,6 +69,7 @@ class ModelServer {
   ModelManager manager_;
   ServingMetrics metrics_;
   ServerHealth health_;
+  ShadowRunner shadow_;
   RestApi rest_api_;
   PredictionServiceImpl prediction_service_;
   ModelServiceImpl model_service_;

@@ -91,6 +91,10 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
     for (const lockstep::config::TrafficSplit::Arm& arm : m.traffic_split().arms()) {
       model.traffic.push_back({arm.label(), arm.version(), arm.weight()});
     }
+    if (m.traffic_split().has_shadow()) {
+      const auto& shadow = m.traffic_split().shadow();
+      model.shadow = ShadowTraffic{shadow.label(), shadow.version(), shadow.percent()};
+    }
     config.models.push_back(std::move(model));
   }
   LS_RETURN_IF_ERROR(ValidateStoreConfig(config));

@@ -253,6 +253,7 @@ Status RestApi::Dispatch(const RestRequest& rest, RequestRecord* record, RestRes
         ComputeTimer timer(record);
         LS_RETURN_IF_ERROR(RunPredict(session, *signature, inputs, {}, &outputs));
       }
+      shadow_.MaybeShadow(manager_, *servable, *signature, inputs, outputs);
       LS_RETURN_IF_ERROR(WritePredictResponse(predict.row_format, outputs, &response->body));
       response->model_version = servable->version();
       return Status::Ok();

@@ -22,6 +22,7 @@
 #include "runtime/status.h"
 #include "server/health.h"
 #include "server/serving_metrics.h"
+#include "server/shadow.h"
 
 namespace lockstep {
 
@@ -61,10 +62,14 @@ class RestApi {
  public:
   // Inference requests are recorded in `metrics`, which GET /metrics serves, and so does GET
   // `monitoring_path` when it is not empty (TF Serving's --monitoring_config_file path).
-  // `health` answers the v2 health paths.
-  RestApi(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,
+  // `health` answers the v2 health paths; `shadow` gets the predicts a shadow should see.
+  RestApi(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health, ShadowRunner& shadow,
           std::string monitoring_path = "")
-      : manager_(manager), metrics_(metrics), health_(health), monitoring_path_(std::move(monitoring_path)) {}
+      : manager_(manager),
+        metrics_(metrics),
+        health_(health),
+        shadow_(shadow),
+        monitoring_path_(std::move(monitoring_path)) {}
   // Before the transport starts calling Handle.
   void set_monitoring_path(std::string path) { monitoring_path_ = std::move(path); }
 
@@ -81,6 +86,7 @@ class RestApi {
 
   ServingMetrics& metrics_;
   const ServerHealth& health_;
+  ShadowRunner& shadow_;
   std::string monitoring_path_;
 };
 

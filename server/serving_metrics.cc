@@ -131,7 +131,13 @@ ServingMetrics::ServingMetrics(const ModelManager& manager)
       tf_runtime_latency_(
           registry_.AddHistogram(":tensorflow:serving:runtime_latency",
                                  "Runtime latency in microseconds (TensorFlow Serving's metric).",
-                                 {"model_name", "API", "runtime"}, LatencyBounds(1e6))) {
+                                 {"model_name", "API", "runtime"}, LatencyBounds(1e6))),
+      shadow_requests_(registry_.AddCounter("lockstep_shadow_requests_total",
+                                            "Shadow copies of requests run on a candidate version, by how its answer "
+                                            "compared with the one the client got.",
+                                            {"model", "version", "result"})),
+      shadow_seconds_(registry_.AddHistogram("lockstep_shadow_seconds", "The candidate's run of a shadow copy.",
+                                             {"model", "version"}, LatencyBounds(1))) {
   registry_.AddCollector([&manager](metrics::Exposition& out) { CollectModels(manager, out); });
   registry_.AddCollector([](metrics::Exposition& out) {
     static constexpr std::array<std::string_view, 1> kNames = {"version"};
@@ -157,6 +163,13 @@ void ServingMetrics::Record(const RequestRecord& r, StatusCode code, double tota
   queue_.With(labels).Observe(r.queue_seconds);
   compute_.With(labels).Observe(r.compute_seconds);
   tf_runtime_latency_.With({model, r.api, "Lockstep"}).Observe(r.compute_seconds * 1e6);
+}
+
+void ServingMetrics::RecordShadow(const LoadedVersion& candidate, std::string_view result, double seconds) {
+  std::array<char, 24> buffer;
+  const std::string_view version = VersionLabel(candidate.version(), buffer);
+  shadow_requests_.With({std::string_view(candidate.model()), version, result}).Add();
+  if (result != "dropped") shadow_seconds_.With({std::string_view(candidate.model()), version}).Observe(seconds);
 }
 
 }  // namespace lockstep

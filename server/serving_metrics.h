@@ -1,16 +1,19 @@
 // What model-server measures, as Prometheus metrics (metrics.h), served at /metrics and at the
 // --monitoring_config_file path:
 //
-//   lockstep_requests_total{model,version,signature,protocol,api,status}       counter
-//   lockstep_request_seconds{model,version,protocol,api}                         histogram, whole request
-//   lockstep_request_queue_seconds{model,version,protocol,api}                   histogram, waiting to run
-//   lockstep_request_compute_seconds{model,version,protocol,api}                 histogram, running the graph
-//   lockstep_model_version_state{model,version,state}                            gauge, 1 for the current
-//   state lockstep_model_version_load_seconds{model,version}                           gauge, the last load's
-//   duration lockstep_traffic_split_requests_total{model,arm}                             counter
-//   lockstep_build_info{version}                                                 gauge, 1
-//   process_resident_memory_bytes, process_virtual_memory_bytes, process_cpu_seconds_total,
-//   process_open_fds, process_start_time_seconds                                 (Prometheus' standard)
+//   lockstep_requests_total{model,version,signature,protocol,api,status}   counter
+//   lockstep_request_seconds{model,version,protocol,api}                   histogram: whole requests
+//   lockstep_request_queue_seconds{model,version,protocol,api}             histogram: waits to run
+//   lockstep_request_compute_seconds{model,version,protocol,api}           histogram: graph runs
+//   lockstep_model_version_state{model,version,state}                      gauge: 1, the state now
+//   lockstep_model_version_load_seconds{model,version}                     gauge: the last load
+//   lockstep_traffic_split_requests_total{model,arm}                       counter
+//   lockstep_shadow_requests_total{model,version,result}                   counter: agree, disagree,
+//                                                                          error or dropped
+//   lockstep_shadow_seconds{model,version}                                 histogram: candidate runs
+//   lockstep_build_info{version}                                           gauge: 1
+//   process_resident_memory_bytes, process_virtual_memory_bytes,
+//   process_cpu_seconds_total, process_open_fds, process_start_time_seconds (Prometheus' standard)
 //
 // and TensorFlow Serving's own, for dashboards made for it:
 //   :tensorflow:serving:request_count{model_name,status}                         counter
@@ -65,6 +68,8 @@ class ServingMetrics {
 
   // Thread-safe; allocates nothing once the request's label values have been seen.
   void Record(const RequestRecord& request, StatusCode code, double total_seconds);
+  // A shadow run on `candidate` (shadow.h): `result` is agree, disagree, error or dropped.
+  void RecordShadow(const LoadedVersion& candidate, std::string_view result, double seconds);
 
   // The exposition, with the values read at scrape time (versions, memory) fresh.
   std::string Render() const { return registry_.Render(); }
@@ -78,6 +83,8 @@ class ServingMetrics {
   metrics::Family<metrics::Counter>& tf_request_count_;
   metrics::Family<metrics::Histogram>& tf_request_latency_;
   metrics::Family<metrics::Histogram>& tf_runtime_latency_;
+  metrics::Family<metrics::Counter>& shadow_requests_;
+  metrics::Family<metrics::Histogram>& shadow_seconds_;
 };
 
 }  // namespace lockstep

@@ -19,16 +19,6 @@ namespace {
 namespace tfs = tensorflow::serving;
 namespace health = grpc::health::v1;
 
-tfs::PredictRequest PredictX(const std::string& model) {
-  tfs::PredictRequest request;
-  request.mutable_model_spec()->set_name(model);
-  tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
-  x.set_dtype(tensorflow::DT_FLOAT);
-  x.mutable_tensor_shape()->add_dim()->set_size(1);
-  x.add_float_val(1.0f);
-  return request;
-}
-
 health::HealthCheckResponse::ServingStatus GrpcHealth(const std::string& target) {
   auto stub = health::Health::NewStub(MakeChannel(target));
   grpc::ClientContext context;

@@ -71,13 +71,8 @@ TEST_F(MetricsTest, CountsWhatWasServedAndHowItEnded) {
             200);
   auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
   for (int i = 0; i < 5; ++i) {
-    tfs::PredictRequest request;
-    request.mutable_model_spec()->set_name("m");
+    tfs::PredictRequest request = PredictX("m");
     request.mutable_model_spec()->mutable_version()->set_value(1);
-    tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
-    x.set_dtype(tensorflow::DT_FLOAT);
-    x.mutable_tensor_shape()->add_dim()->set_size(1);
-    x.add_float_val(1.0f);
     grpc::ClientContext context;
     tfs::PredictResponse response;
     ASSERT_TRUE(stub->Predict(&context, request, &response).ok());

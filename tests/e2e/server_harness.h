@@ -180,6 +180,17 @@ class ServerProcess {
   int exit_status_ = 0;
 };
 
+// A gRPC Predict of x = [value] on `model`'s serving_default (AffineModel's input).
+inline tensorflow::serving::PredictRequest PredictX(const std::string& model, float value = 1.0f) {
+  tensorflow::serving::PredictRequest request;
+  request.mutable_model_spec()->set_name(model);
+  tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
+  x.set_dtype(tensorflow::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(1);
+  x.add_float_val(value);
+  return request;
+}
+
 inline std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/common/prometheus_text.h"
 #include "tests/e2e/server_harness.h"
 
 namespace lockstep::e2e {
@@ -76,12 +77,7 @@ class TrafficSplitTest : public ::testing::Test {
 
   // The same over gRPC, with the key in the x-routing-key metadata.
   int64_t GrpcVersion(tfs::PredictionService::Stub& stub, const std::string& key) {
-    tfs::PredictRequest request;
-    request.mutable_model_spec()->set_name("m");
-    tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
-    x.set_dtype(tensorflow::DT_FLOAT);
-    x.mutable_tensor_shape()->add_dim()->set_size(1);
-    x.add_float_val(1.0f);
+    const tfs::PredictRequest request = PredictX("m");
     grpc::ClientContext context;
     context.AddMetadata("x-routing-key", key);
     tfs::PredictResponse response;
@@ -193,6 +189,82 @@ TEST_F(TrafficSplitTest, ABadSplitIsRefusedAndTheOldOneKeepsServing) {
       std::string::npos)
       << server_->Log();
   EXPECT_EQ(ArmsOfKeys(100), before);
+}
+
+// Shadow traffic: every request version 1 answers is copied to the shadow's target; the client
+// always gets version 1's answer; the metrics say whether the candidate agreed. Version 3 is
+// y = x, as version 1; version 2 is y = 2x.
+TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
+  ScratchDir dir;
+  const fs::path base = dir.path() / "m";
+  WriteVersionModel(base, 1);
+  WriteVersionModel(base, 2);
+  {
+    BundleWriteOptions options;
+    const Status s = WriteBundle(AffineModel(1.0f, 0.0f), base / "3", options);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  auto config = [&](const std::string& shadow_label) {
+    return "model_config_list { config { name: \"m\" base_path: \"" + base.string() +
+           "\" model_version_policy { all {} }"
+           " version_labels { key: \"stable\" value: 1 } version_labels { key: \"same\" value: 3 }"
+           " version_labels { key: \"double\" value: 2 }"
+           " traffic_split { shadow { label: \"" +
+           shadow_label + "\" percent: 100 } } } }";
+  };
+  const fs::path config_path = dir.path() / "models.config";
+  WriteFile(config_path, config("same"));
+  ServerProcess server(dir.path(),
+                       {"--model_config_file=" + config_path.string(), "--model_config_file_poll_wait_seconds=1"});
+  HttpClient http(server.rest_port());
+  auto shadow_count = [&](const std::string& version, const std::string& result) {
+    return test::ParsePrometheusText(http.Get("/metrics").body)
+        .Get("lockstep_shadow_requests_total{model=\"m\",version=\"" + version + "\",result=\"" + result + "\"}", 0);
+  };
+  int sent = 0;  // requests version 1 answered, each copied to the shadow
+  auto predict_v1 = [&] {
+    const HttpResult r = http.Post("/v1/models/m/labels/stable:predict", R"({"instances": [3.0]})");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers.count("x-model-version") ? r.headers.at("x-model-version") : "", "1");
+    EXPECT_EQ(r.body, R"({"predictions": [3.0]})");
+    ++sent;
+  };
+  ASSERT_TRUE(WaitFor([&] { return http.Get("/v1/models/m/labels/same").status == 200; })) << server.Log();
+  for (int i = 0; i < 20; ++i) predict_v1();
+  // gRPC's predicts are copied too.
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server.grpc_target()));
+  for (int i = 0; i < 5; ++i, ++sent) {
+    tfs::PredictRequest request = PredictX("m", 3.0f);
+    request.mutable_model_spec()->set_version_label("stable");
+    grpc::ClientContext context;
+    tfs::PredictResponse response;
+    ASSERT_TRUE(stub->Predict(&context, request, &response).ok());
+    EXPECT_EQ(response.outputs().at("y").float_val(0), 3.0f);
+  }
+  EXPECT_TRUE(WaitFor([&] { return shadow_count("3", "agree") == 25; })) << http.Get("/metrics").body;
+  EXPECT_EQ(shadow_count("3", "disagree"), 0);
+
+  // The shadow moves to version 2 (y = 2x): it disagrees, and the client still gets version 1.
+  const fs::path tmp = config_path.string() + ".tmp";
+  WriteFile(tmp, config("double"));
+  fs::rename(tmp, config_path);
+  ASSERT_TRUE(WaitFor([&] {
+    predict_v1();
+    return shadow_count("2", "disagree") > 0;
+  })) << server.Log();
+  for (int i = 0; i < 10; ++i) predict_v1();
+  // Every copy was run once, on the shadow of its moment.
+  EXPECT_TRUE(WaitFor([&] { return shadow_count("3", "agree") + shadow_count("2", "disagree") == sent; }))
+      << sent << " sent; " << http.Get("/metrics").body;
+  EXPECT_GE(shadow_count("2", "disagree"), 10);
+  EXPECT_EQ(shadow_count("3", "disagree") + shadow_count("2", "agree"), 0);
+  // Requests version 2 answers itself are not copied to it.
+  const double copies = shadow_count("2", "disagree");
+  EXPECT_EQ(http.Post("/v1/models/m/versions/2:predict", R"({"instances": [3.0]})").body, R"({"predictions": [6.0]})");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(shadow_count("2", "disagree"), copies);
+  const test::PrometheusText m = test::ParsePrometheusText(http.Get("/metrics").body);
+  EXPECT_EQ(m.Get(R"(lockstep_shadow_seconds_count{model="m",version="2"})"), copies);
 }
 
 }  // namespace

@@ -97,6 +97,18 @@ TEST(ValidateStoreConfig, ChecksTrafficArms) {
   ExpectInvalid(c, "traffic_split.arms[1]: version:2 appears more than once");
   m.traffic = {{"stable", 0, 0}, {"canary", 0, 0}};
   ExpectInvalid(c, "traffic_split: every arm has weight 0");
+
+  m.traffic.clear();
+  m.shadow = ShadowTraffic{"canary", 0, 5};
+  EXPECT_TRUE(ValidateStoreConfig(c).ok()) << ValidateStoreConfig(c).ToString();
+  m.shadow = ShadowTraffic{"", 0, 5};
+  ExpectInvalid(c, "traffic_split.shadow names no label and no positive version");
+  m.shadow = ShadowTraffic{"blue", 0, 5};
+  ExpectInvalid(c, "traffic_split.shadow: label 'blue' is not one of the model's version_labels");
+  m.shadow = ShadowTraffic{"", 4, 0};
+  ExpectInvalid(c, "traffic_split.shadow.percent must be in (0, 100], got 0");
+  m.shadow = ShadowTraffic{"", 4, 101};
+  ExpectInvalid(c, "traffic_split.shadow.percent must be in (0, 100]");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
                model_version_policy { specific { versions: 42 versions: 43 } }
                version_labels { key: 'stable' value: 42 } version_labels { key: 'canary' value: 43 }
                traffic_split { arms { label: 'stable' weight: 90 } arms { label: 'canary' weight: 10 }
-                               arms { version: 43 weight: 0 } } }
+                               arms { version: 43 weight: 0 } shadow { version: 44 percent: 2.5 } } }
       config { name: 'b' base_path: '/models/b' model_version_policy { all {} } }
       config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
                model_version_policy { latest { num_versions: 3 } } }
@@ -36,6 +36,9 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
   EXPECT_EQ(a.labels.at("canary"), 43);
   EXPECT_EQ(a.traffic, (std::vector<TrafficArm>{{"stable", 0, 90}, {"canary", 0, 10}, {"", 43, 0}}));
   EXPECT_TRUE(config->models[1].traffic.empty());
+  ASSERT_TRUE(a.shadow.has_value());
+  EXPECT_EQ(*a.shadow, (ShadowTraffic{"", 44, 2.5}));
+  EXPECT_FALSE(config->models[1].shadow.has_value());
   EXPECT_EQ(config->models[1].policy.kind, VersionPolicy::kAll);
   EXPECT_EQ(config->models[2].policy.kind, VersionPolicy::kLatest);
   EXPECT_EQ(config->models[2].policy.num_versions, 3u);

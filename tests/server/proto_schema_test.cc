@@ -313,7 +313,9 @@ TEST(ProtoSchemaTest, ModelServerConfig) {
                  // Lockstep's own, far from upstream's numbers (server/README.md).
                  {"traffic_split", 1001, "lockstep.config.TrafficSplit"}});
   ExpectMessage(lockstep::config::TrafficSplit::descriptor(), "lockstep.config.TrafficSplit",
-                {{"arms", 1, "lockstep.config.TrafficSplit.Arm"}});
+                {{"arms", 1, "lockstep.config.TrafficSplit.Arm"}, {"shadow", 2, "lockstep.config.TrafficSplit.Shadow"}});
+  ExpectMessage(lockstep::config::TrafficSplit::Shadow::descriptor(), "lockstep.config.TrafficSplit.Shadow",
+                {{"label", 1, "", "target"}, {"version", 2, "", "target"}, {"percent", 3}});
   ExpectMessage(lockstep::config::TrafficSplit::Arm::descriptor(), "lockstep.config.TrafficSplit.Arm",
                 {{"label", 1, "", "target"}, {"version", 2, "", "target"}, {"weight", 3}});
   ExpectMessage(tfs::LoggingConfig::descriptor(), "tensorflow.serving.LoggingConfig",
