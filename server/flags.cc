@@ -51,6 +51,9 @@ const FlagSpec kFlags[] = {
      "serves the metrics there on the REST port (they are at /metrics always)."},
     {"drain_timeout_seconds", &ServerFlags::drain_timeout_seconds,
      "On SIGTERM or SIGINT: stop accepting, finish the requests accepted within this many seconds, exit 0."},
+    {"admin_token_file", &ServerFlags::admin_token_file,
+     "A file holding a token that admin calls (HandleReloadConfigRequest) must send as 'authorization: Bearer "
+     "<token>', from any peer. Without it, admin calls are allowed from loopback only."},
     {"help", &ServerFlags::help, "Print this help and exit."},
     {"version", &ServerFlags::version, "Print the version and exit."},
 };

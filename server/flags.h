@@ -30,6 +30,7 @@ struct ServerFlags {
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
   std::string monitoring_config_file;       // MonitoringConfig; /metrics is served regardless
   int64_t drain_timeout_seconds = 20;       // Lockstep's: SIGTERM's drain, at most this long
+  std::string admin_token_file;             // Lockstep's: admin calls need this token (else loopback only)
   bool help = false;
   bool version = false;
 };

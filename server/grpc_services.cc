@@ -230,6 +230,16 @@ grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext* context, cons
 grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext* context,
                                                          const tfs::ReloadConfigRequest* request,
                                                          tfs::ReloadConfigResponse* response) {
+  std::string_view authorization;
+  const auto& metadata = context->client_metadata();
+  if (const auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = std::string_view(it->second.data(), it->second.size());
+  }
+  if (Status allowed = admin_.Check("HandleReloadConfigRequest", context->peer(), authorization); !allowed.ok()) {
+    spdlog::warn("event=admin_refused method=HandleReloadConfigRequest peer={} error=\"{}\"", context->peer(),
+                 allowed.message());
+    return Finish(context, "HandleReloadConfigRequest", allowed);
+  }
   const Status status = reload_(request->config());
   StatusToProto(status, response->mutable_status());
   if (!status.ok()) {

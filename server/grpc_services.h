@@ -10,6 +10,7 @@
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/admin_access.h"
 #include "server/health.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
@@ -63,6 +64,8 @@ class ModelServiceImpl final : public tensorflow::serving::ModelService::Service
  public:
   ModelServiceImpl(const ModelManager& manager, ReloadConfigFn reload)
       : manager_(manager), reload_(std::move(reload)) {}
+  // Who may reload the config (default: loopback peers only). Before the server starts.
+  void set_admin_access(AdminAccess access) { admin_ = std::move(access); }
 
   grpc::Status GetModelStatus(grpc::ServerContext* context, const tensorflow::serving::GetModelStatusRequest* request,
                               tensorflow::serving::GetModelStatusResponse* response) override;
@@ -73,6 +76,7 @@ class ModelServiceImpl final : public tensorflow::serving::ModelService::Service
  private:
   const ModelManager& manager_;
   const ReloadConfigFn reload_;
+  AdminAccess admin_;
 };
 
 }  // namespace lockstep

@@ -81,6 +81,10 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   if (flags.tensorflow_intra_op_parallelism > 0) ThreadPool::SetDefaultThreads(flags.tensorflow_intra_op_parallelism);
   auto server = std::make_unique<ModelServer>(flags);
 
+  if (!flags.admin_token_file.empty()) {
+    LS_ASSIGN_OR_RETURN(AdminAccess access, AdminAccess::WithTokenFile(flags.admin_token_file));
+    server->model_service_.set_admin_access(std::move(access));
+  }
   if (!flags.monitoring_config_file.empty()) {
     LS_ASSIGN_OR_RETURN(std::string path, PrometheusPath(flags.monitoring_config_file));
     server->rest_api_.set_monitoring_path(std::move(path));

@@ -20,6 +20,7 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kUnknown:
     case StatusCode::kInternal:
     case StatusCode::kDataLoss: return 500;
+    case StatusCode::kUnauthenticated: return 401;
   }
   return 500;
 }

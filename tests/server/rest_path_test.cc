@@ -79,6 +79,7 @@ TEST(StatusMappingTest, FollowsTfServing) {
   EXPECT_EQ(HttpStatusFor(StatusCode::kUnknown), 500);
   EXPECT_EQ(HttpStatusFor(StatusCode::kInternal), 500);
   EXPECT_EQ(HttpStatusFor(StatusCode::kDataLoss), 500);
+  EXPECT_EQ(HttpStatusFor(StatusCode::kUnauthenticated), 401);
   EXPECT_EQ(HttpStatusFor(StatusCode::kUnimplemented), 501);
   EXPECT_EQ(HttpStatusFor(StatusCode::kUnavailable), 503);
   EXPECT_EQ(HttpStatusFor(StatusCode::kDeadlineExceeded), 504);
