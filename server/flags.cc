@@ -31,6 +31,8 @@ const FlagSpec kFlags[] = {
      "Add CORS headers (Access-Control-Allow-Origin: *) to REST responses."},
     {"rest_api_max_request_bytes", &ServerFlags::rest_api_max_request_bytes,
      "Largest REST request body accepted; larger ones get HTTP 413.", true},
+    {"rest_api_max_connections", &ServerFlags::rest_api_max_connections,
+     "Lockstep's: open REST connections at most; one more is closed as soon as it is accepted (0: no cap)."},
     {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Most threads serving gRPC calls (0: no cap). A call that finds them all busy is refused with RESOURCE_EXHAUSTED."},
     {"model_name", &ServerFlags::model_name, "Name of the model, without --model_config_file."},
     {"model_base_path", &ServerFlags::model_base_path,
@@ -169,6 +171,7 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));
   if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
   if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
+  LS_RETURN_IF_ERROR(check_non_negative("rest_api_max_connections", flags.rest_api_max_connections));
   if (flags.drain_timeout_seconds < 0 || flags.drain_timeout_seconds > 3600) {
     return InvalidArgument("--drain_timeout_seconds must be between 0 and 3600");
   }

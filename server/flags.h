@@ -19,6 +19,7 @@ struct ServerFlags {
   int64_t rest_api_timeout_in_ms = 30000;
   bool rest_api_enable_cors_support = false;
   int64_t rest_api_max_request_bytes = int64_t{64} << 20;  // Lockstep's: 413 beyond it
+  int64_t rest_api_max_connections = 4096;                 // Lockstep's: more are closed at once
   int grpc_max_threads = 0;      // 0: no cap (upstream: 4 x CPUs; see model_server.cc)
   std::string model_name = "default";
   std::string model_base_path;

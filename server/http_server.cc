@@ -48,6 +48,10 @@ struct HttpServer::Impl {
 
   void Accept();
   void Sweep();
+  size_t OpenConnections() {
+    std::lock_guard<std::mutex> lock(connections_mu);
+    return connections.size();
+  }
 
   const HttpServerOptions options;
   const RestApi& api;
@@ -65,6 +69,7 @@ struct HttpServer::Impl {
   std::once_flag stop_once;
   // Set by Drain: no new connections, each request answered is the connection's last.
   std::atomic<bool> draining{false};
+  std::atomic<bool> refusing{false};  // the last connection accepted was over the cap
 };
 
 namespace {
@@ -291,7 +296,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
 void HttpServer::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    if (!ec) {
+    if (!ec && options.max_connections > 0 && OpenConnections() >= options.max_connections) {
+      // Over the cap: closed at once, so that idle or slow clients cannot exhaust the
+      // server's file descriptors and memory. Logged once per burst.
+      if (!refusing.exchange(true)) {
+        spdlog::warn("event=http_connections_full limit={} action=\"closing new connections\"", options.max_connections);
+      }
+      beast::error_code ignored;
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+    } else if (!ec) {
+      refusing.store(false);
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       std::make_shared<Connection>(std::move(socket), *this)->Start();

@@ -27,6 +27,8 @@ struct HttpServerOptions {
   // Access-Control-Allow-* headers on every response, as --rest_api_enable_cors_support, and
   // OPTIONS (a browser's preflight) answered 204.
   bool enable_cors = false;
+  // Open connections at most; one more is closed as soon as it is accepted. 0: no cap.
+  size_t max_connections = 0;
 };
 
 class HttpServer {

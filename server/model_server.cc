@@ -131,6 +131,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     http.timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
     http.max_body_bytes = static_cast<size_t>(flags.rest_api_max_request_bytes);
     http.enable_cors = flags.rest_api_enable_cors_support;
+    http.max_connections = static_cast<size_t>(flags.rest_api_max_connections);
     LS_ASSIGN_OR_RETURN(server->http_, HttpServer::Start(http, server->rest_api_));
   }
 

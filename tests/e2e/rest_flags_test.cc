@@ -103,6 +103,32 @@ TEST_F(RestFlagsTest, BodiesOverTheLimitAre413) {
   EXPECT_EQ(r.status, 200) << r.error << r.body;
 }
 
+// --rest_api_max_connections: with the cap's worth of idle connections open, one more is closed
+// at once; when one of them goes, new clients are served again.
+TEST_F(RestFlagsTest, ConnectionsOverTheCapAreClosed) {
+  StartServer({"--rest_api_max_connections=3"});
+  const int port = server_->rest_port();
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(idle.back()->Send(RawRequest("GET", "/v2/health/live")));
+    ASSERT_EQ(idle.back()->ReadResponse().status, 200);  // accepted and registered
+  }
+  RawConnection extra(port);
+  EXPECT_TRUE(extra.WaitClosed(5s)) << "a connection over the cap was kept";
+  EXPECT_TRUE(WaitFor([&] { return server_->Log().find("event=http_connections_full limit=3") != std::string::npos; }))
+      << server_->Log();
+  idle.pop_back();  // closing one makes room
+  EXPECT_TRUE(WaitFor([&] {
+    HttpClient client(port);
+    return client.Post("/v1/models/half_plus_two:predict", R"({"instances": [2.0]})").status == 200;
+  }));
+  for (const auto& connection : idle) {
+    ASSERT_TRUE(connection->Send(RawRequest("GET", "/v2/health/live")));
+    EXPECT_EQ(connection->ReadResponse().status, 200);
+  }
+}
+
 TEST_F(RestFlagsTest, TimeoutClosesAStalledConnection) {
   StartServer({"--rest_api_timeout_in_ms=300"});
   const int port = server_->rest_port();
