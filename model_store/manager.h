@@ -59,7 +59,8 @@ struct VersionStatusInfo {
   double load_seconds = 0;  // how long its last load (and warm-up) took; 0 before one ended
 };
 
-// How many requests an arm of a model's traffic split has served since it joined the config.
+// How many requests were routed to an arm of a model's traffic split since it joined the config
+// (whether or not they then succeeded).
 struct TrafficArmCount {
   std::string model;
   std::string arm;  // TrafficArm::Name(): "label:canary", "version:2"

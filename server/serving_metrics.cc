@@ -99,7 +99,7 @@ void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
     out.Sample("lockstep_model_version_load_seconds", kVersionLabels, values, r.info.load_seconds);
   }
   out.Family("lockstep_traffic_split_requests_total", "counter",
-             "Requests each arm of a model's traffic split has served since it joined the config.");
+             "Requests routed to each arm of a model's traffic split since it joined the config.");
   for (const TrafficArmCount& arm : manager.TrafficCounts()) {
     const std::array<std::string_view, 2> values = {arm.model, arm.arm};
     out.Sample("lockstep_traffic_split_requests_total", kArmLabels, values,

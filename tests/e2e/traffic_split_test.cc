@@ -85,6 +85,16 @@ class TrafficSplitTest : public ::testing::Test {
     return response.model_spec().version().value();
   }
 
+  // Whether the canary answers some of the requests without a key: the split is in place.
+  bool CanaryAnswers() {
+    return WaitFor([&] {
+      for (int i = 0; i < 50; ++i) {
+        if (RestVersion() == 2) return true;
+      }
+      return false;
+    });
+  }
+
   std::map<std::string, int64_t> ArmsOfKeys(int keys) {
     std::map<std::string, int64_t> arms;
     for (int k = 0; k < keys; ++k)
@@ -98,13 +108,7 @@ class TrafficSplitTest : public ::testing::Test {
 };
 
 TEST_F(TrafficSplitTest, WeightsStickyKeysAndAReloadThatMovesOnlyWhatMust) {
-  // The labels of a model new to the server wait for its loads; so does its split.
-  ASSERT_TRUE(WaitFor([&] {
-    for (int i = 0; i < 50; ++i) {
-      if (RestVersion() == 2) return true;
-    }
-    return false;
-  })) << server_->Log();
+  ASSERT_TRUE(CanaryAnswers()) << server_->Log();
 
   // 10,000 requests without a key at 90/10: within 2 points of 10 % on the canary.
   int canary = 0, failed = 0;
@@ -169,12 +173,7 @@ TEST_F(TrafficSplitTest, WeightsStickyKeysAndAReloadThatMovesOnlyWhatMust) {
 }
 
 TEST_F(TrafficSplitTest, ABadSplitIsRefusedAndTheOldOneKeepsServing) {
-  ASSERT_TRUE(WaitFor([&] {
-    for (int i = 0; i < 50; ++i) {
-      if (RestVersion() == 2) return true;
-    }
-    return false;
-  })) << server_->Log();
+  ASSERT_TRUE(CanaryAnswers()) << server_->Log();
   const std::map<std::string, int64_t> before = ArmsOfKeys(100);
   std::string bad = SplitConfig(dir_.path() / "m", 50, 50);
   const std::string canary_arm = "arms { label: \"canary\"";
