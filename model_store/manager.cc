@@ -1,9 +1,13 @@
 #include "model_store/manager.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <random>
 #include <set>
 #include <system_error>
@@ -25,6 +29,9 @@ std::string_view VersionStateName(VersionState state) {
   }
   return "UNKNOWN";
 }
+
+// The nice value of the load threads: well below the serving threads' share of a core.
+constexpr int kLoadThreadNice = 10;
 
 struct ModelManager::VersionEntry {
   VersionState state = VersionState::kStart;
@@ -467,6 +474,12 @@ void ModelManager::PublishLocked(Garbage* garbage) {
 }
 
 void ModelManager::LoadLoop() {
+  // Loads (reading, checking and packing a bundle, warming it up) run at a lower priority than
+  // the threads serving requests: a large version arriving must not slow the models already
+  // serving (bench/serving/run_load_isolation.sh measures it). Linux applies nice per thread.
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kLoadThreadNice) != 0) {
+    spdlog::warn("event=load_thread_priority_unchanged error=\"{}\"", std::strerror(errno));
+  }
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     load_cv_.wait(lock, [this] { return stopping_ || !load_queue_.empty(); });

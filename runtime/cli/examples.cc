@@ -4,7 +4,7 @@
 
 namespace lockstep {
 
-std::vector<std::string> ExampleNames() { return {"half_plus_two"}; }
+std::vector<std::string> ExampleNames() { return {"half_plus_two", "large_matmul"}; }
 
 namespace {
 
@@ -31,10 +31,33 @@ Model HalfPlusTwo() {
   return std::move(g).Build();
 }
 
+// y = x W with W a 5792 x 5792 float32 matrix (128 MiB) of fixed pseudo-random values: a bundle
+// large enough to load for seconds, for measuring what a large load does to other models
+// (bench/serving/run_load_isolation.sh).
+Model LargeMatmul() {
+  constexpr int64_t kWidth = 5792;
+  Tensor w(DType::kFloat32, Shape{kWidth, kWidth});
+  uint32_t state = 12345;
+  for (float& v : w.mutable_data<float>()) {
+    state = state * 1664525u + 1013904223u;  // an LCG: the same bundle on every machine
+    v = static_cast<float>(state >> 8) * 0x1.0p-24f - 0.5f;
+  }
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, kWidth});
+  std::string y = g.Op("MatMul", {x, g.Const("w", std::move(w))}, {}, "y");
+  g.AddSignature({std::string(kDefaultSignature), "tensorflow/serving/predict",
+                  {{"x", x, DType::kFloat32, Shape{-1, kWidth}}},
+                  {{"y", y, DType::kFloat32, Shape{-1, kWidth}}}});
+  g.SetMetadata("name", "large_matmul");
+  g.SetMetadata("description", "y = x W, W 5792 x 5792 float32 (128 MiB)");
+  return std::move(g).Build();
+}
+
 }  // namespace
 
 StatusOr<Model> MakeExample(const std::string& name) {
   if (name == "half_plus_two") return HalfPlusTwo();
+  if (name == "large_matmul") return LargeMatmul();
   std::string known;
   for (const auto& n : ExampleNames()) known += (known.empty() ? "" : ", ") + n;
   return NotFound("unknown example '" + name + "' (known: " + known + ")");

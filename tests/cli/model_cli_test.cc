@@ -81,6 +81,18 @@ TEST_F(ModelCli, VerifyAcceptsGoodAndRejectsCorruptBundles) {
   EXPECT_EQ(missing.exit_code, 1);
 }
 
+// The large example (for load benchmarks) is what it says: a sound bundle of over 100 MB.
+TEST_F(ModelCli, LargeMatmulExampleIsASoundBundleOver100MB) {
+  const std::string bundle = (dir_ / "large").string();
+  ASSERT_EQ(RunCli("make-example large_matmul --out " + bundle).exit_code, 0);
+  EXPECT_EQ(RunCli("verify --dir " + bundle).exit_code, 0);
+  uintmax_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(bundle)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  EXPECT_GE(bytes, uintmax_t{100} << 20);
+}
+
 TEST_F(ModelCli, BadUsageAndBadInputsExplainThemselves) {
   std::string bundle = (dir_ / "1").string();
   ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
