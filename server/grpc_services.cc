@@ -32,20 +32,21 @@ Status CheckStillWanted(const grpc::ServerContext& context) {
   return Status::Ok();
 }
 
-// The client's x-routing-key metadata (a view into the call's metadata), or empty.
-std::string_view RoutingKey(const grpc::ServerContext& context) {
+// The value of the client's metadata `key` (a view into the call's metadata), or empty.
+std::string_view ClientMetadata(const grpc::ServerContext& context, const char* key) {
   const auto& metadata = context.client_metadata();
-  const auto it = metadata.find("x-routing-key");
+  const auto it = metadata.find(key);
   return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
 }
+
+// The key that keeps a client on one arm of a traffic split.
+std::string_view RoutingKey(const grpc::ServerContext& context) { return ClientMetadata(context, "x-routing-key"); }
 
 // A failed call gets a request id (the client's x-request-id metadata, else a new one) in its
 // trailing metadata and in the log line about it; 5xx-like failures are warnings.
 grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  std::string id;
-  const auto& metadata = context->client_metadata();
-  if (auto it = metadata.find("x-request-id"); it != metadata.end()) id.assign(it->second.data(), it->second.size());
+  std::string id(ClientMetadata(*context, "x-request-id"));
   if (!IsUsableRequestId(id)) id = NewRequestId();
   context->AddTrailingMetadata("x-request-id", id);
   const bool server_side = HttpStatusFor(status.code()) >= 500;
@@ -230,11 +231,7 @@ grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext* context, cons
 grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext* context,
                                                          const tfs::ReloadConfigRequest* request,
                                                          tfs::ReloadConfigResponse* response) {
-  std::string_view authorization;
-  const auto& metadata = context->client_metadata();
-  if (const auto it = metadata.find("authorization"); it != metadata.end()) {
-    authorization = std::string_view(it->second.data(), it->second.size());
-  }
+  const std::string_view authorization = ClientMetadata(*context, "authorization");
   if (Status allowed = admin_.Check("HandleReloadConfigRequest", context->peer(), authorization); !allowed.ok()) {
     spdlog::warn("event=admin_refused method=HandleReloadConfigRequest peer={} error=\"{}\"", context->peer(),
                  allowed.message());
