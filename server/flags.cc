@@ -59,6 +59,9 @@ const FlagSpec kFlags[] = {
     {"monitoring_config_file", &ServerFlags::monitoring_config_file,
      "MonitoringConfig in text format: prometheus_config { enable: true path: \"/monitoring/prometheus/metrics\" } "
      "serves the metrics there on the REST port (they are at /metrics always)."},
+    {"ssl_config_file", &ServerFlags::ssl_config_file,
+     "SSLConfig in text format (server_key, server_cert, custom_ca: PEM text; client_verify: require client "
+     "certificates signed by custom_ca). Serves gRPC and REST over TLS (upstream: gRPC only)."},
     {"drain_timeout_seconds", &ServerFlags::drain_timeout_seconds,
      "On SIGTERM or SIGINT: stop accepting, finish the requests accepted within this many seconds, exit 0."},
     {"admin_token_file", &ServerFlags::admin_token_file,

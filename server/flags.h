@@ -33,6 +33,7 @@ struct ServerFlags {
   std::string batching_parameters_file;     // BatchingParameters; empty: TF Serving's defaults
   std::string monitoring_config_file;       // MonitoringConfig; /metrics is served regardless
   int64_t drain_timeout_seconds = 20;       // Lockstep's: SIGTERM's drain, at most this long
+  std::string ssl_config_file;              // SSLConfig: TLS for gRPC and REST; empty: plaintext
   std::string admin_token_file;             // Lockstep's: admin calls need this token (else loopback only)
   bool help = false;
   bool version = false;

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <openssl/ssl.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <list>
@@ -21,6 +24,7 @@ namespace lockstep {
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 
 namespace {
@@ -32,7 +36,34 @@ std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 }  // namespace
 
 namespace {
-class Connection;
+
+// What the server asks of a connection, whatever its stream: the sweeper's and Drain's calls.
+class OpenConnection {
+ public:
+  virtual ~OpenConnection() = default;
+  // Closes the connection if it waits for a request of which nothing has arrived (on its
+  // strand). One being read or run finishes, and closes after its answer.
+  virtual void CloseIfIdle() = 0;
+  // Closes the connection if its deadline passed (on its strand, where the deadline may have
+  // been renewed meanwhile).
+  virtual void ExpireIfDue(int64_t now) = 0;
+};
+
+// TLS 1.2 or later with the server's key and certificate chain; with client_verify, a client
+// certificate signed by custom_ca is required. ParseSslConfig has checked the PEM texts.
+StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsCredentials& tls) {
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                       ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  beast::error_code ec;
+  context->use_certificate_chain(net::buffer(tls.server_cert), ec);
+  if (!ec) context->use_private_key(net::buffer(tls.server_key), ssl::context::pem, ec);
+  if (!ec && !tls.custom_ca.empty()) context->add_certificate_authority(net::buffer(tls.custom_ca), ec);
+  if (!ec && tls.client_verify) context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, ec);
+  if (ec) return InvalidArgument("cannot set up TLS for REST: " + ec.message());
+  return context;
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -59,11 +90,12 @@ struct HttpServer::Impl {
   // Every open connection, for the sweeper. Declared before the io_context: connections that
   // die with the io_context's pending handlers unregister themselves here.
   std::mutex connections_mu;
-  std::list<std::weak_ptr<Connection>> connections;
+  std::list<std::weak_ptr<OpenConnection>> connections;
+  std::unique_ptr<ssl::context> tls;  // null: plain HTTP
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer sweep_timer;
-  std::vector<std::shared_ptr<Connection>> sweeping;  // the sweeper's, reused
+  std::vector<std::shared_ptr<OpenConnection>> sweeping;  // the sweeper's, reused
   int bound_port = 0;
   std::vector<std::thread> threads;
   std::once_flag stop_once;
@@ -81,14 +113,21 @@ int64_t NowNanos() {
 
 // One client connection: read a request, answer it, repeat while keep-alive holds. Requests
 // on one connection are answered in order, so pipelined requests just queue in the buffer.
+// `Stream` is a tcp::socket (HTTP) or an ssl::stream over one (HTTPS).
 //
 // Timeouts: each read and write arms a deadline (one atomic store); the server's sweeper
 // closes connections whose deadline has passed. A timer per operation, as beast::tcp_stream
 // keeps, costs two extra handler runs per request, a third of a small request's time.
-class Connection : public std::enable_shared_from_this<Connection> {
+template <typename Stream>
+class Connection final : public OpenConnection, public std::enable_shared_from_this<Connection<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
  public:
-  Connection(tcp::socket socket, HttpServer::Impl& server) : socket_(std::move(socket)), server_(server) {}
-  ~Connection() {
+  // `stream_args` construct the Stream: a socket, or a socket and the TLS context.
+  template <typename... StreamArgs>
+  explicit Connection(HttpServer::Impl& server, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server) {}
+  ~Connection() override {
     std::lock_guard<std::mutex> lock(server_.connections_mu);
     server_.connections.erase(registration_);
   }
@@ -96,33 +135,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() {
     {
       std::lock_guard<std::mutex> lock(server_.connections_mu);
-      registration_ = server_.connections.insert(server_.connections.end(), weak_from_this());
+      registration_ = server_.connections.insert(server_.connections.end(), this->weak_from_this());
     }
-    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
-  }
-
-  // Called by Drain: closes the connection if it waits for a request of which nothing has
-  // arrived (on its strand). One being read or run finishes, and closes after its answer.
-  void CloseIfIdle() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] {
-      beast::error_code ec;
-      if (self->awaiting_header_ && self->buffer_.size() == 0 && self->socket_.available(ec) == 0) {
-        self->socket_.cancel(ec);
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->ReadHeader();
       }
     });
   }
 
-  // Called by the sweeper: closes the connection if its deadline passed (on its strand, where
-  // the deadline may have been renewed meanwhile).
-  void ExpireIfDue(int64_t now) {
+  void CloseIfIdle() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      beast::error_code ec;
+      const bool nothing_arrived = self->awaiting_header_ && self->buffer_.size() == 0 &&
+                                   self->socket().available(ec) == 0 && self->TlsPending() == 0;
+      // A TLS close that waits for the client's close_notify is not worth waiting for either.
+      if (nothing_arrived || self->closing_) self->socket().cancel(ec);
+    });
+  }
+
+  void ExpireIfDue(int64_t now) override {
     const int64_t deadline = deadline_ns_.load(std::memory_order_relaxed);
     if (deadline == 0 || deadline > now) return;
-    net::post(socket_.get_executor(), [self = shared_from_this()] {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
       const int64_t due = self->deadline_ns_.load(std::memory_order_relaxed);
       if (due != 0 && due <= NowNanos()) {
         self->timed_out_ = true;
         beast::error_code ignored;
-        self->socket_.cancel(ignored);
+        self->socket().cancel(ignored);
       }
     });
   }
@@ -134,14 +176,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   void Disarm() { deadline_ns_.store(0, std::memory_order_relaxed); }
 
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
+
+  // Decrypted bytes the TLS layer holds that the HTTP parser has not seen.
+  int TlsPending() {
+    if constexpr (kTls) {
+      return SSL_pending(stream_.native_handle());
+    } else {
+      return 0;
+    }
+  }
+
+  // The TLS handshake, bounded by the timeout like a read. A client that fails it (plain HTTP
+  // on the HTTPS port, no or an untrusted client certificate) is closed without an answer:
+  // there is no channel to answer on.
+  void Handshake() {
+    Arm();
+    stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        spdlog::debug("event=tls_handshake_failed error=\"{}\"", ec.message());
+        return self->CloseSocket();
+      }
+      self->tls_up_ = true;
+      self->ReadHeader();
+    });
+  }
+
   void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(server_.options.max_body_bytes);
     Arm();
     awaiting_header_ = true;
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -152,7 +220,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (beast::iequals(request[http::field::expect], "100-continue")) {
       continue_.emplace(http::status::continue_, request.version());
       Arm();
-      http::async_write(socket_, *continue_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      http::async_write(stream_, *continue_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
         if (ec) return self->OnReadError(ec);
         self->ReadBody();
       });
@@ -172,8 +240,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void ReadBody() {
     Arm();
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
   void OnBody(beast::error_code ec) {
@@ -191,13 +259,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Closed, reset or timed out: nobody to answer. A malformed request gets a 400 first.
     if (timed_out_ || ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
-        ec == http::error::partial_message) {
-      return Close();
+        ec == http::error::partial_message || ec == ssl::error::stream_truncated) {
+      return CloseSocket();
     }
     if (ec.category() == http::make_error_code(http::error::bad_version).category()) {
       return ReplyError(400, "Malformed HTTP request: " + ec.message());
     }
-    Close();
+    CloseSocket();
   }
 
   void Handle() {
@@ -261,27 +329,46 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Write(bool close) {
     Arm();
-    http::async_write(socket_, response_, [self = shared_from_this(), close](beast::error_code ec, size_t) {
+    http::async_write(stream_, response_, [self = this->shared_from_this(), close](beast::error_code ec, size_t) {
       self->Disarm();
       self->body_.swap(self->response_.body());
       self->body_.clear();
-      if (ec || close) return self->Close();
+      if (ec) return self->CloseSocket();
+      if (close) return self->CloseAfterAnswer();
       self->ReadHeader();
     });
   }
 
-  void Close() {
-    Disarm();
-    beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    socket_.close(ignored);
+  // The answer sent was the last: TLS first says so (close_notify) and waits, within the
+  // timeout, for the client's; then the socket closes.
+  void CloseAfterAnswer() {
+    if constexpr (kTls) {
+      if (tls_up_) {
+        tls_up_ = false;
+        closing_ = true;
+        Arm();
+        stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) { self->CloseSocket(); });
+        return;
+      }
+    }
+    CloseSocket();
   }
 
-  tcp::socket socket_;
+  void CloseSocket() {
+    Disarm();
+    closing_ = false;
+    beast::error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_send, ignored);
+    socket().close(ignored);
+  }
+
+  Stream stream_;
   HttpServer::Impl& server_;
-  std::list<std::weak_ptr<Connection>>::iterator registration_;
+  std::list<std::weak_ptr<OpenConnection>>::iterator registration_;
   std::atomic<int64_t> deadline_ns_{0};  // steady-clock nanoseconds; 0: no I/O pending
   bool timed_out_ = false;
+  bool tls_up_ = false;           // the handshake is done and no close_notify was sent
+  bool closing_ = false;          // waiting for the client's close_notify
   bool awaiting_header_ = false;  // a read of the next request's header is pending
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -310,7 +397,11 @@ void HttpServer::Impl::Accept() {
       refusing.store(false);
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      std::make_shared<Connection>(std::move(socket), *this)->Start();
+      if (tls) {
+        std::make_shared<Connection<ssl::stream<tcp::socket>>>(*this, std::move(socket), *tls)->Start();
+      } else {
+        std::make_shared<Connection<tcp::socket>>(*this, std::move(socket))->Start();
+      }
     } else {
       spdlog::warn("event=http_accept_failed error=\"{}\"", ec.message());
     }
@@ -325,12 +416,12 @@ void HttpServer::Impl::Sweep() {
     const int64_t now = NowNanos();
     {
       std::lock_guard<std::mutex> lock(connections_mu);
-      for (const std::weak_ptr<Connection>& weak : connections) {
-        if (std::shared_ptr<Connection> connection = weak.lock()) sweeping.push_back(std::move(connection));
+      for (const std::weak_ptr<OpenConnection>& weak : connections) {
+        if (std::shared_ptr<OpenConnection> connection = weak.lock()) sweeping.push_back(std::move(connection));
       }
     }
     // Outside the lock: dropping the last reference runs a destructor that takes it.
-    for (const std::shared_ptr<Connection>& connection : sweeping) connection->ExpireIfDue(now);
+    for (const std::shared_ptr<OpenConnection>& connection : sweeping) connection->ExpireIfDue(now);
     sweeping.clear();
     Sweep();
   });
@@ -343,6 +434,9 @@ HttpServer::~HttpServer() { Stop(); }
 StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, const RestApi& api) {
   if (options.num_threads < 1) return InvalidArgument("the REST server needs at least one thread");
   auto impl = std::make_unique<Impl>(options, api);
+  if (options.tls) {
+    LS_ASSIGN_OR_RETURN(impl->tls, MakeTlsContext(*options.tls));
+  }
   beast::error_code ec;
   const net::ip::address address = net::ip::make_address(options.address, ec);
   if (ec) return InvalidArgument("bad REST listen address '" + options.address + "': " + ec.message());
@@ -374,17 +468,17 @@ int HttpServer::Drain(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int left = 0;
   for (;;) {
-    std::vector<std::shared_ptr<Connection>> open;
+    std::vector<std::shared_ptr<OpenConnection>> open;
     {
       std::lock_guard<std::mutex> lock(impl_->connections_mu);
-      for (const std::weak_ptr<Connection>& weak : impl_->connections) {
-        if (std::shared_ptr<Connection> connection = weak.lock()) open.push_back(std::move(connection));
+      for (const std::weak_ptr<OpenConnection>& weak : impl_->connections) {
+        if (std::shared_ptr<OpenConnection> connection = weak.lock()) open.push_back(std::move(connection));
       }
     }
     left = static_cast<int>(open.size());
     if (open.empty() || std::chrono::steady_clock::now() >= deadline) break;
     // Again each round: a connection that was busy may be idle now.
-    for (const std::shared_ptr<Connection>& connection : open) connection->CloseIfIdle();
+    for (const std::shared_ptr<OpenConnection>& connection : open) connection->CloseIfIdle();
     open.clear();  // outside the lock: the last reference may go here
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

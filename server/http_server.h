@@ -3,6 +3,10 @@
 // bodies (413 beyond it), and a timeout on every read and write (--rest_api_timeout_in_ms),
 // so a slow or idle client holds a connection for at most that long.
 //
+// With TLS (HttpServerOptions::tls) every connection starts with a TLS handshake, bounded by
+// the same timeout, and with client_verify a client without a certificate signed by custom_ca
+// is refused in the handshake. TLS 1.2 and later only.
+//
 // Every response is JSON. It carries X-Request-Id when the client sent a usable one (echoed)
 // or when it is an error (a fresh id, also in the log line about it); inference responses
 // carry X-Model-Version.
@@ -11,10 +15,12 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/status.h"
 #include "server/rest_api.h"
+#include "server/tls_config.h"
 
 namespace lockstep {
 
@@ -29,6 +35,8 @@ struct HttpServerOptions {
   bool enable_cors = false;
   // Open connections at most; one more is closed as soon as it is accepted. 0: no cap.
   size_t max_connections = 0;
+  // Serve HTTPS with these; none: plain HTTP.
+  std::optional<TlsCredentials> tls;
 };
 
 class HttpServer {

@@ -9,6 +9,7 @@
 
 #include "runtime/thread_pool.h"
 #include "server/model_server_config.h"
+#include "server/tls_config.h"
 #include "tensorflow_serving/config/monitoring_config.pb.h"
 
 namespace lockstep {
@@ -103,6 +104,12 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     LS_ASSIGN_OR_RETURN(AdminAccess access, AdminAccess::WithTokenFile(flags.admin_token_file));
     server->model_service_.set_admin_access(std::move(access));
   }
+  // Before any model loads: a bad file should stop the server at once.
+  std::optional<TlsCredentials> tls;
+  if (!flags.ssl_config_file.empty()) {
+    LS_ASSIGN_OR_RETURN(tls, ReadSslConfig(flags.ssl_config_file));
+  }
+
   if (!flags.monitoring_config_file.empty()) {
     LS_ASSIGN_OR_RETURN(std::string path, PrometheusPath(flags.monitoring_config_file));
     server->rest_api_.set_monitoring_path(std::move(path));
@@ -129,8 +136,8 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   }
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port), grpc::InsecureServerCredentials(),
-                           &server->grpc_port_);
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port),
+                           tls ? GrpcServerCredentials(*tls) : grpc::InsecureServerCredentials(), &server->grpc_port_);
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   // gRPC's synchronous server answers RESOURCE_EXHAUSTED to a call that finds all its
@@ -159,6 +166,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     http.max_body_bytes = static_cast<size_t>(flags.rest_api_max_request_bytes);
     http.enable_cors = flags.rest_api_enable_cors_support;
     http.max_connections = static_cast<size_t>(flags.rest_api_max_connections);
+    http.tls = tls;
     LS_ASSIGN_OR_RETURN(server->http_, HttpServer::Start(http, server->rest_api_));
   }
 

@@ -1,10 +1,11 @@
 // A small blocking HTTP/1.1 client for the end-to-end tests: one keep-alive connection to
-// 127.0.0.1. Boost.Beast stays inside http_client.cc, compiled once, so that the test files
+// 127.0.0.1, plain or over TLS. Boost.Beast stays inside http_client.cc, compiled once, so that the test files
 // (several of them, each built three times by scripts/test) do not all instantiate it.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lockstep::e2e {
@@ -16,9 +17,18 @@ struct HttpResult {
   std::string error;
 };
 
+// HTTPS: the server's certificate must chain to `ca_pem` and name `host`; `cert_pem` and
+// `key_pem`, when set, are the client's certificate for mutual TLS.
+struct TlsClientOptions {
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+  std::string host = "localhost";
+};
+
 class HttpClient {
  public:
-  explicit HttpClient(int port);
+  explicit HttpClient(int port, std::optional<TlsClientOptions> tls = std::nullopt);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -32,6 +42,7 @@ class HttpClient {
  private:
   struct Connection;
   int port_;
+  std::optional<TlsClientOptions> tls_;
   std::unique_ptr<Connection> connection_;
 };
 

@@ -1,0 +1,174 @@
+// model-server with --ssl_config_file: gRPC and REST over TLS, mutual TLS with client_verify,
+// and a bad SSLConfig stopping the server at start. Certificates are made with the openssl CLI
+// for each test (tests/common/test_pki.h).
+#include <grpcpp/security/credentials.h>
+
+#include "tests/common/test_pki.h"
+#include "tests/e2e/rest_test_util.h"
+
+namespace lockstep::e2e {
+namespace {
+
+using test::MakeTestPki;
+using test::QuotedPem;
+using test::SslConfigText;
+using test::TestPki;
+
+constexpr char kPredict[] = R"({"instances": [1.0, 2.0, 5.0]})";
+constexpr char kPredicted[] = R"({"predictions": [2.5, 3.0, 4.5]})";
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pki_ = MakeTestPki(dir_.path());
+    WriteHalfPlusTwo(dir_.path() / "half", 1);
+  }
+
+  // model-server flags serving half_plus_two with an SSLConfig of the server's key and
+  // certificate and `extra` fields.
+  std::vector<std::string> Flags(const std::string& extra = "") {
+    const fs::path config = dir_.path() / "ssl.cfg";
+    WriteFile(config, SslConfigText(pki_, extra));
+    return {"--model_name=half", "--model_base_path=" + (dir_.path() / "half").string(),
+            "--ssl_config_file=" + config.string()};
+  }
+
+  // An HTTPS client trusting the test CA, with a client certificate when given one.
+  HttpClient Https(int port, const std::string& cert = "", const std::string& key = "") {
+    TlsClientOptions tls;
+    tls.ca_pem = pki_.ca_cert;
+    tls.cert_pem = cert;
+    tls.key_pem = key;
+    return HttpClient(port, tls);
+  }
+
+  // gRPC Predict over TLS (the server checked as "localhost" by the test CA), with a client
+  // certificate when given one.
+  grpc::Status GrpcPredict(const ServerProcess& server, const std::string& cert = "",
+                           const std::string& key = "") {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pki_.ca_cert;
+    ssl.pem_cert_chain = cert;
+    ssl.pem_private_key = key;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return Predict(grpc::CreateCustomChannel(server.grpc_target(), grpc::SslCredentials(ssl), args));
+  }
+
+  static grpc::Status Predict(const std::shared_ptr<grpc::Channel>& channel) {
+    auto stub = tensorflow::serving::PredictionService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    tensorflow::serving::PredictResponse response;
+    grpc::Status status = stub->Predict(&context, PredictX("half", 2.0f), &response);
+    if (status.ok() && response.outputs().at("y").float_val(0) != 3.0f) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, "wrong answer: " + response.DebugString());
+    }
+    return status;
+  }
+
+  ScratchDir dir_;
+  TestPki pki_;
+};
+
+TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
+  ServerProcess server(dir_.path(), Flags());
+
+  HttpClient https = Https(server.rest_port());
+  for (int i = 0; i < 3; ++i) {  // on one kept-alive connection
+    const HttpResult r = https.Post("/v1/models/half:predict", kPredict);
+    EXPECT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(r.body, kPredicted);
+  }
+  EXPECT_EQ(https.Get("/v2/health/ready").status, 200);
+  EXPECT_EQ(https.Get("/v1/models/half").status, 200);
+
+  // Plain HTTP on the HTTPS port gets no answer, and the server goes on.
+  HttpClient plain(server.rest_port());
+  const HttpResult refused = plain.Post("/v1/models/half:predict", kPredict);
+  EXPECT_EQ(refused.status, 0) << refused.body;
+
+  // A client that does not trust the server's CA stops at the handshake.
+  TlsClientOptions stranger_trust;
+  stranger_trust.ca_pem = test::ReadFile(pki_.dir / "stranger_ca.pem");
+  const HttpResult untrusted = HttpClient(server.rest_port(), stranger_trust).Get("/v2/health/ready");
+  EXPECT_EQ(untrusted.status, 0);
+  EXPECT_NE(untrusted.error.find("certificate verify failed"), std::string::npos) << untrusted.error;
+
+  const grpc::Status secure = GrpcPredict(server);
+  EXPECT_TRUE(secure.ok()) << secure.error_message();
+  const grpc::Status insecure = Predict(MakeChannel(server.grpc_target()));
+  EXPECT_EQ(insecure.error_code(), grpc::StatusCode::UNAVAILABLE) << insecure.error_message();
+
+  EXPECT_EQ(https.Post("/v1/models/half:predict", kPredict).body, kPredicted);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST_F(TlsTest, ClientVerifyAdmitsOnlyClientsWithACertificateFromTheCa) {
+  ServerProcess server(dir_.path(),
+                       Flags("custom_ca: " + QuotedPem(pki_.ca_cert) + "\nclient_verify: true\n"));
+
+  const HttpResult admitted =
+      Https(server.rest_port(), pki_.client_cert, pki_.client_key).Post("/v1/models/half:predict", kPredict);
+  EXPECT_EQ(admitted.status, 200) << admitted.error;
+  EXPECT_EQ(admitted.body, kPredicted);
+  EXPECT_EQ(Https(server.rest_port()).Get("/v2/health/ready").status, 0) << "no client certificate";
+  EXPECT_EQ(Https(server.rest_port(), pki_.stranger_cert, pki_.stranger_key).Get("/v2/health/ready").status,
+            0)
+      << "a certificate from another CA";
+
+  const grpc::Status with_cert = GrpcPredict(server, pki_.client_cert, pki_.client_key);
+  EXPECT_TRUE(with_cert.ok()) << with_cert.error_message();
+  EXPECT_FALSE(GrpcPredict(server).ok()) << "no client certificate";
+  EXPECT_FALSE(GrpcPredict(server, pki_.stranger_cert, pki_.stranger_key).ok())
+      << "a certificate from another CA";
+
+  EXPECT_EQ(Https(server.rest_port(), pki_.client_cert, pki_.client_key).Get("/v2/health/live").status, 200);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A client that connects and never starts the handshake is closed after the REST timeout; an
+// idle HTTPS keep-alive connection does not hold up SIGTERM's drain.
+TEST_F(TlsTest, SilentAndIdleConnectionsAreClosed) {
+  std::vector<std::string> flags = Flags();
+  flags.push_back("--rest_api_timeout_in_ms=500");
+  ServerProcess server(dir_.path(), flags);
+
+  RawConnection silent(server.rest_port());
+  ASSERT_TRUE(silent.connected());
+  EXPECT_TRUE(silent.WaitClosed(std::chrono::seconds(5)));
+
+  HttpClient idle = Https(server.rest_port());
+  ASSERT_EQ(idle.Post("/v1/models/half:predict", kPredict).status, 200);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(15)), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(TlsTest, ABadSslConfigStopsTheServerNamingTheFileAndField) {
+  const fs::path config = dir_.path() / "ssl.cfg";
+  WriteFile(config,
+            "server_key: " + QuotedPem(pki_.client_key) + "\nserver_cert: " + QuotedPem(pki_.server_cert));
+  ServerProcess mismatched(dir_.path(),
+                           {"--model_name=half", "--model_base_path=" + (dir_.path() / "half").string(),
+                            "--ssl_config_file=" + config.string()},
+                           /*expect_ready=*/false);
+  EXPECT_NE(mismatched.WaitExit(), 0);
+  EXPECT_NE(mismatched.Log().find(config.string() +
+                                  ": server_key does not belong to the first certificate of server_cert"),
+            std::string::npos)
+      << mismatched.Log();
+  EXPECT_EQ(mismatched.Log().find("event=version_available"), std::string::npos)
+      << "it stops before loading models";
+
+  ServerProcess missing(dir_.path(),
+                        {"--model_name=half", "--model_base_path=" + (dir_.path() / "half").string(),
+                         "--ssl_config_file=" + (dir_.path() / "absent.cfg").string()},
+                        /*expect_ready=*/false);
+  EXPECT_NE(missing.WaitExit(), 0);
+  EXPECT_NE(missing.Log().find("absent.cfg"), std::string::npos) << missing.Log();
+}
+
+}  // namespace
+}  // namespace lockstep::e2e
