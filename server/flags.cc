@@ -35,6 +35,9 @@ const FlagSpec kFlags[] = {
     {"rest_api_max_connections", &ServerFlags::rest_api_max_connections,
      "Lockstep's: open REST connections at most; one more is closed as soon as it is accepted (0: no cap)."},
     {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Most threads serving gRPC calls (0: no cap). A call that finds them all busy is refused with RESOURCE_EXHAUSTED."},
+    {"grpc_channel_arguments", &ServerFlags::grpc_channel_arguments,
+     "gRPC server channel arguments, 'key=value,...' (e.g. grpc.max_concurrent_streams=100,"
+     "grpc.max_connection_idle_ms=60000,grpc.max_receive_message_length=67108864). They override the defaults."},
     {"model_name", &ServerFlags::model_name, "Name of the model, without --model_config_file."},
     {"model_base_path", &ServerFlags::model_base_path,
      "Directory holding the model's versions <base_path>/<version>/, without --model_config_file."},
@@ -189,10 +192,44 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   if (!flags.batching_parameters_file.empty() && !flags.enable_batching) {
     return InvalidArgument("--batching_parameters_file needs --enable_batching");
   }
+  if (StatusOr<std::vector<GrpcChannelArgument>> args = ParseGrpcChannelArguments(flags.grpc_channel_arguments);
+      !args.ok()) {
+    return args.status();
+  }
   if (flags.model_config_file.empty() && flags.model_base_path.empty()) {
     return InvalidArgument("give --model_config_file, or --model_base_path (with --model_name)");
   }
   return Status::Ok();
+}
+
+StatusOr<std::vector<GrpcChannelArgument>> ParseGrpcChannelArguments(std::string_view text) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  std::vector<GrpcChannelArgument> args;
+  if (trim(text).empty()) return args;
+  while (true) {
+    const size_t comma = text.find(',');
+    const std::string_view entry = text.substr(0, comma);
+    const size_t equals = entry.find('=');
+    const std::string_view key = trim(entry.substr(0, equals));
+    if (equals == std::string_view::npos || key.empty()) {
+      return InvalidArgument("--grpc_channel_arguments: '" + std::string(trim(entry)) + "' is not key=value");
+    }
+    const std::string_view value = trim(entry.substr(equals + 1));
+    int number = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (!value.empty() && error == std::errc() && end == value.data() + value.size()) {
+      args.push_back({std::string(key), number});
+    } else {
+      args.push_back({std::string(key), std::string(value)});
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return args;
 }
 
 std::string ServerUsage() {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "runtime/status.h"
@@ -21,6 +22,7 @@ struct ServerFlags {
   int64_t rest_api_max_request_bytes = int64_t{64} << 20;  // Lockstep's: 413 beyond it
   int64_t rest_api_max_connections = 4096;                 // Lockstep's: more are closed at once
   int grpc_max_threads = 0;      // 0: no cap (upstream: 4 x CPUs; see model_server.cc)
+  std::string grpc_channel_arguments;  // "key=value,..." for gRPC's server (see ParseGrpcChannelArguments)
   std::string model_name = "default";
   std::string model_base_path;
   std::string model_config_file;
@@ -46,6 +48,19 @@ StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args);
 // REST and gRPC ports different, a model to serve (--model_config_file or
 // --model_base_path), positive timeouts.
 Status ValidateServerFlags(const ServerFlags& flags);
+
+// One of --grpc_channel_arguments: a gRPC channel argument such as grpc.max_concurrent_streams,
+// with an integer value when the value is a whole number that fits an int, else a string (as
+// upstream).
+struct GrpcChannelArgument {
+  std::string key;
+  std::variant<int, std::string> value;
+};
+
+// Parses --grpc_channel_arguments, "key=value,key=value" (spaces around either trimmed). An
+// entry without '=' or with an empty key is an error naming it. gRPC ignores keys it does not
+// know, as upstream.
+StatusOr<std::vector<GrpcChannelArgument>> ParseGrpcChannelArguments(std::string_view text);
 
 // The --help text: every flag, its default and what it does.
 std::string ServerUsage();

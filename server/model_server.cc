@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <climits>
 #include <set>
 
@@ -138,8 +139,21 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   grpc::ServerBuilder builder;
   builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port),
                            tls ? GrpcServerCredentials(*tls) : grpc::InsecureServerCredentials(), &server->grpc_port_);
-  builder.SetMaxReceiveMessageSize(INT_MAX);
-  builder.SetMaxSendMessageSize(INT_MAX);
+  // TF Serving's message limits (INT_MAX) unless the operator's --grpc_channel_arguments set
+  // them: gRPC keeps the first of two values for one key, so the defaults must step aside.
+  LS_ASSIGN_OR_RETURN(const std::vector<GrpcChannelArgument> channel_arguments,
+                      ParseGrpcChannelArguments(flags.grpc_channel_arguments));
+  auto operator_sets = [&](std::string_view key) {
+    return std::any_of(channel_arguments.begin(), channel_arguments.end(),
+                       [&](const GrpcChannelArgument& argument) { return argument.key == key; });
+  };
+  if (!operator_sets(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH)) builder.SetMaxReceiveMessageSize(INT_MAX);
+  if (!operator_sets(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH)) builder.SetMaxSendMessageSize(INT_MAX);
+  for (const GrpcChannelArgument& argument : channel_arguments) {
+    std::visit([&](const auto& value) { builder.AddChannelArgument(argument.key, value); }, argument.value);
+    spdlog::info("event=grpc_channel_argument key={} value={}", argument.key,
+                 std::visit([](const auto& value) { return fmt::format("{}", value); }, argument.value));
+  }
   // gRPC's synchronous server answers RESOURCE_EXHAUSTED to a call that finds all its
   // threads busy rather than queueing it, so a cap is set only when asked for: by default the
   // server grows threads with the calls in flight.

@@ -80,6 +80,10 @@ TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
     EXPECT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(r.body, kPredicted);
   }
+  // The server's last answer on a connection ends its TLS session; the next one opens anew.
+  const HttpResult last = https.Request("POST", "/v1/models/half:predict", kPredict, {{"Connection", "close"}});
+  EXPECT_EQ(last.status, 200) << last.error;
+  EXPECT_EQ(last.body, kPredicted);
   EXPECT_EQ(https.Get("/v2/health/ready").status, 200);
   EXPECT_EQ(https.Get("/v1/models/half").status, 200);
 

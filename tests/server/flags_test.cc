@@ -53,13 +53,36 @@ TEST(ServerFlagsTest, NamesTheFlagInEveryError) {
             std::string::npos);
 }
 
+TEST(ServerFlagsTest, GrpcChannelArgumentsAreKeyValuePairs) {
+  const StatusOr<std::vector<GrpcChannelArgument>> args =
+      ParseGrpcChannelArguments("grpc.max_concurrent_streams=100, grpc.primary_user_agent = lockstep ,x=-3,y=9999999999");
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  ASSERT_EQ(args->size(), 4u);
+  EXPECT_EQ((*args)[0].key, "grpc.max_concurrent_streams");
+  EXPECT_EQ(std::get<int>((*args)[0].value), 100);
+  EXPECT_EQ((*args)[1].key, "grpc.primary_user_agent");
+  EXPECT_EQ(std::get<std::string>((*args)[1].value), "lockstep");
+  EXPECT_EQ(std::get<int>((*args)[2].value), -3);
+  EXPECT_EQ(std::get<std::string>((*args)[3].value), "9999999999") << "beyond int: a string, as upstream";
+  EXPECT_TRUE(ParseGrpcChannelArguments("")->empty());
+
+  EXPECT_EQ(ParseGrpcChannelArguments("grpc.a=1,oops").status().message(),
+            "--grpc_channel_arguments: 'oops' is not key=value");
+  EXPECT_EQ(ParseGrpcChannelArguments("=1").status().message(), "--grpc_channel_arguments: '=1' is not key=value");
+  EXPECT_EQ(ParseGrpcChannelArguments("grpc.a=1,").status().message(),
+            "--grpc_channel_arguments: '' is not key=value");
+  StatusOr<ServerFlags> flags = ParseServerFlags({"--model_base_path=/m", "--grpc_channel_arguments=bad"});
+  ASSERT_TRUE(flags.ok());
+  EXPECT_EQ(ValidateServerFlags(*flags).message(), "--grpc_channel_arguments: 'bad' is not key=value");
+}
+
 TEST(ServerFlagsTest, UsageListsEveryFlag) {
   const std::string usage = ServerUsage();
   for (const char* flag : {"--port", "--rest_api_port", "--rest_api_num_threads", "--rest_api_timeout_in_ms",
                            "--model_name", "--model_base_path", "--model_config_file",
                            "--model_config_file_poll_wait_seconds", "--file_system_poll_wait_seconds",
                            "--allow_version_labels_for_unavailable_models", "--grpc_max_threads", "--version",
-                           "--help"}) {
+                           "--help", "--ssl_config_file", "--grpc_channel_arguments"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
