@@ -35,6 +35,9 @@ const FlagSpec kFlags[] = {
     {"rest_api_max_connections", &ServerFlags::rest_api_max_connections,
      "Lockstep's: open REST connections at most; one more is closed as soon as it is accepted (0: no cap)."},
     {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Most threads serving gRPC calls (0: no cap). A call that finds them all busy is refused with RESOURCE_EXHAUSTED."},
+    {"grpc_socket_path", &ServerFlags::grpc_socket_path,
+     "Also serve the gRPC API on this Unix socket (relative or absolute path), with the same credentials as "
+     "--port. Admin calls over it count as local."},
     {"grpc_channel_arguments", &ServerFlags::grpc_channel_arguments,
      "gRPC server channel arguments, 'key=value,...' (e.g. grpc.max_concurrent_streams=100,"
      "grpc.max_connection_idle_ms=60000,grpc.max_receive_message_length=67108864). They override the defaults."},

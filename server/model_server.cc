@@ -137,8 +137,13 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   }
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port),
-                           tls ? GrpcServerCredentials(*tls) : grpc::InsecureServerCredentials(), &server->grpc_port_);
+  const std::shared_ptr<grpc::ServerCredentials> grpc_credentials =
+      tls ? GrpcServerCredentials(*tls) : grpc::InsecureServerCredentials();
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(flags.port), grpc_credentials, &server->grpc_port_);
+  int socket_bound = 0;
+  if (!flags.grpc_socket_path.empty()) {
+    builder.AddListeningPort("unix:" + flags.grpc_socket_path, grpc_credentials, &socket_bound);
+  }
   // TF Serving's message limits (INT_MAX) unless the operator's --grpc_channel_arguments set
   // them: gRPC keeps the first of two values for one key, so the defaults must step aside.
   LS_ASSIGN_OR_RETURN(const std::vector<GrpcChannelArgument> channel_arguments,
@@ -167,8 +172,12 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   // gRPC's standard health service (grpc.health.v1.Health), for Kubernetes' gRPC probes.
   grpc::EnableDefaultHealthCheckService(true);
   server->grpc_server_ = builder.BuildAndStart();
-  if (!server->grpc_server_ || server->grpc_port_ == 0) {
-    return Status(StatusCode::kUnavailable, "cannot listen for gRPC on 0.0.0.0:" + std::to_string(flags.port));
+  // gRPC starts no server when any of its ports fails.
+  if (!server->grpc_server_ || server->grpc_port_ == 0 || (!flags.grpc_socket_path.empty() && socket_bound == 0)) {
+    std::string where = "0.0.0.0:" + std::to_string(flags.port);
+    if (!flags.grpc_socket_path.empty()) where += " and unix:" + flags.grpc_socket_path + " (--grpc_socket_path)";
+    return Status(StatusCode::kUnavailable, "cannot listen for gRPC on " + where +
+                                                ": a port in use, a missing directory, or a file in the way");
   }
 
   if (flags.rest_api_port != 0) {

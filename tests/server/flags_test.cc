@@ -82,7 +82,7 @@ TEST(ServerFlagsTest, UsageListsEveryFlag) {
                            "--model_name", "--model_base_path", "--model_config_file",
                            "--model_config_file_poll_wait_seconds", "--file_system_poll_wait_seconds",
                            "--allow_version_labels_for_unavailable_models", "--grpc_max_threads", "--version",
-                           "--help", "--ssl_config_file", "--grpc_channel_arguments"}) {
+                           "--help", "--ssl_config_file", "--grpc_channel_arguments", "--grpc_socket_path"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
