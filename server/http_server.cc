@@ -61,6 +61,13 @@ StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsCredentials& tls
   if (!ec && !tls.custom_ca.empty()) context->add_certificate_authority(net::buffer(tls.custom_ca), ec);
   if (!ec && tls.client_verify) context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, ec);
   if (ec) return InvalidArgument("cannot set up TLS for REST: " + ec.message());
+  // A client that renegotiates over and over would spend the server's CPU on handshakes.
+  // OpenSSL 3 refuses it by default; said here so that no other build or default changes it.
+  SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION);
+  // OpenSSL refuses to resume a session when client certificates are verified and this is
+  // unset, so every reconnect of a client that resumes (curl, proxies) would fail.
+  static constexpr unsigned char kSessionContext[] = "lockstep-rest";
+  SSL_CTX_set_session_id_context(context->native_handle(), kSessionContext, sizeof(kSessionContext) - 1);
   return context;
 }
 
@@ -150,9 +157,10 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     net::post(stream_.get_executor(), [self = this->shared_from_this()] {
       beast::error_code ec;
       const bool nothing_arrived = self->awaiting_header_ && self->buffer_.size() == 0 &&
-                                   self->socket().available(ec) == 0 && self->TlsPending() == 0;
-      // A TLS close that waits for the client's close_notify is not worth waiting for either.
-      if (nothing_arrived || self->closing_) self->socket().cancel(ec);
+                                   self->socket().available(ec) == 0 && !self->TlsPending();
+      // Nor is a TLS handshake (no request has come yet), or a close that waits for the
+      // client's close_notify.
+      if (nothing_arrived || self->handshaking_ || self->closing_) self->socket().cancel(ec);
     });
   }
 
@@ -178,12 +186,14 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
 
   tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
 
-  // Decrypted bytes the TLS layer holds that the HTTP parser has not seen.
-  int TlsPending() {
+  // Whether the TLS layer holds bytes the HTTP parser has not seen: decrypted, or a record
+  // still arriving.
+  bool TlsPending() {
     if constexpr (kTls) {
-      return SSL_pending(stream_.native_handle());
+      SSL* session = stream_.native_handle();
+      return SSL_has_pending(session) || BIO_pending(SSL_get_rbio(session)) > 0;
     } else {
-      return 0;
+      return false;
     }
   }
 
@@ -192,7 +202,9 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
   // there is no channel to answer on.
   void Handshake() {
     Arm();
+    handshaking_ = true;
     stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+      self->handshaking_ = false;
       if (ec) {
         spdlog::debug("event=tls_handshake_failed error=\"{}\"", ec.message());
         return self->CloseSocket();
@@ -368,6 +380,7 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
   std::atomic<int64_t> deadline_ns_{0};  // steady-clock nanoseconds; 0: no I/O pending
   bool timed_out_ = false;
   bool tls_up_ = false;           // the handshake is done and no close_notify was sent
+  bool handshaking_ = false;      // the TLS handshake is under way
   bool closing_ = false;          // waiting for the client's close_notify
   bool awaiting_header_ = false;  // a read of the next request's header is pending
   beast::flat_buffer buffer_;

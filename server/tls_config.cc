@@ -66,7 +66,16 @@ StatusOr<std::vector<Cert>> ReadCertificates(const std::string& pem, const std::
 
 StatusOr<TlsCredentials> ParseSslConfig(std::string_view text, std::string_view source) {
   tensorflow::serving::SSLConfig config;
-  LS_RETURN_IF_ERROR(ParseTextProto(text, source, &config));
+  if (const Status parsed = ParseTextProto(text, source, &config); !parsed.ok()) {
+    // Position only: protobuf's message may quote a token of the text, here perhaps a piece
+    // of the private key, and the error goes to the log.
+    const std::string& message = parsed.message();
+    const size_t position_end = message.find(": ", source.size());
+    return InvalidArgument(
+        message.substr(0, position_end) +
+        ": not SSLConfig text (server_key, server_cert and custom_ca hold PEM text in quotes; "
+        "client_verify is true or false)");
+  }
   const std::string at = std::string(source) + ": ";
   if (config.server_key().empty())
     return InvalidArgument(at + "server_key is missing (PEM text of the server's private key)");

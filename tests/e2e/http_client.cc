@@ -57,8 +57,8 @@ HttpResult HttpClient::Request(const std::string& method, const std::string& tar
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
-    for (const auto& [k, v] : headers) req.set(k, v);
     req.keep_alive(true);
+    for (const auto& [k, v] : headers) req.set(k, v);  // after: "Connection: close" wins
     req.body() = body;
     if (method != "GET" || !body.empty()) req.prepare_payload();
     http::response_parser<http::string_body> parser;
@@ -79,7 +79,15 @@ HttpResult HttpClient::Request(const std::string& method, const std::string& tar
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       result.headers[name] = std::string(field.value());
     }
-    if (!res.keep_alive()) connection_.reset();
+    if (!res.keep_alive()) {
+      if (auto* secure = std::get_if<beast::ssl_stream<beast::tcp_stream>>(&connection_->stream)) {
+        // Ours, then the server's close_notify; an error if the server dropped the connection.
+        beast::error_code ec;
+        secure->shutdown(ec);
+        result.tls_closed_cleanly = !ec;
+      }
+      connection_.reset();
+    }
   } catch (const std::exception& e) {
     result.status = 0;
     result.error = e.what();

@@ -15,6 +15,9 @@ struct HttpResult {
   std::string body;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string error;
+  // Over TLS, when the server ended the connection after this response: whether it said so
+  // with close_notify (a clean close) rather than just dropping the connection.
+  bool tls_closed_cleanly = false;
 };
 
 // HTTPS: the server's certificate must chain to `ca_pem` and name `host`; `cert_pem` and

@@ -77,7 +77,21 @@ TEST_F(TlsConfigTest, MissingOrBrokenFieldsAreNamed) {
                 .find("ssl.cfg: custom_ca: certificate 1 does not parse"),
             std::string::npos);
   // Upstream's field names only: a path-style field is a parse error with its position.
-  EXPECT_NE(ErrorOf(SslConfigText(pki_, "server_cert_file: \"x\"")).find("ssl.cfg:3:"), std::string::npos);
+  EXPECT_EQ(
+      ErrorOf(SslConfigText(pki_, "server_cert_file: \"x\"")),
+      "ssl.cfg:3:17: not SSLConfig text (server_key, server_cert and custom_ca hold PEM text in quotes; "
+      "client_verify is true or false)");
+}
+
+TEST_F(TlsConfigTest, AParseErrorQuotesNothingOfTheKey) {
+  // A key pasted without quotes: protobuf's own message would quote its first token.
+  const std::string key_line = pki_.server_key.substr(pki_.server_key.find('\n') + 1, 40);
+  const std::string error =
+      ErrorOf("server_key: " + key_line + "\nserver_cert: " + QuotedPem(pki_.server_cert));
+  EXPECT_NE(error.find("ssl.cfg:1:"), std::string::npos) << error;
+  for (size_t i = 0; i + 6 <= key_line.size(); ++i) {
+    ASSERT_EQ(error.find(key_line.substr(i, 6)), std::string::npos) << error;
+  }
 }
 
 TEST_F(TlsConfigTest, TheKeyMustBelongToTheCertificate) {
