@@ -462,9 +462,9 @@ void ModelManager::PublishLocked(Garbage* garbage) {
         m.shadow_percent = shadow->percent;
       }
     }
+    const std::vector<TrafficArm>& traffic = entry->config.traffic;  // (lambdas cannot name bindings in clang 14)
     std::erase_if(entry->arm_counts, [&](const auto& kv) {
-      return std::none_of(entry->config.traffic.begin(), entry->config.traffic.end(),
-                          [&](const TrafficArm& arm) { return arm.Name() == kv.first; });
+      return std::none_of(traffic.begin(), traffic.end(), [&](const TrafficArm& arm) { return arm.Name() == kv.first; });
     });
   }
   std::shared_ptr<const ServingSnapshot> published = std::move(snapshot);

@@ -195,7 +195,6 @@ class ModelManager {
   std::deque<LoadTask> load_queue_;
   int loads_running_ = 0;
   bool stopping_ = false;
-  bool stopped_ = false;
 
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const ServingSnapshot> snapshot_;

@@ -2,7 +2,9 @@
 
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom); the warning
 // is about the header, not this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cassert>

@@ -149,10 +149,20 @@ Status ToNumber(const nlohmann::json& v, T* out) {
       *out = static_cast<T>(d > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
       return Status::Ok();
     }
-    // Converting a double beyond float's range is undefined behaviour, and no JSON number
-    // is meant as infinity.
-    if (std::is_same_v<T, float> && std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
-      return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
+    if constexpr (std::is_same_v<T, float>) {
+      // No JSON number is meant as infinity: one that rounds to it is refused. One that rounds
+      // to float's largest finite value is that value, like every other number that rounds to
+      // a float; the shortest text of -FLT_MAX, which responses carry, is -3.4028235e+38, past
+      // FLT_MAX as a double. Numbers at or beyond the midpoint of FLT_MAX and 2^128 round up.
+      constexpr double kRoundsToInfinity = 0x1.ffffffp+127;
+      const double magnitude = std::fabs(d);
+      if (magnitude >= kRoundsToInfinity) {
+        return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
+      }
+      if (magnitude > static_cast<double>(std::numeric_limits<float>::max())) {
+        *out = d < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
+        return Status::Ok();
+      }
     }
     *out = static_cast<T>(d);
   }
@@ -192,7 +202,12 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
     case DType::kBFloat16: {
       float f;
       LS_RETURN_IF_ERROR(ToNumber(v, &f));
-      t.mutable_data<bfloat16>()[i] = FloatToBfloat16(f);
+      const bfloat16 b = FloatToBfloat16(f);
+      // As for float32: a finite number is never taken as infinity.
+      if (std::isinf(Bfloat16ToFloat(b)) && !std::isinf(f)) {
+        return InvalidArgument("Cannot convert JSON value: " + FormatFloat(f) + " to bfloat16: out of range");
+      }
+      t.mutable_data<bfloat16>()[i] = b;
       return Status::Ok();
     }
     case DType::kInt32: return ToNumber(v, &t.mutable_data<int32_t>()[i]);
@@ -287,6 +302,14 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
       }
     }
     return InvalidArgument("not valid JSON: " + what + " at offset: " + std::to_string(offset));
+  } catch (const nlohmann::json::exception& e) {
+    // A number past double's range ("1e400") is out_of_range, not a parse_error, and must not
+    // escape: it once ended the server (found by the rest_request fuzzer).
+    std::string what = e.what();
+    if (const size_t tag_end = what.find("] "); what.starts_with("[json.exception.") && tag_end != std::string::npos) {
+      what.erase(0, tag_end + 2);
+    }
+    return InvalidArgument("not valid JSON: " + what);
   }
 }
 

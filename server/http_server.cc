@@ -81,10 +81,17 @@ struct HttpServer::Impl {
                                                             std::chrono::milliseconds(250))),
         ioc(opts.num_threads),
         acceptor(net::make_strand(ioc)),
-        sweep_timer(ioc) {
+        sweep_timer(ioc),
+        accept_retry_timer(acceptor.get_executor()) {
   }
 
   void Accept();
+  // On the acceptor's strand: no more connections.
+  void CloseAcceptor() {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    accept_retry_timer.cancel();
+  }
   void Sweep();
   size_t OpenConnections() {
     std::lock_guard<std::mutex> lock(connections_mu);
@@ -102,6 +109,7 @@ struct HttpServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer sweep_timer;
+  net::steady_timer accept_retry_timer;  // after a failed accept (out of file descriptors)
   std::vector<std::shared_ptr<OpenConnection>> sweeping;  // the sweeper's, reused
   int bound_port = 0;
   std::vector<std::thread> threads;
@@ -109,9 +117,12 @@ struct HttpServer::Impl {
   // Set by Drain: no new connections, each request answered is the connection's last.
   std::atomic<bool> draining{false};
   std::atomic<bool> refusing{false};  // the last connection accepted was over the cap
+  bool accept_failing = false;         // the last accept failed; on the acceptor's strand
 };
 
 namespace {
+
+constexpr std::chrono::milliseconds kAcceptRetry{50};
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -408,6 +419,7 @@ void HttpServer::Impl::Accept() {
       socket.close(ignored);
     } else if (!ec) {
       refusing.store(false);
+      accept_failing = false;
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       if (tls) {
@@ -416,7 +428,19 @@ void HttpServer::Impl::Accept() {
         std::make_shared<Connection<tcp::socket>>(*this, std::move(socket))->Start();
       }
     } else {
-      spdlog::warn("event=http_accept_failed error=\"{}\"", ec.message());
+      // Out of file descriptors (or memory): the connection stays queued, so accepting again
+      // at once fails at once, in a loop that would burn a core and flood the log. Retry
+      // after a pause, in which closing connections give their descriptors back.
+      if (!accept_failing) {
+        spdlog::warn("event=http_accept_failed error=\"{}\" action=\"retrying every {} ms\"", ec.message(),
+                     kAcceptRetry.count());
+      }
+      accept_failing = true;
+      accept_retry_timer.expires_after(kAcceptRetry);
+      accept_retry_timer.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
     }
     Accept();
   });
@@ -474,10 +498,7 @@ int HttpServer::port() const { return impl_->bound_port; }
 
 int HttpServer::Drain(std::chrono::milliseconds timeout) {
   impl_->draining.store(true);
-  net::post(impl_->acceptor.get_executor(), [this] {
-    beast::error_code ignored;
-    impl_->acceptor.close(ignored);
-  });
+  net::post(impl_->acceptor.get_executor(), [this] { impl_->CloseAcceptor(); });
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int left = 0;
   for (;;) {
@@ -501,10 +522,7 @@ int HttpServer::Drain(std::chrono::milliseconds timeout) {
 
 void HttpServer::Stop() {
   std::call_once(impl_->stop_once, [this] {
-    net::post(impl_->acceptor.get_executor(), [this] {
-      beast::error_code ignored;
-      impl_->acceptor.close(ignored);
-    });
+    net::post(impl_->acceptor.get_executor(), [this] { impl_->CloseAcceptor(); });
     impl_->ioc.stop();
     for (std::thread& t : impl_->threads) t.join();
   });

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <exception>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "server/inference.h"
@@ -147,7 +149,16 @@ void RestApi::Handle(const RestRequest& request, std::string* request_id, RestRe
   record.protocol = "rest";
   // A probe that finds the server not ready is routine, not a server error worth a warning.
   const bool probe = method == "GET" && path.rfind("/v2/", 0) == 0;
-  const Status status = probe ? Health(path, response) : Dispatch(request, &record, response);
+  Status status;
+  // No request may end the server: an exception out of a library (an allocation, a parser)
+  // fails this request alone. (gRPC's handlers get the same from gRPC itself.)
+  try {
+    status = probe ? Health(path, response) : Dispatch(request, &record, response);
+  } catch (const std::bad_alloc&) {
+    status = ResourceExhausted("out of memory while handling the request");
+  } catch (const std::exception& e) {
+    status = Internal(std::string("unexpected error while handling the request: ") + e.what());
+  }
   if (!record.api.empty()) {
     metrics_.Record(record, status.code(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

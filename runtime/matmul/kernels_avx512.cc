@@ -7,7 +7,9 @@
 // inline function instantiated in this file could be merged with another file's copy and run
 // on a CPU without AVX-512.
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "runtime/matmul/microkernel.h"

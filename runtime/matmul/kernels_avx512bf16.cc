@@ -5,7 +5,9 @@
 // Tile: 12 rows x 32 columns, 24 zmm accumulators, each A pair broadcast straight from memory
 // ({1to16}). No standard-library code here (see kernels_avx512.cc).
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "runtime/matmul/microkernel.h"

@@ -193,6 +193,16 @@ TEST_F(RestApiTest, PredictFloatOutOfRangeIs400) {
   EXPECT_PRED2(Contains, ErrorOf(r), "input 'x'");
 }
 
+// Found by the rest_request fuzzer: a number past double's range made the JSON parser throw an
+// exception nothing caught, and the server ended. Also in the body of :regress.
+TEST_F(RestApiTest, NumberBeyondDoubleIs400AndTheServerLivesOn) {
+  EXPECT_REST_ERROR(Post("/v1/models/half_plus_two:predict", R"({"instances": [1e400]})"), 400,
+                    "not valid JSON: number overflow parsing '1e400'");
+  EXPECT_REST_ERROR(Post("/v1/models/half_plus_two:regress", R"({"examples": [{"x": -1e400}]})"), 400,
+                    "number overflow parsing '-1e400'");
+  EXPECT_EQ(Post("/v1/models/half_plus_two:predict", R"({"instances": [1.0]})").body, R"({"predictions": [2.5]})");
+}
+
 // ---- POST :classify and :regress ----
 
 TEST_F(RestApiTest, Regress) {

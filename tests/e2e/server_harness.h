@@ -117,13 +117,16 @@ class ServerProcess {
  public:
   // Starts model-server with `flags` plus --port and --rest_api_port on fresh ports, and
   // waits for its "event=server_ready" line. `expect_ready` false: waits for it to exit.
-  ServerProcess(const fs::path& dir, std::vector<std::string> flags, bool expect_ready = true)
+  // `command_prefix` runs it under another program ({"/usr/bin/prlimit", "--nofile=64"}).
+  ServerProcess(const fs::path& dir, std::vector<std::string> flags, bool expect_ready = true,
+                std::vector<std::string> command_prefix = {})
       : log_path_(dir / ("server-" + std::to_string(counter_++) + ".log")) {
     grpc_port_ = FreePort();
     rest_port_ = FreePort();
     while (rest_port_ == grpc_port_) rest_port_ = FreePort();
-    std::vector<std::string> args = {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
-                                     "--rest_api_port=" + std::to_string(rest_port_)};
+    std::vector<std::string> args = std::move(command_prefix);
+    args.insert(args.end(), {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
+                             "--rest_api_port=" + std::to_string(rest_port_)});
     args.insert(args.end(), flags.begin(), flags.end());
     pid_ = Spawn(std::move(args), log_path_);
     if (!expect_ready) return;

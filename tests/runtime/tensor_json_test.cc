@@ -62,6 +62,30 @@ TEST(TensorJson, ReadsEveryDtypeAndChecksValues) {
   EXPECT_TRUE(parse("[]", DType::kFloat32)->shape() == Shape{0});
 }
 
+// Found by the rest_request fuzzer (corpus seed "extremes"): the server wrote -FLT_MAX as
+// -3.4028235e+38, its shortest text, and refused that text when it came back, because as a
+// double it lies past FLT_MAX. A number is out of range only when it rounds to infinity.
+TEST(TensorJson, NumbersThatRoundToTheLargestFloatAreThatFloat) {
+  auto parse = [](const std::string& text, DType dtype) { return TensorFromJson(*ParseJson(text), dtype); };
+  const float max = std::numeric_limits<float>::max();
+  std::string text;
+  AppendTensorJson(Tensor::FromVector<float>(Shape{2}, {max, -max}), &text);
+  EXPECT_EQ(text, "[3.4028235e+38, -3.4028235e+38]");
+  auto read = parse(text, DType::kFloat32);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->data<float>()[0], max);
+  EXPECT_EQ(read->data<float>()[1], -max);
+  // 2^128 - 2^103 is halfway between FLT_MAX and 2^128, and rounds (to even) to infinity.
+  EXPECT_EQ(parse("[3.4028235677973362e38]", DType::kFloat32)->data<float>()[0], max);
+  EXPECT_FALSE(parse("[3.4028235677973366e38]", DType::kFloat32).ok());
+  EXPECT_FALSE(parse("[-3.4028235677973366e38]", DType::kFloat32).ok());
+  // bfloat16's largest finite value is about 3.3895e38; past it a number would round to
+  // infinity, which no number means.
+  EXPECT_EQ(parse("[3.3895314e38]", DType::kBFloat16)->data<bfloat16>()[0].bits, 0x7f7f);
+  EXPECT_FALSE(parse("[3.4e38]", DType::kBFloat16).ok());
+  EXPECT_EQ(parse("[-Infinity]", DType::kBFloat16)->data<bfloat16>()[0].bits, 0xff80);
+}
+
 TEST(TensorJson, Float64KeepsEveryDigitBothWays) {
   auto d = TensorFromJson(*ParseJson("[0.1, 1e300, -2, NaN, -Infinity]"), DType::kFloat64);
   ASSERT_TRUE(d.ok()) << d.status().ToString();

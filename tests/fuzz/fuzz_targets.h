@@ -1,0 +1,53 @@
+// The fuzz targets: one function per reader of outside input, each fed arbitrary bytes.
+//
+// A target returns normally for any input (an error Status is a fine answer); it aborts, so
+// that libFuzzer and the corpus replay see a crash, only when the code under test breaks a
+// promise its header makes (a decoded tensor that does not encode back to itself, a value
+// outside its declared bounds). Sanitizers catch the rest. libFuzzer drives each target
+// through fuzz_main.cc (scripts/fuzz); FuzzCorpusTest replays the seeds and every input a
+// fuzzer ever crashed on, in tests/fuzz/corpus/<target>/, in the ordinary test suite.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+
+namespace lockstep::fuzz {
+
+using Bytes = std::span<const uint8_t>;
+
+// TF Serving's REST bodies: a :predict body in every form (row, columnar, b64 strings, several
+// inputs) decoded for a few signatures and written back as a response, and :classify /
+// :regress bodies as Input protos.
+void RestRequest(Bytes data);
+// A serialized PredictRequest, as gRPC delivers it: each input's TensorProto decoded, and a
+// decoded tensor encoded back and decoded again, which must give the same tensor.
+void TensorProto(Bytes data);
+// A model server config in text format (--model_config_file, ReloadConfig): parsed, turned
+// into a StoreConfig, and its models' batching parameters read.
+void ModelConfig(Bytes data);
+// A BatchingParameters text file (--batching_parameters_file); accepted values must lie in
+// the documented bounds.
+void BatchingParameters(Bytes data);
+// A bundle: the input is a little-endian uint32 n, then n bytes of model.pb, then weights.bin;
+// the target writes them with a matching MANIFEST.sha256 (so the bytes reach the parsers
+// rather than the checksum check), reads the bundle, and compiles what it accepts. The whole
+// input is also parsed as a manifest.
+void BundleReader(Bytes data);
+// A TFRecord file of tf.train.Example records, read into a table strictly and skipping
+// corrupt records (the first byte chooses the label key's and features' form).
+void TfRecordExample(Bytes data);
+// A CSV file of labelled examples, read with every column as a feature and with a chosen one.
+void Csv(Bytes data);
+
+}  // namespace lockstep::fuzz
+
+// Aborts with a message when `condition` is false: a broken promise, reported as a crash.
+#define LOCKSTEP_FUZZ_CHECK(condition)                                                        \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
+      std::fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #condition); \
+      std::abort();                                                                           \
+    }                                                                                         \
+  } while (false)

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the binary seeds of tests/fuzz/corpus/ (the text seeds are written by hand).
+
+  tests/fuzz/make_seeds.py [BUNDLE_DIR ...]
+
+tensor_proto: PredictRequest and ClassificationRequest texts encoded by protoc.
+tfrecord_example: TFRecord files of tf.train.Example records encoded by protoc.
+bundle_reader: each BUNDLE_DIR (model-cli make-example, model-train exports) in the target's
+input form: uint32 little-endian size of model.pb, model.pb, weights.bin.
+"""
+import pathlib
+import struct
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fuzz" / "corpus"
+
+
+def encode(message_type, proto_file, text):
+    return subprocess.run(["protoc", f"--encode={message_type}", f"-I{ROOT / 'proto'}", proto_file],
+                          input=text.encode(), capture_output=True, check=True).stdout
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data):
+    crc = crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord(records):
+    out = b""
+    for r in records:
+        length = struct.pack("<Q", len(r))
+        out += length + struct.pack("<I", masked_crc(length)) + r + struct.pack("<I", masked_crc(r))
+    return out
+
+
+PREDICT = {
+    "floats": 'model_spec { name: "m" } inputs { key: "x" value { dtype: DT_FLOAT tensor_shape { dim { size: 2 } '
+              'dim { size: 3 } } float_val: [1, 2, 3, 4, 5.5, -6] } }',
+    "content": 'inputs { key: "x" value { dtype: DT_FLOAT tensor_shape { dim { size: 1 } dim { size: 2 } } '
+               'tensor_content: "\\000\\000\\200?\\000\\000\\000@" } }',
+    "splat": 'inputs { key: "x" value { dtype: DT_INT32 tensor_shape { dim { size: 4 } dim { size: 3 } } int_val: 7 } }',
+    "several": 'model_spec { name: "m" signature_name: "s" version { value: 2 } } '
+               'inputs { key: "a" value { dtype: DT_INT64 tensor_shape { dim { size: 2 } } int64_val: [1, -9] } } '
+               'inputs { key: "s" value { dtype: DT_STRING tensor_shape { dim { size: 2 } } string_val: ["ab", "\\377"] } } '
+               'inputs { key: "b" value { dtype: DT_BOOL tensor_shape { dim { size: 1 } } bool_val: true } } '
+               'inputs { key: "h" value { dtype: DT_BFLOAT16 tensor_shape { dim { size: 2 } } half_val: [16256, 49024] } } '
+               'output_filter: "y"',
+    "scalar_double": 'inputs { key: "d" value { dtype: DT_DOUBLE tensor_shape { } double_val: 1.5 } }',
+}
+CLASSIFY = {
+    "examples": 'model_spec { name: "m" } input { example_list { examples { features { '
+                'feature { key: "x" value { float_list { value: [1, 2, 3] } } } '
+                'feature { key: "n" value { int64_list { value: 4 } } } '
+                'feature { key: "s" value { bytes_list { value: "a" } } } } } } }',
+    "context": 'input { example_list_with_context { context { features { feature { key: "n" value { '
+               'int64_list { value: 1 } } } } } examples { features { feature { key: "x" value { '
+               'float_list { value: [0.5, 0, -1] } } } feature { key: "s" value { bytes_list { value: "" } } } } } } }',
+}
+EXAMPLES = [
+    'features { feature { key: "x" value { float_list { value: [0.5, 1] } } } '
+    'feature { key: "y" value { int64_list { value: 3 } } } feature { key: "label" value { int64_list { value: 1 } } } }',
+    'features { feature { key: "x" value { float_list { value: [2, -1] } } } '
+    'feature { key: "y" value { int64_list { value: 0 } } } feature { key: "label" value { int64_list { value: 0 } } } }',
+    'features { feature { key: "x" value { int64_list { value: [7, 8] } } } '
+    'feature { key: "y" value { float_list { value: 1 } } } feature { key: "label" value { bytes_list { value: "cat" } } } }',
+]
+
+
+def main():
+    tp = CORPUS / "tensor_proto"
+    tp.mkdir(parents=True, exist_ok=True)
+    for name, text in PREDICT.items():
+        (tp / f"predict_{name}").write_bytes(
+            encode("tensorflow.serving.PredictRequest", "tensorflow_serving/apis/predict.proto", text))
+    for name, text in CLASSIFY.items():
+        (tp / f"classify_{name}").write_bytes(
+            encode("tensorflow.serving.ClassificationRequest", "tensorflow_serving/apis/classification.proto", text))
+
+    tf = CORPUS / "tfrecord_example"
+    tf.mkdir(parents=True, exist_ok=True)
+    records = [encode("tensorflow.Example", "tensorflow/core/example/example.proto", t) for t in EXAMPLES]
+    # The first byte is the target's mode (fuzz_targets.h): 0 strict, 2 one feature "x", 5 lenient with label "y".
+    (tf / "ids").write_bytes(b"\x00" + tfrecord(records[:2]))
+    (tf / "one_feature").write_bytes(b"\x02" + tfrecord(records[:2]))
+    (tf / "names_lenient").write_bytes(b"\x05" + tfrecord(records))
+
+    br = CORPUS / "bundle_reader"
+    br.mkdir(parents=True, exist_ok=True)
+    for bundle in sys.argv[1:]:
+        bundle = pathlib.Path(bundle)
+        graph = (bundle / "model.pb").read_bytes()
+        weights = (bundle / "weights.bin").read_bytes()
+        (br / bundle.parent.name).write_bytes(struct.pack("<I", len(graph)) + graph + weights)
+
+
+if __name__ == "__main__":
+    main()
