@@ -26,7 +26,7 @@ inline constexpr std::string_view kWarmupRequestsAsset = "warmup_requests.json";
 inline constexpr size_t kMaxWarmupRequests = 1000;
 
 // One loaded version of a model. Immutable; shared by the manager's snapshot and by every
-// request in flight, and destroyed (weights unmapped) when the last of them lets go.
+// request in flight, and destroyed (weights freed) when the last of them lets go.
 class LoadedVersion {
  public:
   LoadedVersion(std::string model, int64_t version, std::filesystem::path dir,

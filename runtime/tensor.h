@@ -2,7 +2,7 @@
 //
 // Storage is one of
 //   - owned: 64-byte-aligned, zero-initialised, freed with the last copy;
-//   - a read-only view over memory someone else keeps alive (a memory-mapped weights file);
+//   - a read-only view over memory someone else keeps alive (a bundle's weights file, read whole);
 //   - a writable view over memory someone else keeps alive (an executor's arena).
 // String tensors hold std::string elements (arbitrary bytes) and are always owned.
 #pragma once

@@ -202,6 +202,14 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
 }
 
 Status ModelServer::ReloadConfig(const tensorflow::serving::ModelServerConfig& proto) {
+  // As TF Serving: a running server moves only from one model list to another. A config with
+  // none (an empty file, caught half-written or truncated by an editor) would unload every
+  // model; "model_config_list {}" says that on purpose.
+  if (proto.config_case() == tensorflow::serving::ModelServerConfig::CONFIG_NOT_SET) {
+    return FailedPrecondition(
+        "Cannot transition to requested config. It is only legal to transition from one ModelConfigList to "
+        "another.");
+  }
   LS_ASSIGN_OR_RETURN(ServerConfig config, TranslateConfig(proto));
   return ApplyConfig(std::move(config));
 }

@@ -34,6 +34,7 @@ constexpr const char* kUsage = R"(usage: serving_load_gen [--name=value ...]
   --rest_output=predictions         REST: the value of this key of the body, read flat
   --output=y                        gRPC: outputs[output] (float or int64)
   --grpc_channels=1               gRPC connections the calls are spread over
+  --rate=0                        requests/s per level, evenly spaced (0: as fast as answered)
   --label=NAME                    first column of each row (default the target)
   --header=1                      0 leaves out the table header
 )";
@@ -64,7 +65,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   std::optional<Flags> flags =
       Flags::Parse(argc, argv, {"protocol", "target", "model", "concurrency", "duration_s",
                                 "warmup_s", "body", "grpc_x", "expect", "grpc_channels", "label",
-                                "header", "input", "grpc_shape", "rest_output", "output"});
+                                "header", "input", "grpc_shape", "rest_output", "output", "rate"});
   if (!flags) return std::nullopt;
   Options options;
   options.protocol = flags->Get("protocol", "rest");
@@ -94,12 +95,13 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   auto duration = flags->Number<double>("duration_s", 5);
   auto warmup = flags->Number<double>("warmup_s", 1);
   auto channels = flags->Number<int>("grpc_channels", 1);
+  auto rate = flags->Number<double>("rate", 0);
   if (!levels || !grpc_x || !expect || !grpc_shape) {
     std::fprintf(stderr, "--concurrency, --grpc_x, --grpc_shape and --expect take comma-separated numbers\n");
     return std::nullopt;
   }
-  if (!duration || !warmup || !channels) return std::nullopt;
-  if (*duration <= 0 || *warmup < 0 || *channels < 1 ||
+  if (!duration || !warmup || !channels || !rate) return std::nullopt;
+  if (*duration <= 0 || *warmup < 0 || *channels < 1 || *rate < 0 ||
       std::ranges::any_of(*levels, [](int level) { return level < 1; })) {
     std::fprintf(stderr, "durations, channels and levels must be positive\n");
     return std::nullopt;
@@ -112,6 +114,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   spec.output = flags->Get("output", "y");
   spec.expect = *expect;
   spec.grpc_channels = *channels;
+  spec.rate = *rate;
   spec.duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*duration));
   spec.warmup = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*warmup));
   return options;

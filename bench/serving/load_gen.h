@@ -34,6 +34,35 @@ struct LevelSpec {
   std::string output = "y";
   std::vector<float> expect;
   int grpc_channels = 1;
+  // Requests per second over the whole level; 0: each as soon as the last one's answer came
+  // (a closed loop, the default: how a peak is measured).
+  double rate = 0;
+};
+
+// Paces a level at a fixed rate: each request takes the next slot of an evenly spaced
+// schedule and waits for it when early, so that a soak can hold a chosen share of the peak,
+// which concurrency alone cannot. A schedule that fell more than a second behind (the server
+// stalled) restarts from now rather than send the backlog in one burst. One thread's.
+class Pacer {
+ public:
+  Pacer(double rate, Clock::time_point start)
+      : interval_(rate > 0 ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate))
+                           : Clock::duration::zero()),
+        next_(start) {}
+
+  bool paced() const { return interval_ > Clock::duration::zero(); }
+  // When the next request may go: at once if this is not in the future.
+  Clock::time_point Next(Clock::time_point now) {
+    if (!paced()) return now;
+    if (next_ < now - std::chrono::seconds(1)) next_ = now;
+    const Clock::time_point slot = next_;
+    next_ += interval_;
+    return slot;
+  }
+
+ private:
+  Clock::duration interval_;
+  Clock::time_point next_;
 };
 
 // Counts what completes inside the measured window, which follows the warm-up: connection
@@ -92,7 +121,7 @@ class Tally {
 bool ProbeRest(const LevelSpec& spec, std::string* error);
 bool ProbeGrpc(const LevelSpec& spec, std::string* error);
 
-// Runs one level, closed loop, on the calling thread; false with `error` set only when the
+// Runs one level, closed loop (paced when spec.rate is set), on the calling thread; false with `error` set only when the
 // level could not start at all (an unresolvable host).
 bool RunRestLevel(const LevelSpec& spec, Tally* tally, std::string* error);
 bool RunGrpcLevel(const LevelSpec& spec, Tally* tally, std::string* error);

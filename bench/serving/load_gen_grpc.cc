@@ -2,6 +2,7 @@
 // CompletionQueue drained by the calling thread (closed loop). The request message is built
 // once and shared by every call, and each call slot reuses its response message; what remains
 // per call (the ClientContext and the call's arena) is gRPC's own.
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -81,6 +82,10 @@ struct Call {
   // so that it is destroyed first.
   std::optional<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientAsyncResponseReader<PredictResponse>> reader;
+  // Paced: the call waits for its slot on an alarm, whose completion comes back with this
+  // call's tag while `waiting` is set.
+  grpc::Alarm alarm;
+  bool waiting = false;
 };
 
 }  // namespace
@@ -117,16 +122,33 @@ bool RunGrpcLevel(const LevelSpec& spec, Tally* tally, std::string* /*error*/) {
     call.reader->Finish(&call.response, &call.status, &call);
   };
 
+  Pacer pacer(spec.rate, Clock::now());
+  auto start_paced = [&](Call& call) {
+    const Clock::time_point slot = pacer.Next(Clock::now());
+    if (slot <= Clock::now()) return start(call);
+    call.waiting = true;
+    call.alarm.Set(&queue, std::chrono::system_clock::now() + (slot - Clock::now()), &call);
+  };
+
   std::vector<Call> calls(static_cast<size_t>(spec.concurrency));
   for (size_t i = 0; i < calls.size(); ++i) {
     calls[i].stub = stubs[i % stubs.size()].get();
-    start(calls[i]);
+    start_paced(calls[i]);
   }
   size_t running = calls.size();
   void* tag = nullptr;
   bool ok = false;
   while (running > 0 && queue.Next(&tag, &ok)) {
     Call& call = *static_cast<Call*>(tag);
+    if (call.waiting) {  // its slot has come
+      call.waiting = false;
+      if (tally->Over(Clock::now())) {
+        --running;
+      } else {
+        start(call);
+      }
+      continue;
+    }
     bool good = ok && call.status.ok() && ResponseMatches(call.response, spec.output, spec.expect);
     if (!good) {
       tally->NoteError([&]() -> std::string {
@@ -138,7 +160,7 @@ bool RunGrpcLevel(const LevelSpec& spec, Tally* tally, std::string* /*error*/) {
       });
     }
     if (tally->Record(call.sent, Clock::now(), good)) {
-      start(call);
+      start_paced(call);
     } else {
       --running;
     }

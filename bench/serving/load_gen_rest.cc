@@ -64,6 +64,7 @@ struct Shared {
   std::string_view rest_output;
   std::span<const float> expect;
   Tally& tally;
+  Pacer pacer;
   asio::steady_timer watchdog;
   int running = 0;
 };
@@ -94,7 +95,18 @@ class Connection {
     });
   }
 
+  // Sends at the pacer's next slot (at once when unpaced), waiting on the retry timer.
   void Send() {
+    const Clock::time_point slot = shared_.pacer.Next(Clock::now());
+    if (slot <= Clock::now()) return SendNow();
+    retry_.expires_at(slot);
+    retry_.async_wait([this](error_code ec) {
+      if (ec || shared_.tally.Over(Clock::now())) return Finish();
+      SendNow();
+    });
+  }
+
+  void SendNow() {
     sent_ = Clock::now();
     parser_.emplace(&body_);
     asio::async_write(socket_, asio::buffer(shared_.request), [this](error_code ec, size_t) {
@@ -200,7 +212,8 @@ bool RunRestLevel(const LevelSpec& spec, Tally* tally, std::string* error) {
   asio::io_context io(1);
   std::optional<tcp::endpoint> endpoint = Resolve(io, spec, error);
   if (!endpoint) return false;
-  Shared shared{io, *endpoint, FormatRequest(spec), spec.rest_output, spec.expect, *tally, asio::steady_timer(io), 0};
+  Shared shared{io,     *endpoint, FormatRequest(spec),   spec.rest_output, spec.expect,
+                *tally, Pacer(spec.rate, Clock::now()), asio::steady_timer(io), 0};
 
   std::vector<std::unique_ptr<Connection>> connections;
   for (int i = 0; i < spec.concurrency; ++i) {

@@ -2,7 +2,7 @@
 //
 //   model.pb          BundleDef (proto/lockstep/bundle.proto): format version, graph,
 //                     signatures, metadata, and the index of weights.bin
-//   weights.bin       every weight, each at a 64-byte-aligned offset; memory-mapped read-only
+//   weights.bin       every weight, each at a 64-byte-aligned offset; read whole into memory
 //   MANIFEST.sha256   "<sha256 hex>  <relative path>" per file, the format `sha256sum -c` reads
 //   assets/           optional files the model carries (vocabularies, ...)
 //
@@ -10,8 +10,8 @@
 // reader never sees half a bundle. The reader checks everything before anything runs and
 // answers a Status that names the file and what is wrong; a truncated, corrupted or hostile
 // bundle is an error, never a crash or an unbounded allocation. A bundle is immutable once
-// written: replace it by writing a new version directory, never edit a loaded one in place
-// (its weights are mapped, and a truncated mapping faults).
+// written: replace it by writing a new version directory. What was read stays as it was read:
+// deleting, truncating or rewriting the files of a loaded bundle does not touch it.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,8 @@ struct BundleWriteOptions {
 Status WriteBundle(const Model& model, const std::filesystem::path& dir,
                    const BundleWriteOptions& options = {});
 
-// Reads and fully validates the bundle at `dir`. Weights are read-only views into the
-// memory-mapped weights file, which stays mapped while any of them is alive.
+// Reads and fully validates the bundle at `dir`. Weights are read-only views into one
+// in-memory image of the weights file (file_image.h), freed when the last of them goes.
 StatusOr<Model> ReadBundle(const std::filesystem::path& dir);
 
 }  // namespace lockstep

@@ -9,7 +9,7 @@
 #include "runtime/bundle/bundle.h"
 #include "runtime/bundle/limits.h"
 #include "runtime/bundle/manifest.h"
-#include "runtime/bundle/mapped_file.h"
+#include "runtime/bundle/file_image.h"
 #include "runtime/bundle/sha256.h"
 #include "runtime/bundle/weights_file.h"
 #include "runtime/graph_analysis.h"
@@ -31,7 +31,7 @@ StatusOr<std::vector<ManifestEntry>> ReadManifest(const fs::path& dir) {
   const fs::file_status st = fs::symlink_status(path, ec);
   if (!fs::exists(st)) return NotFound(path.string() + " is missing");
   if (!fs::is_regular_file(st)) return DataLoss(path.string() + " is not a regular file");
-  auto file = MappedFile::Open(path, kMaxManifestBytes);
+  auto file = FileImage::Read(path, kMaxManifestBytes);
   if (!file.ok()) return Status(StatusCode::kDataLoss, file.status().message());
   std::string_view text(reinterpret_cast<const char*>((*file)->data()), (*file)->size());
   auto entries = ParseManifest(text);
@@ -103,22 +103,21 @@ Status ChecksumMismatch(const fs::path& path, const std::string& expected, const
                   ", the file's SHA-256 is " + actual);
 }
 
-// Checks every listed file's SHA-256. model.pb is copied into memory and hashed there, so
-// what is parsed is exactly what was checked. weights.bin is mapped and hashed from the
-// mapping, so a file replaced by rename after the check cannot change what is served (one
-// edited in place could: bundles are never edited in place, see mapped_file.cc).
+// Checks every listed file's SHA-256. model.pb and weights.bin are read into memory and
+// hashed there, so what is used is exactly what was checked, whatever happens to the files
+// afterwards (file_image.h).
 Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
-                       std::string* graph, std::shared_ptr<const MappedFile>* weights) {
+                       std::string* graph, std::shared_ptr<const FileImage>* weights) {
   for (const ManifestEntry& e : entries) {
     const fs::path path = dir / e.path;
     std::string actual;
     if (e.path == kGraph) {
       // Bounded before a byte is read or hashed: a huge sparse file costs nothing to make.
-      LS_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::Open(path, kMaxModelProtoBytes));
+      LS_ASSIGN_OR_RETURN(std::shared_ptr<const FileImage> file, FileImage::Read(path, kMaxModelProtoBytes));
       graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
       actual = Sha256Hex(std::string_view(*graph));
     } else if (e.path == kWeights) {
-      LS_ASSIGN_OR_RETURN(*weights, MappedFile::Open(path));
+      LS_ASSIGN_OR_RETURN(*weights, FileImage::Read(path));
       actual = Sha256Hex((*weights)->bytes());
     } else {
       LS_ASSIGN_OR_RETURN(actual, Sha256File(path));
@@ -156,7 +155,7 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
   LS_RETURN_IF_ERROR(CheckListedFilesExist(dir, manifest));
   LS_RETURN_IF_ERROR(CheckNoUnlistedFiles(dir, manifest));
   std::string graph_bytes;
-  std::shared_ptr<const MappedFile> weights_file;
+  std::shared_ptr<const FileImage> weights_file;
   LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, &graph_bytes, &weights_file));
 
   LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(graph_bytes));
@@ -174,7 +173,7 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
     return Status(code, s.message()).WithPrefix(kGraph);
   }
 
-  spdlog::info("read bundle {} ({} nodes, {} weights, {} bytes of weights mapped)", dir.string(),
+  spdlog::info("read bundle {} ({} nodes, {} weights, {} bytes of weights)", dir.string(),
                model.graph.nodes.size(), model.weights.size(), weights_file->size());
   return model;
 }

@@ -122,7 +122,7 @@ Status WriteWeights(const WeightMap& weights, WritableFile& file, Sha256Hasher& 
   return sink.Flush();
 }
 
-StatusOr<WeightMap> DecodeWeights(const proto::BundleDef& def, const std::shared_ptr<const MappedFile>& weights) {
+StatusOr<WeightMap> DecodeWeights(const proto::BundleDef& def, const std::shared_ptr<const FileImage>& weights) {
   const uint64_t file_size = weights->size();
   WeightMap out;
   for (int i = 0; i < def.weights_size(); ++i) {

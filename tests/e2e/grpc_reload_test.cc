@@ -126,6 +126,10 @@ TEST_F(GrpcReloadTest, BadConfigIsRefusedAndTheOldOneKeepsServing) {
       {"label on a version that does not exist",
        ConfigText({{"half_plus_two", dir_ / "half_plus_two", "version_labels { key: \"stable\" value: 9 }"}}),
        grpc::StatusCode::FAILED_PRECONDITION, "Request to assign label to version 9 of model half_plus_two"},
+      // Neither model_config_list nor custom_model_config: TF Serving refuses the transition
+      // (an empty list, "model_config_list {}", is how to unload everything).
+      {"no config at all", "", grpc::StatusCode::FAILED_PRECONDITION,
+       "It is only legal to transition from one ModelConfigList to another."},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

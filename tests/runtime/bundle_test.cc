@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "runtime/bundle/manifest.h"
-#include "runtime/bundle/mapped_file.h"
+#include "runtime/bundle/file_image.h"
 #include "runtime/graph_proto.h"
 #include "tests/runtime/bundle_test_util.h"
 
@@ -124,7 +124,7 @@ TEST(BundleTest, WeightsAreReadOnlyViewsIntoTheMapping) {
   const std::string file = ReadFile(tmp / "1" / "weights.bin");
   proto::BundleDef def;
   ASSERT_TRUE(def.ParseFromString(ReadFile(tmp / "1" / "model.pb")));
-  // Every fixed-size weight is a read-only view, and all of them are views of one mapping of
+  // Every fixed-size weight is a read-only view, and all of them are views of one image of
   // the whole file: each address minus its file offset gives the same base, and the bytes
   // there are the file's.
   const std::byte* base = nullptr;
@@ -153,8 +153,24 @@ TEST(BundleTest, WeightsOutliveTheModelAndTheFiles) {
     ASSERT_TRUE(read.ok());
     kept = read->weights.at("w_f32");
   }
-  fs::remove_all(tmp / "1");  // the mapping keeps the (unlinked) data readable
+  fs::remove_all(tmp / "1");
   EXPECT_TRUE(kept.BitwiseEqual(ConstModel().weights.at("w_f32")));
+}
+
+// What was read is a copy: rewriting the weights file in place, then truncating it, changes
+// nothing (when the weights were a mapping of the file, touching one after the truncation
+// ended the process with SIGBUS).
+TEST(BundleTest, RewritingOrTruncatingTheFilesAfterReadingChangesNothing) {
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  auto read = ReadBundle(tmp / "1");
+  ASSERT_TRUE(read.ok());
+  const fs::path weights = tmp / "1" / "weights.bin";
+  WriteFile(weights, std::string(fs::file_size(weights), '\xff'));
+  fs::resize_file(weights, 0);
+  for (const auto& [name, t] : read->weights) {
+    EXPECT_TRUE(t.BitwiseEqual(ConstModel().weights.at(name))) << name;
+  }
 }
 
 TEST(BundleTest, AssetsRoundTrip) {
@@ -309,18 +325,18 @@ TEST(BundleSha256Test, KnownVectors) {
   EXPECT_EQ(Sha256File(tmp / "missing").status().code(), StatusCode::kNotFound);
 }
 
-TEST(BundleMappedFileTest, EmptyAndMissingFiles) {
+TEST(BundleFileImageTest, EmptyAndMissingFiles) {
   ScratchDir tmp;
   WriteFile(tmp / "empty", "");
-  auto empty = MappedFile::Open(tmp / "empty");
+  auto empty = FileImage::Read(tmp / "empty");
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_EQ((*empty)->size(), 0u);
   EXPECT_TRUE((*empty)->bytes().empty());
-  EXPECT_EQ(MappedFile::Open(tmp / "missing").status().code(), StatusCode::kNotFound);
-  EXPECT_FALSE(MappedFile::Open(tmp.path()).ok());  // a directory
+  EXPECT_EQ(FileImage::Read(tmp / "missing").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(FileImage::Read(tmp.path()).ok());  // a directory
   WriteFile(tmp / "big", std::string(100, 'x'));
-  EXPECT_TRUE(IsError(MappedFile::Open(tmp / "big", 99).status(), StatusCode::kInvalidArgument, {"big", "limit"}));
-  auto big = MappedFile::Open(tmp / "big");
+  EXPECT_TRUE(IsError(FileImage::Read(tmp / "big", 99).status(), StatusCode::kInvalidArgument, {"big", "limit"}));
+  auto big = FileImage::Read(tmp / "big");
   ASSERT_TRUE(big.ok());
   EXPECT_TRUE((*big)->Contains((*big)->data() + 10, 90));
   EXPECT_FALSE((*big)->Contains((*big)->data() + 10, 91));
