@@ -285,6 +285,12 @@ TEST_F(HostileClientsTest, PipelinedRequestsAreAnsweredInOrder) {
 // (once every 50 ms) instead of retrying in a loop that burns a core and floods the log, and
 // serves again once connections close.
 TEST(HostileClientsLimitsTest, OutOfFileDescriptorsPausesAcceptingWithoutSpinning) {
+#ifdef LOCKSTEP_SANITIZER_BUILD
+  // The sanitizers' runtimes need descriptors of their own: UBSan's vptr check probes memory
+  // through a pipe, and with none left it reports every virtual call as one on a bad object
+  // ("memory cannot be printed") and aborts the server.
+  GTEST_SKIP() << "a process out of file descriptors cannot run the sanitizers' checks";
+#endif
   ScratchDir dir;
   WriteHalfPlusTwo(dir.path() / "half", 1);
   ServerProcess server(dir.path(),
