@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/bundle/bundle.h"
+#include "runtime/saved_model/saved_model.h"
 #include "runtime/tensor_json.h"
 
 namespace lockstep {
@@ -85,7 +86,7 @@ StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& mo
                                                            const std::filesystem::path& dir,
                                                            const SessionOptions& options) {
   const std::string who = "model '" + model + "' version " + std::to_string(version);
-  StatusOr<Model> bundle = ReadBundle(dir);
+  StatusOr<Model> bundle = ReadModelDir(dir);
   if (!bundle.ok()) return bundle.status().WithPrefix(who);
   StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(bundle).value(), options);
   if (!session.ok()) return session.status().WithPrefix(who);

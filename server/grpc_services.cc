@@ -9,7 +9,7 @@
 #include "server/model_info.h"
 #include "server/request_id.h"
 #include "server/status_mapping.h"
-#include "server/tensor_proto.h"
+#include "runtime/saved_model/tensor_proto.h"
 
 namespace lockstep {
 

@@ -3,7 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "server/inference.h"
-#include "server/tensor_proto.h"
+#include "runtime/saved_model/tensor_proto.h"
 
 namespace lockstep {
 
@@ -90,5 +90,14 @@ StatusOr<std::string> ModelMetadataJson(const tfs::GetModelMetadataResponse& res
   out += "}\n}\n";
   return out;
 }
+
+tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph) {
+  tensorflow::serving::SignatureDefMap map;
+  for (const Signature& s : graph.signatures) {
+    (*map.mutable_signature_def())[s.name] = SignatureDefFromSignature(s);
+  }
+  return map;
+}
+
 
 }  // namespace lockstep

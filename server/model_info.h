@@ -28,6 +28,9 @@ StatusOr<tensorflow::serving::GetModelMetadataResponse> GetModelMetadata(
 // The JSON TF Serving's REST API prints: proto3 JSON with field names as in the proto, every
 // primitive field printed (int64 as strings), and metadata's Any unpacked:
 //   {"model_spec": {...}, "metadata": {"signature_def": {"signature_def": {...}}}}
+// Every signature of `graph`, keyed by its name: what GetModelMetadata's "signature_def" holds.
+tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph);
+
 std::string ModelStatusJson(const tensorflow::serving::GetModelStatusResponse& response);
 StatusOr<std::string> ModelMetadataJson(const tensorflow::serving::GetModelMetadataResponse& response);
 

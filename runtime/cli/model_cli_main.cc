@@ -19,6 +19,7 @@
 
 #include "runtime/cli/flags.h"
 #include "runtime/bundle/bundle.h"
+#include "runtime/saved_model/saved_model.h"
 #include "runtime/cli/examples.h"
 #include "runtime/session.h"
 #include "runtime/tensor_json.h"
@@ -78,7 +79,7 @@ std::string SpecString(DType dtype, const Shape& shape) {
 
 int Show(const Flags& flags) {
   if (!flags.Has("dir")) return Usage("show needs --dir");
-  auto model = ReadBundle(flags.Get("dir"));
+  auto model = ReadModelDir(flags.Get("dir"));
   if (!model.ok()) return Fail(model.status().message());
   const Graph& g = model->graph;
   std::ostringstream out;
@@ -133,7 +134,7 @@ int Run(const Flags& flags) {
     }
     ThreadPool::SetDefaultThreads(threads);
   }
-  auto model = ReadBundle(flags.Get("dir"));
+  auto model = ReadModelDir(flags.Get("dir"));
   if (!model.ok()) return Fail(model.status().message());
   auto session = Session::Create(std::move(*model));
   if (!session.ok()) return Fail(session.status().message());
@@ -179,7 +180,7 @@ int Run(const Flags& flags) {
 
 int Verify(const Flags& flags) {
   if (!flags.Has("dir")) return Usage("verify needs --dir");
-  auto model = ReadBundle(flags.Get("dir"));
+  auto model = ReadModelDir(flags.Get("dir"));
   if (!model.ok()) return Fail(model.status().message());
   const size_t nodes = model->graph.nodes.size(), weights = model->weights.size();
   auto session = Session::Create(std::move(*model));

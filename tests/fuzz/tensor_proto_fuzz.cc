@@ -4,7 +4,7 @@
 #include <string>
 
 #include "server/inference.h"
-#include "server/tensor_proto.h"
+#include "runtime/saved_model/tensor_proto.h"
 #include "tensorflow_serving/apis/classification.pb.h"
 #include "tensorflow_serving/apis/predict.pb.h"
 #include "tests/fuzz/fuzz_targets.h"

@@ -1,6 +1,7 @@
 // The TensorProto <-> Tensor codec (server/tensor_proto.h): round trips for every dtype, the
 // splat rule, tensor_content, and every way a request tensor can be wrong or hostile.
-#include "server/tensor_proto.h"
+#include "runtime/saved_model/tensor_proto.h"
+#include "server/model_info.h"
 
 #include <gtest/gtest.h>
 

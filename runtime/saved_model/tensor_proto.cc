@@ -1,4 +1,4 @@
-#include "server/tensor_proto.h"
+#include "runtime/saved_model/tensor_proto.h"
 
 #include <bit>
 #include <cstring>
@@ -300,14 +300,6 @@ tensorflow::SignatureDef SignatureDefFromSignature(const Signature& signature) {
   for (const TensorBinding& b : signature.outputs) (*def.mutable_outputs())[b.key] = TensorInfoFromBinding(b);
   def.set_method_name(signature.method_name);
   return def;
-}
-
-tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph) {
-  tensorflow::serving::SignatureDefMap map;
-  for (const Signature& s : graph.signatures) {
-    (*map.mutable_signature_def())[s.name] = SignatureDefFromSignature(s);
-  }
-  return map;
 }
 
 }  // namespace lockstep

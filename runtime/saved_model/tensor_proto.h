@@ -1,6 +1,6 @@
 // The tensor codec between TensorFlow's wire format (tensorflow.TensorProto, as TensorFlow
-// Serving clients send and expect it) and lockstep::Tensor, plus the DataType and SignatureDef
-// mappings that model metadata needs.
+// Serving clients send and expect it, and as SavedModel graphs hold constants) and
+// lockstep::Tensor, plus the DataType and SignatureDef mappings that model metadata needs.
 //
 // Decoding follows TensorFlow's rules where clients depend on them, and is stricter where
 // TensorFlow is lenient in ways that only hide client bugs:
@@ -38,7 +38,6 @@
 #include "tensorflow/core/framework/tensor_shape.pb.h"
 #include "tensorflow/core/framework/types.pb.h"
 #include "tensorflow/core/protobuf/meta_graph.pb.h"
-#include "tensorflow_serving/apis/get_model_metadata.pb.h"
 
 namespace lockstep {
 
@@ -73,7 +72,5 @@ Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto);
 tensorflow::TensorInfo TensorInfoFromBinding(const TensorBinding& binding);
 // inputs and outputs keyed by binding key, and method_name.
 tensorflow::SignatureDef SignatureDefFromSignature(const Signature& signature);
-// Every signature of `graph`, keyed by its name: what GetModelMetadata's "signature_def" holds.
-tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph);
 
 }  // namespace lockstep
