@@ -1,6 +1,5 @@
 #include "runtime/saved_model/checkpoint.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "runtime/bundle/file_image.h"
@@ -14,11 +13,15 @@ namespace {
 // Far above any index file (a few hundred bytes per variable), low enough to read whole.
 constexpr uint64_t kMaxIndexBytes = uint64_t{256} << 20;
 
+// "00007": TensorFlow's five-digit shard numbers.
+std::string FiveDigits(int n) {
+  std::string digits = std::to_string(n);
+  return std::string(digits.size() < 5 ? 5 - digits.size() : 0, '0') + digits;
+}
+
 std::filesystem::path ShardPath(const std::filesystem::path& prefix, int shard, int num_shards) {
-  char suffix[40];
-  std::snprintf(suffix, sizeof suffix, ".data-%05d-of-%05d", shard, num_shards);
   std::filesystem::path path = prefix;
-  path += suffix;
+  path += ".data-" + FiveDigits(shard) + "-of-" + FiveDigits(num_shards);
   return path;
 }
 
