@@ -183,6 +183,7 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
   sig.method_name = def.method_name();
   // Inputs: the nodes they feed. Keys in sorted order (the proto map has none).
   std::map<std::string, TensorBinding> fed;  // fed node -> binding (tensor to be set)
+  std::vector<std::string> fed_in_key_order;
   std::map<std::string, tensorflow::TensorInfo> inputs(def.inputs().begin(), def.inputs().end());
   for (const auto& [key, info] : inputs) {
     StatusOr<TensorBinding> b = Binding(key, info);
@@ -198,6 +199,7 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
           InvalidArgument("inputs '" + fed[ref->node].key + "' and '" + key + "' feed the same tensor"));
     }
     fed[ref->node] = *b;
+    fed_in_key_order.push_back(ref->node);
   }
   std::map<std::string, tensorflow::TensorInfo> outputs(def.outputs().begin(), def.outputs().end());
   if (outputs.empty()) return context(InvalidArgument("no outputs"));
@@ -214,11 +216,11 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
     b->tensor = (*t)->outputs[ref->index];
     sig.outputs.push_back(*b);
   }
-  for (const auto& [key, info] : inputs) {
-    StatusOr<FlatRef> ref = graph_.ResolveName(info.name());
-    StatusOr<const Translated*> t = Translate(ref->node, fed, name);
+  // The inputs' nodes, translated by now unless no output depends on them.
+  for (const std::string& node : fed_in_key_order) {
+    StatusOr<const Translated*> t = Translate(node, fed, name);
     if (!t.ok()) return context(t.status());
-    TensorBinding b = fed[ref->node];
+    TensorBinding b = fed.at(node);
     b.tensor = (*t)->outputs[0];
     sig.inputs.push_back(b);
   }
