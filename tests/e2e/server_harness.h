@@ -143,7 +143,23 @@ class ServerProcess {
   int grpc_port() const { return grpc_port_; }
   int rest_port() const { return rest_port_; }
   std::string grpc_target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
-  std::string Log() const { return ReadFile(log_path_); }
+  // The server's log, and a last line saying how it ended if it has (a crash logs nothing).
+  // waitid with WNOWAIT looks without reaping, so Exited() still sees the exit.
+  std::string Log() const {
+    std::string log = ReadFile(log_path_);
+    siginfo_t info{};
+    int status = exit_status_;
+    bool ended = exited_;
+    if (!ended && waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_) {
+      ended = true;
+      status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0) : info.si_status;
+    }
+    if (ended) {
+      log += WIFEXITED(status) ? "[model-server exited with code " + std::to_string(WEXITSTATUS(status)) + "]\n"
+                               : "[model-server ended by signal " + std::to_string(WTERMSIG(status)) + "]\n";
+    }
+    return log;
+  }
 
   // True once the process has exited (its status is then in exit_status()).
   bool Exited() {

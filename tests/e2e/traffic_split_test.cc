@@ -223,7 +223,7 @@ TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
   int sent = 0;  // requests version 1 answered, each copied to the shadow
   auto predict_v1 = [&] {
     const HttpResult r = http.Post("/v1/models/m/labels/stable:predict", R"({"instances": [3.0]})");
-    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(r.headers.count("x-model-version") ? r.headers.at("x-model-version") : "", "1");
     EXPECT_EQ(r.body, R"({"predictions": [3.0]})");
     sent += r.status == 200;
