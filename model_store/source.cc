@@ -8,6 +8,7 @@
 namespace lockstep {
 
 std::optional<int64_t> ParseVersionDirName(std::string_view name) {
+  while (name.size() > 1 && name[0] == '0') name.remove_prefix(1);
   if (name.empty() || name.size() > 19 || name[0] == '0') return std::nullopt;
   int64_t value = 0;
   for (char c : name) {
@@ -20,7 +21,23 @@ std::optional<int64_t> ParseVersionDirName(std::string_view name) {
 }
 
 std::filesystem::path VersionDir(const std::filesystem::path& base_path, int64_t version) {
-  return base_path / std::to_string(version);
+  const std::filesystem::path canonical = base_path / std::to_string(version);
+  std::error_code ec;
+  if (std::filesystem::is_directory(canonical, ec)) return canonical;
+  std::filesystem::path best = canonical;
+  std::string best_name;
+  std::filesystem::directory_iterator it(base_path, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().native();
+    if (ParseVersionDirName(name) != version) continue;
+    std::error_code dir_ec;
+    if (!it->is_directory(dir_ec) || dir_ec) continue;
+    if (best_name.empty() || name.size() < best_name.size()) {
+      best_name = name;
+      best = it->path();
+    }
+  }
+  return best;
 }
 
 StatusOr<std::vector<int64_t>> ListVersions(const std::filesystem::path& base_path) {
@@ -46,6 +63,7 @@ StatusOr<std::vector<int64_t>> ListVersions(const std::filesystem::path& base_pa
   }
   if (ec) return FailedPrecondition("cannot list base path " + base_path.string() + ": " + ec.message());
   std::sort(versions.begin(), versions.end());
+  versions.erase(std::unique(versions.begin(), versions.end()), versions.end());  // "7" and "007"
   return versions;
 }
 

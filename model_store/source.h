@@ -1,9 +1,9 @@
 // The source: which versions of a model exist on disk. A version is a directory
-// <base_path>/<N>/ whose name is the canonical decimal form of a positive int64: digits only,
-// no sign, no spaces, no leading zero. "007" is ignored rather than read as 7 (as strtoll
-// would): with canonical names each version number has exactly one directory,
-// <base_path>/std::to_string(N), and "7" beside "007" cannot be ambiguous. Everything else
-// (files, ".tmp-*" directories a writer is still filling, "0", "-3", "v2") is ignored.
+// <base_path>/<N>/ whose name is a positive int64 in decimal digits: no sign, no spaces.
+// Leading zeros are allowed, as TensorFlow Serving allows them ("00000123" is version 123, the
+// way TensorFlow exports name their directories); where "7" and "007" both exist, the
+// directory of version 7 is the one with the fewest leading zeros. Everything else (files,
+// ".tmp-*" directories a writer is still filling, "0", "000", "-3", "v2") is ignored.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@ namespace lockstep {
 // The version a directory name denotes, or nullopt when the name is not a version.
 std::optional<int64_t> ParseVersionDirName(std::string_view name);
 
-// The directory of `version` under `base_path`.
+// The directory of `version` under `base_path`: <base_path>/<version> when it exists, else the
+// version's directory with the fewest leading zeros, else (none on disk) <base_path>/<version>.
 std::filesystem::path VersionDir(const std::filesystem::path& base_path, int64_t version);
 
 // The versions under `base_path`, ascending. NotFound if base_path does not exist,

@@ -10,9 +10,11 @@
 
 namespace lockstep {
 
-enum class Activation { kNone, kRelu, kGelu, kSigmoid, kTanh };
+// Relu6, Elu and Selu serve imported TensorFlow models (Keras and MobileNet-style layers):
+// they run, fused into a MatMul's epilogue too, but are not differentiated.
+enum class Activation { kNone, kRelu, kGelu, kSigmoid, kTanh, kRelu6, kElu, kSelu };
 
-// "none", "relu", "gelu", "sigmoid", "tanh".
+// "none", "relu", "gelu", "sigmoid", "tanh", "relu6", "elu", "selu".
 std::string_view ActivationName(Activation a);
 StatusOr<Activation> ParseActivation(std::string_view name);
 
@@ -29,6 +31,12 @@ inline T ApplyActivation(Activation a, T x) {
       return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
     case Activation::kSigmoid: return T(1) / (T(1) + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
+    case Activation::kRelu6: return x < T(0) ? T(0) : (x > T(6) ? T(6) : x);  // NaN passes through
+    case Activation::kElu: return x > T(0) ? x : std::expm1(x);
+    // TensorFlow's constants (tf.nn.selu), the fixed point of self-normalisation.
+    case Activation::kSelu:
+      return T(1.0507009873554804934193349852946) *
+             (x > T(0) ? x : T(1.6732632423543772848170429916717) * std::expm1(x));
   }
   return x;
 }

@@ -28,6 +28,10 @@ struct TensorBinding {
   std::string tensor;  // the graph value behind it ("x", "dense/out:0")
   DType dtype = DType::kFloat32;
   Shape shape;         // -1 for dimensions chosen by the caller (the batch)
+  // Inputs only: any shape is accepted, and `shape` is what the graph was built for. So
+  // TensorFlow feeds a SavedModel's placeholders (it never checks a feed against its declared
+  // shape, and TF Serving's clients rely on that); the kernels check what they are given.
+  bool any_shape = false;
 };
 
 struct Signature {

@@ -114,6 +114,12 @@ Status CheckSignatures(const Model& model, const GraphAnalysis& a) {
 }  // namespace
 
 StatusOr<GraphAnalysis> AnalyzeGraph(const Model& model, const OpRegistry& registry) {
+  LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeNodes(model, registry));
+  LS_RETURN_IF_ERROR(CheckSignatures(model, a));
+  return a;
+}
+
+StatusOr<GraphAnalysis> AnalyzeNodes(const Model& model, const OpRegistry& registry) {
   const auto& nodes = model.graph.nodes;
   const int n = static_cast<int>(nodes.size());
   GraphAnalysis a;
@@ -194,8 +200,6 @@ StatusOr<GraphAnalysis> AnalyzeGraph(const Model& model, const OpRegistry& regis
     }
     a.outputs[i] = std::move(*inferred);
   }
-
-  LS_RETURN_IF_ERROR(CheckSignatures(model, a));
   return a;
 }
 

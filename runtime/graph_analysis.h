@@ -35,6 +35,9 @@ struct GraphAnalysis {
 
 StatusOr<GraphAnalysis> AnalyzeGraph(const Model& model,
                                      const OpRegistry& registry = OpRegistry::Global());
+// The same analysis of the nodes alone, without checking the signatures against it (for an
+// importer that takes a signature's shapes from the graph).
+StatusOr<GraphAnalysis> AnalyzeNodes(const Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 // Whether a value of spec `actual` may be bound to a signature entry declaring `declared`
 // (same dtype and rank; a known declared dimension must match a known inferred one).

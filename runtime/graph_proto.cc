@@ -62,6 +62,7 @@ void BindingToProto(const TensorBinding& b, proto::TensorBinding* out) {
   out->set_tensor(b.tensor);
   out->set_dtype(DTypeToProto(b.dtype));
   ShapeToProto(b.shape, out->mutable_shape());
+  out->set_any_shape(b.any_shape);
 }
 
 StatusOr<TensorBinding> BindingFromProto(const proto::TensorBinding& in, const std::string& where) {
@@ -74,6 +75,7 @@ StatusOr<TensorBinding> BindingFromProto(const proto::TensorBinding& in, const s
   auto shape = ShapeFromProto(in.shape());
   if (!shape.ok()) return shape.status().WithPrefix(where + " '" + b.key + "' shape");
   b.shape = *shape;
+  b.any_shape = in.any_shape();
   return b;
 }
 

@@ -271,7 +271,7 @@ Status CheckInput(const TensorBinding& binding, const Shape& pattern, const Tens
     return InvalidArgument("input '" + binding.key + "' must be " + std::string(DTypeName(binding.dtype)) +
                            ", got " + std::string(DTypeName(t.dtype())));
   }
-  if (!t.shape().MatchesPattern(pattern)) {
+  if (!binding.any_shape && !t.shape().MatchesPattern(pattern)) {
     return InvalidArgument("input '" + binding.key + "' must have shape " + pattern.ToString() +
                            ", got " + t.shape().ToString());
   }

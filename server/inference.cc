@@ -210,9 +210,28 @@ StatusOr<int64_t> ColumnsOf(const NamedTensor& output, int64_t rows, int64_t max
 
 }  // namespace
 
+bool TakesSerializedExamples(const Signature& signature) {
+  return signature.inputs.size() == 1 && signature.inputs[0].dtype == DType::kString &&
+         signature.inputs[0].shape.rank() == 1;
+}
+
 StatusOr<std::vector<NamedTensor>> TensorsFromExamples(const Signature& signature, const tfs::Input& input) {
   LS_ASSIGN_OR_RETURN(const ExampleView view, ExamplesOf(input));
   const int64_t n = view.examples->size();
+  if (TakesSerializedExamples(signature)) {
+    // As TF Serving feeds them: a context is serialized in front of each example, and parsing
+    // the concatenation merges the two, the example's features winning.
+    const std::string context = view.context != nullptr ? view.context->SerializeAsString() : std::string();
+    Tensor serialized(DType::kString, Shape{n});
+    for (int64_t i = 0; i < n; ++i) {
+      std::string& bytes = serialized.mutable_data<std::string>()[static_cast<size_t>(i)];
+      bytes = context;
+      (*view.examples)[static_cast<int>(i)].AppendToString(&bytes);
+    }
+    std::vector<NamedTensor> tensors;
+    tensors.push_back({signature.inputs[0].key, std::move(serialized)});
+    return tensors;
+  }
   std::vector<NamedTensor> tensors;
   tensors.reserve(signature.inputs.size());
   for (const TensorBinding& binding : signature.inputs) {

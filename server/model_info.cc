@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "server/inference.h"
+#include "runtime/saved_model/saved_model.h"
 #include "runtime/saved_model/tensor_proto.h"
 
 namespace lockstep {
@@ -93,6 +94,10 @@ StatusOr<std::string> ModelMetadataJson(const tfs::GetModelMetadataResponse& res
 
 tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph) {
   tensorflow::serving::SignatureDefMap map;
+  if (StatusOr<tensorflow::MetaGraphDef> imported = ImportedSignatureDefs(graph); imported.ok()) {
+    *map.mutable_signature_def() = imported->signature_def();
+    return map;
+  }
   for (const Signature& s : graph.signatures) {
     (*map.mutable_signature_def())[s.name] = SignatureDefFromSignature(s);
   }

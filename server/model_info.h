@@ -29,6 +29,7 @@ StatusOr<tensorflow::serving::GetModelMetadataResponse> GetModelMetadata(
 // primitive field printed (int64 as strings), and metadata's Any unpacked:
 //   {"model_spec": {...}, "metadata": {"signature_def": {"signature_def": {...}}}}
 // Every signature of `graph`, keyed by its name: what GetModelMetadata's "signature_def" holds.
+// For a model imported from a TensorFlow SavedModel, the SavedModel's own SignatureDefs.
 tensorflow::serving::SignatureDefMap SignatureDefMapFromGraph(const Graph& graph);
 
 std::string ModelStatusJson(const tensorflow::serving::GetModelStatusResponse& response);

@@ -1,8 +1,10 @@
-// model-cli: inspect, verify and run Lockstep bundles; write example bundles.
+// model-cli: inspect, verify and run Lockstep bundles and TensorFlow SavedModels; import a
+// SavedModel as a bundle; write example bundles.
 //
 //   model-cli show --dir D [--all]
 //   model-cli run --dir D [--signature NAME] --input 'x=[[1,2],[3,4]]' [--input ...]
 //   model-cli verify --dir D
+//   model-cli import --saved_model D --out B [--overwrite]
 //   model-cli make-example half_plus_two --out D [--overwrite]
 #include <charconv>
 #include <cstdio>
@@ -29,6 +31,9 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: model-cli <command> [flags]
 
+DIR is a version directory: a Lockstep bundle, or a TensorFlow SavedModel (saved_model.pb and
+variables/), which is translated on the way in.
+
 commands:
   show --dir DIR [--all]
       Print the bundle's signatures (input and output names, dtypes, shapes) and metadata.
@@ -39,7 +44,11 @@ commands:
       --threads sizes the intra-op thread pool (default: one per core).
   verify --dir DIR
       Validate the bundle (checksums, format, weights, graph, signatures) and compile it.
-      Exits 0 if it is servable, 1 with the reason otherwise.
+      Exits 0 if it is servable, 1 with the reason otherwise. A SavedModel's checkpoint is
+      checked (every CRC) and its graph translated.
+  import --saved_model DIR --out DIR [--overwrite]
+      Translate a TensorFlow SavedModel and write it as a Lockstep bundle (checksummed, its
+      weights read as they are, assets copied), after compiling it as the server would.
   make-example NAME --out DIR [--overwrite]
       Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
       replaced only with --overwrite.
@@ -85,9 +94,20 @@ int Show(const Flags& flags) {
   std::ostringstream out;
   out << "bundle: " << flags.Get("dir") << "\n";
   out << "metadata:\n";
-  for (const auto& [k, v] : g.metadata) out << "  " << Printable(k) << ": " << Printable(v) << "\n";
+  for (const auto& [k, v] : g.metadata) {
+    if (k == kSignatureDefsMetadataKey) continue;  // shown below, decoded
+    out << "  " << Printable(k) << ": " << Printable(v) << "\n";
+  }
+  if (StatusOr<tensorflow::MetaGraphDef> defs = ImportedSignatureDefs(g); defs.ok()) {
+    out << "  " << kSignatureDefsMetadataKey << ":";
+    const std::map<std::string, tensorflow::SignatureDef> sorted(defs->signature_def().begin(),
+                                                                 defs->signature_def().end());
+    for (const auto& [name, def] : sorted) out << " " << Printable(name);
+    out << "\n";
+  }
   auto binding = [&](const TensorBinding& b) {
-    out << "    " << Printable(b.key) << ": " << SpecString(b.dtype, b.shape) << "  <- " << Printable(b.tensor) << "\n";
+    out << "    " << Printable(b.key) << ": " << SpecString(b.dtype, b.shape) << (b.any_shape ? " (any shape)" : "")
+        << "  <- " << Printable(b.tensor) << "\n";
   };
   for (const Signature& sig : g.signatures) {
     out << "signature '" << Printable(sig.name) << "'";
@@ -187,8 +207,50 @@ int Verify(const Flags& flags) {
   if (!session.ok()) return Fail(session.status().message());
   std::string names;
   for (const auto& s : (*session)->signatures()) names += (names.empty() ? "" : ", ") + s.name;
-  std::cout << "OK: " << flags.Get("dir") << " is a valid bundle (" << nodes << " nodes, " << weights
-            << " weights; signatures: " << names << ")\n";
+  std::cout << "OK: " << flags.Get("dir") << " is a valid "
+            << (IsSavedModelDir(flags.Get("dir")) ? "TensorFlow SavedModel" : "bundle") << " (" << nodes
+            << " nodes, " << weights << " weights; signatures: " << names << ")\n";
+  return 0;
+}
+
+// The files under `dir`/assets, by path relative to it.
+StatusOr<std::map<std::string, std::string>> ReadAssets(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> assets;
+  const std::filesystem::path root = dir / "assets";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) return assets;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return InvalidArgument(it->path().string() + ": cannot be read");
+    assets[std::filesystem::relative(it->path(), root).string()] = bytes.str();
+  }
+  if (ec) return InvalidArgument(root.string() + ": " + ec.message());
+  return assets;
+}
+
+int Import(const Flags& flags) {
+  if (!flags.Has("saved_model")) return Usage("import needs --saved_model");
+  if (!flags.Has("out")) return Usage("import needs --out");
+  const std::filesystem::path source = flags.Get("saved_model");
+  if (!IsSavedModelDir(source)) return Fail(source.string() + ": no saved_model.pb, so not a SavedModel");
+  auto model = ReadSavedModel(source);
+  if (!model.ok()) return Fail(model.status().message());
+  // Compiled first, so that only a model the server can serve is written.
+  auto session = Session::Create(*model);
+  if (!session.ok()) return Fail(source.string() + ": " + session.status().message());
+  BundleWriteOptions options;
+  options.overwrite = flags.Has("overwrite");
+  auto assets = ReadAssets(source);
+  if (!assets.ok()) return Fail(assets.status().message());
+  options.assets = std::move(*assets);
+  Status status = WriteBundle(*model, flags.Get("out"), options);
+  if (!status.ok()) return Fail(status.message());
+  std::cout << "imported " << source.string() << " into " << flags.Get("out") << " (" << model->graph.nodes.size()
+            << " nodes, " << model->weights.size() << " weights)\n";
   return 0;
 }
 
@@ -218,7 +280,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads"}, {"all", "help", "overwrite"});
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model"}, {"all", "help", "overwrite"});
   if (!flags.ok()) return Usage(flags.status().message());
   if (flags->Has("help")) {
     std::cout << kUsage;
@@ -230,6 +292,7 @@ int Main(int argc, char** argv) {
   if (command == "show") return Show(*flags);
   if (command == "run") return Run(*flags);
   if (command == "verify") return Verify(*flags);
+  if (command == "import") return Import(*flags);
   if (command == "make-example") return MakeExampleCommand(*flags);
   return Usage("unknown command '" + command + "'");
 }

@@ -1,4 +1,4 @@
-// Relu, Gelu, Sigmoid, Tanh (element-wise, through the same ApplyActivation as the Gemm
+// Relu, Gelu, Sigmoid, Tanh, Relu6, Elu, Selu (element-wise, through the same ApplyActivation as the Gemm
 // epilogue so that fused and unfused graphs agree bit for bit), Softmax and LogSoftmax over
 // the last axis.
 #include <cmath>
@@ -35,6 +35,9 @@ constexpr std::string_view ActivationOpName() {
     case Activation::kGelu: return "Gelu";
     case Activation::kSigmoid: return "Sigmoid";
     case Activation::kTanh: return "Tanh";
+    case Activation::kRelu6: return "Relu6";
+    case Activation::kElu: return "Elu";
+    case Activation::kSelu: return "Selu";
     case Activation::kNone: break;
   }
   return "Identity";
@@ -78,6 +81,10 @@ Status ActivationGrad(GradientBuilder& g) {
     case Activation::kSigmoid: g.SetInputGrad(0, g.Op("SigmoidGrad", {dy, g.output(0)})); break;
     case Activation::kTanh: g.SetInputGrad(0, g.Op("TanhGrad", {dy, g.output(0)})); break;
     case Activation::kNone: g.SetInputGrad(0, dy); break;
+    case Activation::kRelu6:
+    case Activation::kElu:
+    case Activation::kSelu:
+      return Unimplemented(Str(ActivationOpName<A>()) + " is not differentiated");
   }
   return Status::Ok();
 }
@@ -89,7 +96,8 @@ OpDef ActivationDef() {
   def.min_inputs = def.max_inputs = 1;
   def.infer = InferActivation<A>;
   def.compute = ActivationKernel<A>;
-  def.gradient = ActivationGrad<A>;
+  def.gradient = (A == Activation::kRelu6 || A == Activation::kElu || A == Activation::kSelu) ? nullptr
+                                                                                             : ActivationGrad<A>;
   return def;
 }
 
@@ -195,6 +203,9 @@ void RegisterActivationOps(OpRegistry& registry) {
   (void)registry.Register(ActivationDef<Activation::kGelu>());
   (void)registry.Register(ActivationDef<Activation::kSigmoid>());
   (void)registry.Register(ActivationDef<Activation::kTanh>());
+  (void)registry.Register(ActivationDef<Activation::kRelu6>());
+  (void)registry.Register(ActivationDef<Activation::kElu>());
+  (void)registry.Register(ActivationDef<Activation::kSelu>());
   (void)registry.Register(SoftmaxDef<false>());
   (void)registry.Register(SoftmaxDef<true>());
 }

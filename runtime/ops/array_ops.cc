@@ -119,6 +119,60 @@ Status FlattenKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// ---- Squeeze (attr "axes": dimensions of size 1 to drop; absent or empty: every one) ----
+// ---- ExpandDims (attr "axis": where the new dimension of size 1 goes, in [-rank-1, rank]) ----
+// Both are TensorFlow's, for imported graphs; like Reshape they alias their input.
+
+StatusOr<Shape> SqueezeShape(const Shape& in, const AttrMap& attrs) {
+  std::span<const int64_t> axes;
+  if (attrs.Has("axes")) {
+    LS_ASSIGN_OR_RETURN(axes, attrs.GetInts("axes"));
+  }
+  bool drop[Shape::kMaxRank] = {};
+  for (int64_t axis : axes) {
+    LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Squeeze", axis, in.rank()));
+    if (in.dim(a) != 1 && in.dim(a) != -1) {
+      return InvalidArgument("Squeeze: dimension " + std::to_string(a) + " of " + in.ToString() + " is not 1");
+    }
+    drop[a] = true;
+  }
+  Shape out;
+  for (int d = 0; d < in.rank(); ++d) {
+    // With no axes named, only dimensions known to be 1 go (an unknown one may not be 1).
+    const bool dropped = axes.empty() ? in.dim(d) == 1 : drop[d];
+    if (!dropped) out.AddDim(in.dim(d));
+  }
+  return out;
+}
+
+StatusOr<Shape> ExpandDimsShape(const Shape& in, const AttrMap& attrs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetInt("axis"));
+  if (in.rank() >= Shape::kMaxRank) {
+    return InvalidArgument("ExpandDims: " + in.ToString() + " is at the maximum rank already");
+  }
+  LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("ExpandDims", axis, in.rank() + 1));
+  Shape out;
+  for (int d = 0; d <= in.rank(); ++d) {
+    if (d == a) out.AddDim(1);
+    if (d < in.rank()) out.AddDim(in.dim(d));
+  }
+  return out;
+}
+
+template <StatusOr<Shape> (*kShapeOf)(const Shape&, const AttrMap&)>
+StatusOr<std::vector<TensorSpec>> InferReshaping(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Squeeze/ExpandDims", ctx.inputs.size(), 1, 1));
+  LS_ASSIGN_OR_RETURN(Shape out, kShapeOf(ctx.inputs[0].shape, ctx.attrs));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+template <StatusOr<Shape> (*kShapeOf)(const Shape&, const AttrMap&)>
+Status ReshapingKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Shape out, kShapeOf(ctx.input(0).shape(), ctx.attrs()));
+  ctx.SetOutput(0, ctx.input(0).Reshaped(out));
+  return Status::Ok();
+}
+
 // ---- Concat (attr "axis", required; negative counts from the end) ----
 
 // `spec(i)` gives input i's TensorSpec; shared by inference (specs) and the kernel (tensors).
@@ -258,6 +312,12 @@ void RegisterArrayOps(OpRegistry& registry) {
   OpDef flatten = MakeDef("Flatten", 1, 1, InferFlatten, FlattenKernel, true);
   flatten.gradient = ReshapeGrad;
   (void)registry.Register(std::move(flatten));
+  OpDef squeeze = MakeDef("Squeeze", 1, 1, InferReshaping<SqueezeShape>, ReshapingKernel<SqueezeShape>, true);
+  squeeze.gradient = ReshapeGrad;
+  (void)registry.Register(std::move(squeeze));
+  OpDef expand = MakeDef("ExpandDims", 1, 1, InferReshaping<ExpandDimsShape>, ReshapingKernel<ExpandDimsShape>, true);
+  expand.gradient = ReshapeGrad;
+  (void)registry.Register(std::move(expand));
   (void)registry.Register(MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false));
   RegisterArrayValueOps(registry);
 }

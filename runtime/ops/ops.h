@@ -8,7 +8,7 @@ class OpRegistry;
 
 // Add, Sub, Mul, Div (numpy broadcasting), BiasAdd, Normalize.
 void RegisterMathOps(OpRegistry& registry);
-// Relu, Gelu, Sigmoid, Tanh, Softmax, LogSoftmax.
+// Relu, Gelu, Sigmoid, Tanh, Relu6, Elu, Selu, Softmax, LogSoftmax.
 void RegisterActivationOps(OpRegistry& registry);
 // MatMul (transpose flags) and FusedMatMul (MatMul + bias + activation, made by the fusion pass).
 void RegisterMatMulOps(OpRegistry& registry);
@@ -17,7 +17,8 @@ void RegisterMatMulOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 // MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
 void RegisterPoolOps(OpRegistry& registry);
-// Identity, Reshape, Flatten, Concat, Cast, ArgMax, Gather (and GatherGrad), OneHot.
+// Identity, Reshape, Flatten, Squeeze, ExpandDims, Concat, Cast, ArgMax, Gather (and
+// GatherGrad), OneHot.
 void RegisterArrayOps(OpRegistry& registry);
 // Reductions (Sum, Mean) and what backward graphs are made of: SumLike, BroadcastLike,
 // MeanGrad and the activations' derivatives (ReluGrad, SigmoidGrad, TanhGrad, GeluGrad,
@@ -29,6 +30,8 @@ void RegisterLossOps(OpRegistry& registry);
 void RegisterLayerNormOps(OpRegistry& registry);
 // DropoutMask: stateless, seeded by an input.
 void RegisterRandomOps(OpRegistry& registry);
+// ParseExampleFeature: one dense feature of serialized tf.Examples (SavedModels' parsing).
+void RegisterExampleOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -41,6 +44,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterLossOps(registry);
   RegisterLayerNormOps(registry);
   RegisterRandomOps(registry);
+  RegisterExampleOps(registry);
 }
 
 }  // namespace lockstep

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <set>
 
 #include "runtime/activation.h"
@@ -7,13 +8,13 @@
 namespace lockstep {
 namespace {
 
-const std::set<std::string, std::less<>> kActivationOps = {"Relu", "Gelu", "Sigmoid", "Tanh"};
+const std::set<std::string, std::less<>> kActivationOps = {"Relu", "Gelu", "Sigmoid", "Tanh", "Relu6", "Elu", "Selu"};
 
+// "Relu6" -> "relu6": the epilogue's name of an activation op.
 std::string ActivationOf(std::string_view op) {
-  if (op == "Relu") return "relu";
-  if (op == "Gelu") return "gelu";
-  if (op == "Sigmoid") return "sigmoid";
-  return "tanh";
+  std::string name(op);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 }  // namespace

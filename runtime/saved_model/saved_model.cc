@@ -5,8 +5,10 @@
 #include <optional>
 #include <set>
 
+#include "runtime/base64.h"
 #include "runtime/bundle/bundle.h"
 #include "runtime/bundle/file_image.h"
+#include "runtime/graph_analysis.h"
 #include "runtime/op_registry.h"
 #include "runtime/saved_model/checkpoint.h"
 #include "runtime/saved_model/flat_graph.h"
@@ -77,7 +79,8 @@ class Importer {
       : graph_(graph), checkpoint_(checkpoint), checkpoint_keys_(std::move(keys)) {}
 
   Status AddSignature(const std::string& name, const tensorflow::SignatureDef& def);
-  Model Finish() && { return std::move(model_); }
+  // The model, with the shapes of outputs declared without a rank filled in from the graph.
+  StatusOr<Model> Finish() &&;
 
  private:
   // A translated node: its outputs as Lockstep values, and the fed nodes its value depends on
@@ -94,7 +97,7 @@ class Importer {
   StatusOr<Translated> TranslateOne(const FlatNode& node, const std::vector<const Translated*>& inputs,
                                     const std::vector<int>& input_indices, const std::string& emitted_name);
   std::string UniqueName(const std::string& tf_name, const std::string& signature);
-  StatusOr<TensorBinding> Binding(const std::string& key, const tensorflow::TensorInfo& info) const;
+  StatusOr<TensorBinding> Binding(const std::string& key, const tensorflow::TensorInfo& info, bool is_input);
 
   const FlatGraph& graph_;
   const Checkpoint* checkpoint_;
@@ -105,6 +108,9 @@ class Importer {
   std::map<std::string, Translated> translated_;
   // Lockstep value -> its constant value, for translators that need one (a shape, an axis).
   std::map<std::string, const Tensor*> constants_;
+  // (signature, output key) of outputs declared without a rank.
+  std::set<std::pair<std::string, std::string>> unranked_outputs_;
+  std::string current_signature_;
 };
 
 class Importer::NodeContext final : public TranslationContext {
@@ -156,15 +162,23 @@ std::string Importer::UniqueName(const std::string& tf_name, const std::string& 
   return name;
 }
 
-StatusOr<TensorBinding> Importer::Binding(const std::string& key, const tensorflow::TensorInfo& info) const {
+StatusOr<TensorBinding> Importer::Binding(const std::string& key, const tensorflow::TensorInfo& info,
+                                          bool is_input) {
   TensorBinding b;
   b.key = key;
+  b.any_shape = is_input;  // as TensorFlow feeds (saved_model.h)
   StatusOr<DType> dtype = DataTypeToDType(info.dtype());
   if (!dtype.ok()) return InvalidArgument("'" + key + "': " + dtype.status().message());
   b.dtype = *dtype;
-  if (info.tensor_shape().unknown_rank()) {
-    return InvalidArgument("'" + key + "' (" + info.name() +
-                           ") has no declared rank, which is not supported");
+  // No shape at all is what early exports write for "unknown" (as an empty Placeholder shape
+  // once meant unconstrained).
+  if (!info.has_tensor_shape() || info.tensor_shape().unknown_rank()) {
+    // An input of any rank: the graph is built for a batch of elements ([-1]), the shape
+    // ParseExample takes its serialized examples in. An output: whatever the graph computes
+    // (Finish fills it in).
+    b.shape = Shape{-1};
+    if (!is_input) unranked_outputs_.insert({current_signature_, key});
+    return b;
   }
   std::vector<int64_t> dims;
   for (const auto& d : info.tensor_shape().dim()) dims.push_back(d.size() < 0 ? -1 : d.size());
@@ -178,6 +192,7 @@ StatusOr<TensorBinding> Importer::Binding(const std::string& key, const tensorfl
 
 Status Importer::AddSignature(const std::string& name, const tensorflow::SignatureDef& def) {
   auto context = [&](const Status& s) { return s.WithPrefix("signature '" + name + "'"); };
+  current_signature_ = name;
   Signature sig;
   sig.name = name;
   sig.method_name = def.method_name();
@@ -186,13 +201,25 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
   std::vector<std::string> fed_in_key_order;
   std::map<std::string, tensorflow::TensorInfo> inputs(def.inputs().begin(), def.inputs().end());
   for (const auto& [key, info] : inputs) {
-    StatusOr<TensorBinding> b = Binding(key, info);
+    StatusOr<TensorBinding> b = Binding(key, info, true);
     if (!b.ok()) return context(b.status());
     StatusOr<FlatRef> ref = graph_.ResolveName(info.name());
     if (!ref.ok()) return context(ref.status().WithPrefix("input '" + key + "'"));
     if (ref->index != 0) {
       return context(InvalidArgument("input '" + key + "' feeds output " + std::to_string(ref->index) +
                                      " of node '" + ref->node + "'; only a node's first output can be fed"));
+    }
+    // TensorFlow feeds a placeholder by name and holds the feed to the placeholder's own dtype,
+    // whatever the SignatureDef says (half_plus_three's declares its serialized examples as
+    // floats); the node is the truth.
+    if (const FlatNode* fed_node = graph_.Find(ref->node); fed_node != nullptr) {
+      auto dtype_attr = fed_node->def->attr().find("dtype");
+      if (dtype_attr != fed_node->def->attr().end() &&
+          dtype_attr->second.value_case() == tensorflow::AttrValue::kType) {
+        StatusOr<DType> dtype = DataTypeToDType(dtype_attr->second.type());
+        if (!dtype.ok()) return context(dtype.status().WithPrefix("input '" + key + "'"));
+        b->dtype = *dtype;
+      }
     }
     if (fed.count(ref->node) != 0) {
       return context(
@@ -204,7 +231,7 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
   std::map<std::string, tensorflow::TensorInfo> outputs(def.outputs().begin(), def.outputs().end());
   if (outputs.empty()) return context(InvalidArgument("no outputs"));
   for (const auto& [key, info] : outputs) {
-    StatusOr<TensorBinding> b = Binding(key, info);
+    StatusOr<TensorBinding> b = Binding(key, info, false);
     if (!b.ok()) return context(b.status());
     StatusOr<FlatRef> ref = graph_.ResolveName(info.name());
     if (!ref.ok()) return context(ref.status().WithPrefix("output '" + key + "'"));
@@ -226,6 +253,20 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
   }
   model_.graph.signatures.push_back(std::move(sig));
   return Status::Ok();
+}
+
+StatusOr<Model> Importer::Finish() && {
+  if (!unranked_outputs_.empty()) {
+    LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeNodes(model_));
+    for (Signature& sig : model_.graph.signatures) {
+      for (TensorBinding& b : sig.outputs) {
+        if (unranked_outputs_.count({sig.name, b.key}) == 0) continue;
+        LS_ASSIGN_OR_RETURN(ValueId v, analysis.Resolve(b.tensor));
+        b.shape = analysis.Spec(v).shape;
+      }
+    }
+  }
+  return std::move(model_);
 }
 
 StatusOr<const Importer::Translated*> Importer::Translate(const std::string& root,
@@ -369,14 +410,28 @@ StatusOr<Model> ImportMetaGraph(const tensorflow::MetaGraphDef& meta_graph, cons
   for (const std::string& name : names) {
     LS_RETURN_IF_ERROR(importer.AddSignature(name, meta_graph.signature_def().at(name)));
   }
-  Model model = std::move(importer).Finish();
+  LS_ASSIGN_OR_RETURN(Model model, std::move(importer).Finish());
   model.graph.metadata["format"] = "tensorflow_saved_model";
+  tensorflow::MetaGraphDef signatures;
+  *signatures.mutable_signature_def() = meta_graph.signature_def();
+  model.graph.metadata[std::string(kSignatureDefsMetadataKey)] = Base64Encode(signatures.SerializeAsString());
   if (meta_graph.has_meta_info_def()) {
     const auto& info = meta_graph.meta_info_def();
     if (!info.tensorflow_version().empty())
       model.graph.metadata["tensorflow_version"] = info.tensorflow_version();
   }
   return model;
+}
+
+StatusOr<tensorflow::MetaGraphDef> ImportedSignatureDefs(const Graph& graph) {
+  auto it = graph.metadata.find(std::string(kSignatureDefsMetadataKey));
+  if (it == graph.metadata.end()) return NotFound("the model was not imported from a SavedModel");
+  LS_ASSIGN_OR_RETURN(std::string bytes, Base64Decode(it->second));
+  tensorflow::MetaGraphDef signatures;
+  if (!signatures.ParseFromString(bytes)) {
+    return InvalidArgument("metadata '" + std::string(kSignatureDefsMetadataKey) + "' is not a serialized MetaGraphDef");
+  }
+  return signatures;
 }
 
 StatusOr<Model> ReadSavedModel(const std::filesystem::path& dir) {

@@ -34,6 +34,11 @@ class Checkpoint;
 
 inline constexpr std::string_view kSavedModelFile = "saved_model.pb";
 inline constexpr std::string_view kSavedModelServeTag = "serve";
+// Where an imported model's graph metadata keeps the SavedModel's own SignatureDefs (every
+// one, "__saved_model_init_op" included, with TensorFlow's tensor names and declared shapes):
+// a MetaGraphDef holding only its signature_def map, serialized, in base64. Metadata requests
+// answer with them, as TF Serving does.
+inline constexpr std::string_view kSignatureDefsMetadataKey = "tensorflow_signature_defs";
 
 // Whether `dir` holds a SavedModel (has a saved_model.pb) rather than a Lockstep bundle.
 bool IsSavedModelDir(const std::filesystem::path& dir);
@@ -45,6 +50,10 @@ StatusOr<Model> ReadSavedModel(const std::filesystem::path& dir);
 // A version directory of either kind: a SavedModel when it has a saved_model.pb, else a
 // Lockstep bundle (bundle.h).
 StatusOr<Model> ReadModelDir(const std::filesystem::path& dir);
+
+// The SavedModel SignatureDefs kept in an imported model's metadata; NotFound when `graph` was
+// not imported from a SavedModel.
+StatusOr<tensorflow::MetaGraphDef> ImportedSignatureDefs(const Graph& graph);
 
 // The translation alone: `checkpoint` supplies the variables (null: a graph without any).
 StatusOr<Model> ImportMetaGraph(const tensorflow::MetaGraphDef& meta_graph, const Checkpoint* checkpoint);

@@ -45,6 +45,44 @@ StatusOr<std::vector<int64_t>> TranslationContext::IntListAttr(const std::string
   return std::vector<int64_t>(it->second.list().i().begin(), it->second.list().i().end());
 }
 
+StatusOr<int64_t> TranslationContext::IntAttr(const std::string& attr, int64_t fallback) const {
+  auto it = node().attr().find(attr);
+  if (it == node().attr().end()) return fallback;
+  if (it->second.value_case() != tensorflow::AttrValue::kI) return Error("attr '" + attr + "' is not an int");
+  return it->second.i();
+}
+
+StatusOr<std::vector<DType>> TranslationContext::TypeListAttr(const std::string& attr) const {
+  auto it = node().attr().find(attr);
+  if (it == node().attr().end() || it->second.value_case() != tensorflow::AttrValue::kList) {
+    return Error("attr '" + attr + "' is missing or not a list");
+  }
+  std::vector<DType> types;
+  for (int t : it->second.list().type()) {
+    StatusOr<DType> dtype = DataTypeToDType(static_cast<tensorflow::DataType>(t));
+    if (!dtype.ok()) return Error("attr '" + attr + "': " + dtype.status().message());
+    types.push_back(*dtype);
+  }
+  return types;
+}
+
+StatusOr<std::vector<Shape>> TranslationContext::ShapeListAttr(const std::string& attr) const {
+  auto it = node().attr().find(attr);
+  if (it == node().attr().end() || it->second.value_case() != tensorflow::AttrValue::kList) {
+    return Error("attr '" + attr + "' is missing or not a list");
+  }
+  std::vector<Shape> shapes;
+  for (const tensorflow::TensorShapeProto& proto : it->second.list().shape()) {
+    if (proto.unknown_rank()) return Error("attr '" + attr + "' holds a shape of unknown rank");
+    std::vector<int64_t> dims;
+    for (const auto& d : proto.dim()) dims.push_back(d.size() < 0 ? -1 : d.size());
+    StatusOr<Shape> shape = Shape::FromDims(dims);
+    if (!shape.ok()) return Error("attr '" + attr + "': " + shape.status().message());
+    shapes.push_back(*shape);
+  }
+  return shapes;
+}
+
 namespace {
 
 // One Lockstep op of the same inputs, no attrs: TF's element-wise ops (numpy broadcasting on
@@ -61,6 +99,9 @@ constexpr char kDiv[] = "Div";
 constexpr char kRelu[] = "Relu";
 constexpr char kSigmoid[] = "Sigmoid";
 constexpr char kTanh[] = "Tanh";
+constexpr char kRelu6[] = "Relu6";
+constexpr char kElu[] = "Elu";
+constexpr char kSelu[] = "Selu";
 constexpr char kIdentity[] = "Identity";
 // TensorFlow's run over the last axis, as Lockstep's do by default.
 constexpr char kSoftmax[] = "Softmax";
@@ -98,24 +139,246 @@ Status BiasAdd(TranslationContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// The integer values of constant input `i` (an axis, a shape, a list of axes).
+StatusOr<std::vector<int64_t>> ConstantInts(const TranslationContext& ctx, size_t i, const char* what) {
+  const Tensor* t = ctx.ConstantInput(i);
+  if (t != nullptr && t->dtype() == DType::kInt32) {
+    const auto v = t->data<int32_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  if (t != nullptr && t->dtype() == DType::kInt64) {
+    const auto v = t->data<int64_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  return ctx.Error(std::string(what) + " must be a constant int32 or int64 tensor (computed at run time here)");
+}
+
+StatusOr<int64_t> ConstantAxis(const TranslationContext& ctx, size_t i) {
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> v, ConstantInts(ctx, i, "the axis"));
+  if (v.size() != 1) return ctx.Error("the axis must be one value");
+  return v[0];
+}
+
+Status CheckInputs(const TranslationContext& ctx, size_t n) {
+  if (ctx.inputs().size() != n) return ctx.Error("expects " + std::to_string(n) + " inputs");
+  return Status::Ok();
+}
+
+// Reshape(tensor, shape): the shape must be constant (Keras writes [-1, ...] for the batch).
+Status Reshape(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantInts(ctx, 1, "the shape"));
+  outputs->push_back(ctx.Emit("Reshape", {ctx.inputs()[0]}, AttrMap{{"shape", std::move(shape)}}));
+  return Status::Ok();
+}
+
+Status Squeeze(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+  auto it = ctx.node().attr().find("squeeze_dims");
+  std::vector<int64_t> axes;
+  if (it != ctx.node().attr().end()) {
+    LS_ASSIGN_OR_RETURN(axes, ctx.IntListAttr("squeeze_dims"));
+  }
+  outputs->push_back(ctx.Emit("Squeeze", {ctx.inputs()[0]}, AttrMap{{"axes", std::move(axes)}}));
+  return Status::Ok();
+}
+
+Status ExpandDims(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+  LS_ASSIGN_OR_RETURN(int64_t axis, ConstantAxis(ctx, 1));
+  outputs->push_back(ctx.Emit("ExpandDims", {ctx.inputs()[0]}, AttrMap{{"axis", axis}}));
+  return Status::Ok();
+}
+
+// ConcatV2(values..., axis).
+Status ConcatV2(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.inputs().size() < 2) return ctx.Error("expects values and an axis");
+  LS_ASSIGN_OR_RETURN(int64_t axis, ConstantAxis(ctx, ctx.inputs().size() - 1));
+  std::vector<std::string> values(ctx.inputs().begin(), ctx.inputs().end() - 1);
+  outputs->push_back(ctx.Emit("Concat", std::move(values), AttrMap{{"axis", axis}}));
+  return Status::Ok();
+}
+
+// The window attrs TensorFlow's Conv2D and pools share: NHWC only, SAME or VALID padding,
+// strides (and ksize) as [1, h, w, 1], which Lockstep's ops read as they are.
+Status WindowAttrs(const TranslationContext& ctx, bool has_ksize, AttrMap* attrs) {
+  LS_ASSIGN_OR_RETURN(std::string format, ctx.StringAttr("data_format", "NHWC"));
+  if (format != "NHWC") return ctx.Error("data_format " + format + " is not supported (only NHWC)");
+  LS_ASSIGN_OR_RETURN(std::string padding, ctx.StringAttr("padding", ""));
+  if (padding != "SAME" && padding != "VALID") {
+    return ctx.Error("padding '" + padding + "' is not supported (only SAME and VALID)");
+  }
+  attrs->Set("padding", padding);
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ctx.IntListAttr("strides"));
+  if (strides.size() != 4 || strides[0] != 1 || strides[3] != 1) {
+    return ctx.Error("strides must be [1, h, w, 1]");
+  }
+  attrs->Set("strides", std::move(strides));
+  if (has_ksize) {
+    LS_ASSIGN_OR_RETURN(std::vector<int64_t> ksize, ctx.IntListAttr("ksize"));
+    if (ksize.size() != 4 || ksize[0] != 1 || ksize[3] != 1) return ctx.Error("ksize must be [1, h, w, 1]");
+    attrs->Set("ksize", std::move(ksize));
+  }
+  return Status::Ok();
+}
+
+Status Conv2D(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+  AttrMap attrs;
+  LS_RETURN_IF_ERROR(WindowAttrs(ctx, false, &attrs));
+  if (ctx.node().attr().count("dilations") != 0) {
+    LS_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ctx.IntListAttr("dilations"));
+    for (int64_t d : dilations) {
+      if (d != 1) return ctx.Error("dilated convolutions are not supported");
+    }
+  }
+  outputs->push_back(ctx.Emit("Conv2D", ctx.inputs(), std::move(attrs)));
+  return Status::Ok();
+}
+
+template <const char* kOp>
+Status Pool(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+  AttrMap attrs;
+  LS_RETURN_IF_ERROR(WindowAttrs(ctx, true, &attrs));
+  outputs->push_back(ctx.Emit(kOp, ctx.inputs(), std::move(attrs)));
+  return Status::Ok();
+}
+constexpr char kMaxPool2D[] = "MaxPool2D";
+constexpr char kAvgPool2D[] = "AvgPool2D";
+
+// Mean / Sum(input, reduction_indices; keep_dims).
+template <const char* kOp>
+Status Reduce(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ConstantInts(ctx, 1, "reduction_indices"));
+  LS_ASSIGN_OR_RETURN(bool keep, ctx.BoolAttr("keep_dims", false));
+  // TensorFlow reduces nothing for an empty list; Lockstep's empty list means the same, but
+  // its absent list means every axis, so the list is always given.
+  outputs->push_back(ctx.Emit(kOp, {ctx.inputs()[0]}, AttrMap{{"axes", std::move(axes)}, {"keep_dims", keep}}));
+  return Status::Ok();
+}
+constexpr char kMean[] = "Mean";
+constexpr char kSum[] = "Sum";
+
+Status Cast(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+  LS_ASSIGN_OR_RETURN(DType to, ctx.TypeAttr("DstT"));
+  outputs->push_back(ctx.Emit("Cast", ctx.inputs(), AttrMap{{"dtype", to}}));
+  return Status::Ok();
+}
+
+// ArgMax(input, dimension; output_type int64 or int32). Lockstep's ArgMax gives int64.
+Status ArgMax(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+  LS_ASSIGN_OR_RETURN(int64_t axis, ConstantAxis(ctx, 1));
+  DType out = DType::kInt64;
+  if (ctx.node().attr().count("output_type") != 0) {
+    LS_ASSIGN_OR_RETURN(out, ctx.TypeAttr("output_type"));
+  }
+  if (out == DType::kInt64) {
+    outputs->push_back(ctx.Emit("ArgMax", {ctx.inputs()[0]}, AttrMap{{"axis", axis}}));
+  } else if (out == DType::kInt32) {
+    const std::string index = ctx.Emit("ArgMax", {ctx.inputs()[0]}, AttrMap{{"axis", axis}}, "int64");
+    outputs->push_back(ctx.Emit("Cast", {index}, AttrMap{{"dtype", DType::kInt32}}));
+  } else {
+    return ctx.Error("output_type must be int64 or int32");
+  }
+  return Status::Ok();
+}
+
+// Computes nothing: only control edges lead to it, which the importer drops.
+Status NoOp(TranslationContext&, std::vector<std::string>*) { return Status::Ok(); }
+
+// The string values of constant input `i` (a scalar or a list of keys).
+StatusOr<std::vector<std::string>> ConstantStrings(const TranslationContext& ctx, size_t i, const char* what) {
+  const Tensor* t = ctx.ConstantInput(i);
+  if (t == nullptr || t->dtype() != DType::kString) return ctx.Error(std::string(what) + " must be constant strings");
+  const auto values = t->data<std::string>();
+  return std::vector<std::string>(values.begin(), values.end());
+}
+
+// ParseExample (TF1) and ParseExampleV2 (TF2) of dense features only: one ParseExampleFeature
+// per dense key. With no sparse features the dense values are the op's first outputs.
+//   ParseExample:   serialized, names, sparse_keys x Nsparse, dense_keys x Ndense (scalars),
+//                   dense_defaults x Ndense
+//   ParseExampleV2: serialized, names, sparse_keys, dense_keys, ragged_keys (lists),
+//                   dense_defaults x len(dense_keys)
+template <bool kV2>
+Status ParseExample(TranslationContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::vector<DType> types, ctx.TypeListAttr("Tdense"));
+  LS_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ctx.ShapeListAttr("dense_shapes"));
+  LS_ASSIGN_OR_RETURN(int64_t num_sparse, ctx.IntAttr(kV2 ? "num_sparse" : "Nsparse", 0));
+  if (num_sparse != 0) return ctx.Error("sparse features are not supported (only dense ones)");
+  const size_t num_dense = types.size();
+  if (shapes.size() != num_dense) return ctx.Error("Tdense and dense_shapes differ in length");
+  std::vector<std::string> keys;
+  size_t first_default = 0;
+  if constexpr (kV2) {
+    if (ctx.inputs().size() != 5 + num_dense) return ctx.Error("expects " + std::to_string(5 + num_dense) + " inputs");
+    LS_ASSIGN_OR_RETURN(std::vector<std::string> sparse, ConstantStrings(ctx, 2, "sparse_keys"));
+    LS_ASSIGN_OR_RETURN(keys, ConstantStrings(ctx, 3, "dense_keys"));
+    LS_ASSIGN_OR_RETURN(std::vector<std::string> ragged, ConstantStrings(ctx, 4, "ragged_keys"));
+    if (!sparse.empty()) return ctx.Error("sparse features are not supported (only dense ones)");
+    if (!ragged.empty()) return ctx.Error("ragged features are not supported (only dense ones)");
+    first_default = 5;
+  } else {
+    if (ctx.inputs().size() != 2 + 2 * num_dense) return ctx.Error("expects " + std::to_string(2 + 2 * num_dense) + " inputs");
+    for (size_t k = 0; k < num_dense; ++k) {
+      LS_ASSIGN_OR_RETURN(std::vector<std::string> key, ConstantStrings(ctx, 2 + k, "dense_keys"));
+      if (key.size() != 1) return ctx.Error("dense key " + std::to_string(k) + " is not one string");
+      keys.push_back(key[0]);
+    }
+    first_default = 2 + num_dense;
+  }
+  if (keys.size() != num_dense) return ctx.Error("dense_keys and Tdense differ in length");
+  for (size_t k = 0; k < num_dense; ++k) {
+    if (!shapes[k].IsFullyDefined()) {
+      return ctx.Error("dense feature '" + keys[k] + "' has variable length (shape " + shapes[k].ToString() +
+                       "), which is not supported");
+    }
+    AttrMap attrs{{"key", keys[k]}, {"dtype", types[k]}, {"shape", shapes[k]}};
+    outputs->push_back(ctx.Emit("ParseExampleFeature", {ctx.inputs()[0], ctx.inputs()[first_default + k]},
+                                std::move(attrs), "dense_" + std::to_string(k)));
+  }
+  return Status::Ok();
+}
+
 const std::map<std::string, OpTranslator, std::less<>>& Table() {
   static const std::map<std::string, OpTranslator, std::less<>> table{
       {"Add", Direct<kAdd>},
       {"AddV2", Direct<kAdd>},
+      {"ArgMax", ArgMax},
+      {"AvgPool", Pool<kAvgPool2D>},
       {"BiasAdd", BiasAdd},
+      {"Cast", Cast},
+      {"ConcatV2", ConcatV2},
       {"Const", Const},
+      {"Conv2D", Conv2D},
+      {"Elu", Direct<kElu>},
+      {"ExpandDims", ExpandDims},
       {"Identity", Direct<kIdentity>},
       {"IdentityN", IdentityN},
       {"LogSoftmax", Direct<kLogSoftmax>},
       {"MatMul", MatMul},
+      {"MaxPool", Pool<kMaxPool2D>},
+      {"Mean", Reduce<kMean>},
+      {"NoOp", NoOp},
+      {"ParseExample", ParseExample<false>},
+      {"ParseExampleV2", ParseExample<true>},
       {"Mul", Direct<kMul>},
       {"RealDiv", Direct<kDiv>},
       {"Relu", Direct<kRelu>},
+      {"Relu6", Direct<kRelu6>},
+      {"Reshape", Reshape},
+      {"Selu", Direct<kSelu>},
       {"Sigmoid", Direct<kSigmoid>},
       {"Snapshot", Direct<kIdentity>},
       {"Softmax", Direct<kSoftmax>},
+      {"Squeeze", Squeeze},
       {"StopGradient", Direct<kIdentity>},
       {"Sub", Direct<kSub>},
+      {"Sum", Reduce<kSum>},
       {"Tanh", Direct<kTanh>},
   };
   return table;

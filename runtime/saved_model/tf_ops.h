@@ -38,6 +38,10 @@ class TranslationContext {
   StatusOr<std::string> StringAttr(const std::string& attr, std::string fallback) const;
   StatusOr<bool> BoolAttr(const std::string& attr, bool fallback) const;
   StatusOr<std::vector<int64_t>> IntListAttr(const std::string& attr) const;
+  StatusOr<int64_t> IntAttr(const std::string& attr, int64_t fallback) const;
+  StatusOr<std::vector<DType>> TypeListAttr(const std::string& attr) const;
+  // A list of shapes; an unknown rank is an error, unknown dimensions are -1.
+  StatusOr<std::vector<Shape>> ShapeListAttr(const std::string& attr) const;
   // An error naming the node and its op.
   Status Error(const std::string& what) const;
 };

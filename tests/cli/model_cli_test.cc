@@ -177,4 +177,43 @@ TEST_F(ModelCli, ThreadsFlag) {
   EXPECT_EQ(RunCli("run --threads two --dir " + bundle + " --input 'x=[0]'").exit_code, 2);
 }
 
+// A TensorFlow SavedModel (TF Serving's TF1 half_plus_two, unchanged) is verified, shown and
+// run as it is, and imported as a bundle that verifies, keeps its assets and gives the same
+// answers.
+TEST_F(ModelCli, SavedModelsVerifyRunAndImportAsBundles) {
+  const std::string saved_model =
+      (fs::path(LOCKSTEP_SOURCE_DIR) / "tests/data/tf_saved_models/saved_model_half_plus_two_cpu/00000123").string();
+  Result verify = RunCli("verify --dir " + saved_model);
+  ASSERT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("valid TensorFlow SavedModel"), std::string::npos) << verify.output;
+  EXPECT_NE(verify.output.find("classify_x_to_y"), std::string::npos) << verify.output;
+  Result run = RunCli("run --dir " + saved_model + " --input 'x=[1.0,2.0,5.0]'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "{\"y\": [2.5, 3.0, 4.5]}\n");
+
+  const std::string bundle = (dir_ / "imported" / "1").string();
+  Result imported = RunCli("import --saved_model " + saved_model + " --out " + bundle);
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_FALSE(fs::exists(fs::path(bundle) / "saved_model.pb"));
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / "assets" / "foo.txt"));
+  verify = RunCli("verify --dir " + bundle);
+  ASSERT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("valid bundle"), std::string::npos) << verify.output;
+  run = RunCli("run --dir " + bundle + " --input 'x=[1.0,2.0,5.0]'");
+  EXPECT_EQ(run.output, "{\"y\": [2.5, 3.0, 4.5]}\n");
+  Result show = RunCli("show --dir " + bundle);
+  EXPECT_NE(show.output.find("regress_x_to_y2"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("tensorflow_signature_defs: classify_x_to_y regress_x2_to_y3 regress_x_to_y regress_x_to_y2 serving_default"), std::string::npos)
+      << show.output;
+  EXPECT_NE(show.output.find("x: float32 [-1,1] (any shape)  <- x:0"), std::string::npos) << show.output;
+
+  // An existing destination needs --overwrite; a directory that is not a SavedModel is named.
+  EXPECT_EQ(RunCli("import --saved_model " + saved_model + " --out " + bundle).exit_code, 1);
+  EXPECT_EQ(RunCli("import --saved_model " + saved_model + " --out " + bundle + " --overwrite").exit_code, 0);
+  Result not_saved_model = RunCli("import --saved_model " + dir_.string() + " --out " + (dir_ / "x").string());
+  EXPECT_EQ(not_saved_model.exit_code, 1);
+  EXPECT_NE(not_saved_model.output.find("not a SavedModel"), std::string::npos) << not_saved_model.output;
+  EXPECT_EQ(RunCli("import --out " + bundle).exit_code, 2);
+}
+
 }  // namespace

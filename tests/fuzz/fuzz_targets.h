@@ -35,6 +35,11 @@ void BatchingParameters(Bytes data);
 // rather than the checksum check), reads the bundle, and compiles what it accepts. The whole
 // input is also parsed as a manifest.
 void BundleReader(Bytes data);
+// A TensorFlow SavedModel: three parts, each but the last after a little-endian uint32 length
+// (saved_model.pb, variables/variables.index, then variables.data-00000-of-00001), written as a
+// version directory, read, and compiled when accepted. The whole input is also read as a
+// serialized tf.Example, as ParseExampleFeature reads a request's examples.
+void SavedModel(Bytes data);
 // A TFRecord file of tf.train.Example records, read into a table strictly and skipping
 // corrupt records (the first byte chooses the label key's and features' form).
 void TfRecordExample(Bytes data);

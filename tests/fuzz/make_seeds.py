@@ -7,6 +7,8 @@ tensor_proto: PredictRequest and ClassificationRequest texts encoded by protoc.
 tfrecord_example: TFRecord files of tf.train.Example records encoded by protoc.
 bundle_reader: each BUNDLE_DIR (model-cli make-example, model-train exports) in the target's
 input form: uint32 little-endian size of model.pb, model.pb, weights.bin.
+saved_model: each SavedModel of tests/data/tf_saved_models/ in the target's input form (sizes
+and bytes of saved_model.pb and variables.index, then variables.data), and tf.Examples.
 """
 import pathlib
 import struct
@@ -102,6 +104,18 @@ def main():
         graph = (bundle / "model.pb").read_bytes()
         weights = (bundle / "weights.bin").read_bytes()
         (br / bundle.parent.name).write_bytes(struct.pack("<I", len(graph)) + graph + weights)
+
+    sm = CORPUS / "saved_model"
+    sm.mkdir(parents=True, exist_ok=True)
+    for version in sorted((ROOT / "tests" / "data" / "tf_saved_models").glob("*/*/saved_model.pb")):
+        version = version.parent
+        pb = (version / "saved_model.pb").read_bytes()
+        index = (version / "variables" / "variables.index").read_bytes()
+        data = (version / "variables" / "variables.data-00000-of-00001").read_bytes()
+        name = f"{version.parent.name}_{version.name}"
+        (sm / name).write_bytes(struct.pack("<I", len(pb)) + pb + struct.pack("<I", len(index)) + index + data)
+    for i, record in enumerate(records):
+        (sm / f"example_{i}").write_bytes(record)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,14 @@ namespace {
 
 using store_test::ScratchDir;
 
-TEST(ParseVersionDirName, TakesOnlyCanonicalPositiveIntegers) {
+TEST(ParseVersionDirName, TakesPositiveIntegersWithOrWithoutLeadingZeros) {
   EXPECT_EQ(ParseVersionDirName("1"), 1);
   EXPECT_EQ(ParseVersionDirName("42"), 42);
+  EXPECT_EQ(ParseVersionDirName("007"), 7);
+  EXPECT_EQ(ParseVersionDirName("00000123"), 123);  // TensorFlow's export directories
   EXPECT_EQ(ParseVersionDirName("9223372036854775807"), INT64_MAX);
-  for (const char* bad : {"", "0", "007", "-3", "+3", " 3", "3 ", "3a", "v2", "1e3", "9223372036854775808",
+  EXPECT_EQ(ParseVersionDirName("0009223372036854775807"), INT64_MAX);
+  for (const char* bad : {"", "0", "000", "-3", "+3", " 3", "3 ", "3a", "v2", "1e3", "9223372036854775808",
                           "99999999999999999999", ".tmp-1"}) {
     EXPECT_EQ(ParseVersionDirName(bad), std::nullopt) << bad;
   }
@@ -23,14 +26,22 @@ TEST(ParseVersionDirName, TakesOnlyCanonicalPositiveIntegers) {
 
 TEST(ListVersions, ListsVersionDirectoriesAndIgnoresJunk) {
   ScratchDir dir;
-  for (const char* d : {"3", "1", "20", "0", "007", "-4", "+5", "6 ", "v7", ".tmp-8", ".tmp-9-abc", "10x"}) {
+  for (const char* d : {"3", "1", "20", "0", "000", "007", "-4", "+5", "6 ", "v7", ".tmp-8", ".tmp-9-abc", "10x",
+                        "0020", "00000123"}) {
     std::filesystem::create_directory(dir / d);
   }
   std::ofstream(dir / "11") << "a file, not a version";
   std::ofstream(dir / "README") << "notes";
   StatusOr<std::vector<int64_t>> versions = ListVersions(dir.path());
   ASSERT_TRUE(versions.ok()) << versions.status().ToString();
-  EXPECT_EQ(*versions, (std::vector<int64_t>{1, 3, 20}));
+  EXPECT_EQ(*versions, (std::vector<int64_t>{1, 3, 7, 20, 123}));
+  // Each version's directory: its own name, the canonical one where two name it.
+  EXPECT_EQ(VersionDir(dir.path(), 7), dir / "007");
+  EXPECT_EQ(VersionDir(dir.path(), 20), dir / "20");
+  EXPECT_EQ(VersionDir(dir.path(), 123), dir / "00000123");
+  std::filesystem::create_directory(dir / "0123");
+  EXPECT_EQ(VersionDir(dir.path(), 123), dir / "0123");
+  EXPECT_EQ(VersionDir(dir.path(), 99), dir / "99");  // none on disk
 }
 
 TEST(ListVersions, EmptyAndMissingBasePaths) {

@@ -1,4 +1,4 @@
-// The runtime's fuzz target (tests/fuzz/) on its corpus: see tests/fuzz/corpus_replay.h.
+// The runtime's fuzz targets (tests/fuzz/) on their corpora: see tests/fuzz/corpus_replay.h.
 #include "tests/fuzz/corpus_replay.h"
 
 namespace lockstep::test {
@@ -6,6 +6,10 @@ namespace {
 
 TEST(FuzzCorpusTest, BundleReader) {
   ReplayFuzzCorpus("bundle_reader", fuzz::BundleReader);
+}
+
+TEST(FuzzCorpusTest, SavedModel) {
+  ReplayFuzzCorpus("saved_model", fuzz::SavedModel);
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ inline double ActivationRef(Activation a, double x) {
     case Activation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
+    case Activation::kRelu6: return x < 0 ? 0 : (x > 6 ? 6 : x);
+    case Activation::kElu: return x > 0 ? x : std::expm1(x);
+    case Activation::kSelu:
+      return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x));
   }
   return x;
 }

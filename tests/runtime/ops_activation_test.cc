@@ -35,6 +35,10 @@ const ActivationCase kActivations[] = {
      [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
     {"Sigmoid", Activation::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
     {"Tanh", Activation::kTanh, [](double x) { return std::tanh(x); }},
+    {"Relu6", Activation::kRelu6, [](double x) { return x < 0 ? 0.0 : (x > 6 ? 6.0 : x); }},
+    {"Elu", Activation::kElu, [](double x) { return x > 0 ? x : std::expm1(x); }},
+    {"Selu", Activation::kSelu,
+     [](double x) { return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x)); }},
 };
 
 const Shape kShapes[] = {{0, 5}, {1}, {7}, {7, 17}, {3, 33}, {2, 1, 15}, {300, 333}};
@@ -88,6 +92,9 @@ TEST(OpsActivationTest, Infinities) {
   expect("Gelu", 0.0f, inf);
   expect("Sigmoid", 0.0f, 1.0f);
   expect("Tanh", -1.0f, 1.0f);
+  expect("Relu6", 0.0f, 6.0f);
+  expect("Elu", -1.0f, inf);
+  expect("Selu", static_cast<float>(-1.0507009873554804934193349852946 * 1.6732632423543772848170429916717), inf);
 }
 
 // The ops must compute exactly ApplyActivation, which the Gemm epilogue uses.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/saved_model/checkpoint.h"
+#include "tensorflow/core/example/example.pb.h"
 #include "runtime/saved_model/snappy.h"
 #include "runtime/saved_model/sstable.h"
 #include "runtime/session.h"
@@ -187,6 +188,92 @@ TEST(SavedModelImportTest, Tf2FunctionsAreInlinedAndVariablesFoundThroughTheRest
   // Declared [1]; TensorFlow lets callers batch along the first dimension, and so do we.
   EXPECT_EQ(RunPredict(*model, Tensor::FromVector<float>(Shape{3}, {1, 2, 5})),
             (std::vector<float>{2.5, 3, 4.5}));
+}
+
+// Serialized tf.Examples with float feature `key`, one value each.
+Tensor SerializedExamples(const std::string& key, const std::vector<float>& values) {
+  std::vector<std::string> bytes;
+  for (float v : values) {
+    tensorflow::Example e;
+    (*e.mutable_features()->mutable_feature())[key].mutable_float_list()->add_value(v);
+    bytes.push_back(e.SerializeAsString());
+  }
+  return Tensor::FromVector<std::string>(Shape{static_cast<int64_t>(values.size())}, bytes);
+}
+
+std::vector<float> RunSignature(const Session& session, const std::string& signature, const std::string& key,
+                                const Tensor& input) {
+  std::vector<NamedTensor> outputs;
+  std::vector<NamedTensor> inputs{{key, input}};
+  Status s = session.Run(signature, inputs, &outputs);
+  EXPECT_TRUE(s.ok()) << signature << ": " << s.ToString();
+  if (!s.ok()) return {};
+  auto v = outputs[0].tensor.data<float>();
+  return {v.begin(), v.end()};
+}
+
+TEST(SavedModelImportTest, Tf1ClassifyAndRegressSignaturesParseSerializedExamples) {
+  StatusOr<Model> model = ReadSavedModel(kTf1);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(*model);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const Session& s = **session;
+  // y = 0.5 x + 2, y2 = 0.5 x + 3, y3 = 0.5 x2 + 3; x2 defaults to 0 when an example lacks it.
+  EXPECT_EQ(RunSignature(s, "classify_x_to_y", "inputs", SerializedExamples("x", {1, 2})),
+            (std::vector<float>{2.5, 3}));
+  EXPECT_EQ(RunSignature(s, "regress_x_to_y", "inputs", SerializedExamples("x", {5})), (std::vector<float>{4.5}));
+  EXPECT_EQ(RunSignature(s, "regress_x_to_y2", "inputs", SerializedExamples("x", {1})), (std::vector<float>{3.5}));
+  EXPECT_EQ(RunSignature(s, "regress_x2_to_y3", "inputs", Tensor::FromVector<float>(Shape{1, 1}, {4})),
+            (std::vector<float>{5}));
+  // The signature that parses x needs it: an example without it is refused, naming it.
+  std::vector<NamedTensor> outputs;
+  std::vector<NamedTensor> no_x{{"inputs", SerializedExamples("x2", {1})}};
+  Status missing = s.Run("classify_x_to_y", no_x, &outputs);
+  EXPECT_NE(missing.message().find("feature 'x' (float32) is required"), std::string::npos) << missing.ToString();
+
+  // TensorFlow does not hold a feed to its declared shape: x is declared [-1, 1], and TF
+  // Serving's clients send [1, 2, 5].
+  EXPECT_EQ(RunSignature(s, "serving_default", "x", Tensor::FromVector<float>(Shape{3}, {1, 2, 5})),
+            (std::vector<float>{2.5, 3, 4.5}));
+
+  // The SavedModel's own SignatureDefs are kept for metadata: TensorFlow's names, and the
+  // unknown rank of the serialized examples.
+  StatusOr<tensorflow::MetaGraphDef> defs = ImportedSignatureDefs(model->graph);
+  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+  const tensorflow::TensorInfo& in = defs->signature_def().at("classify_x_to_y").inputs().at("inputs");
+  EXPECT_EQ(in.name(), "tf_example:0");
+  EXPECT_TRUE(in.tensor_shape().unknown_rank());
+  EXPECT_EQ(defs->signature_def().at("classify_x_to_y").method_name(), "tensorflow/serving/classify");
+  EXPECT_EQ(defs->signature_def_size(), 5);
+}
+
+TEST(SavedModelImportTest, Tf2ParseExampleV2AndEveryOtherSavedModelOfTfServing) {
+  StatusOr<Model> tf2 = ReadSavedModel(kTf2);
+  ASSERT_TRUE(tf2.ok()) << tf2.status().ToString();
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(*tf2);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_EQ(RunSignature(**session, "classify_x_to_y", "inputs", SerializedExamples("x", {1, 2, 5})),
+            (std::vector<float>{2.5, 3, 4.5}));
+  EXPECT_EQ(RunSignature(**session, "regress_x_to_y2", "inputs", SerializedExamples("x", {1})),
+            (std::vector<float>{3.5}));
+  EXPECT_EQ(ImportedSignatureDefs(tf2->graph)->signature_def().count("__saved_model_init_op"), 1u);
+  EXPECT_EQ(ImportedSignatureDefs(Model{}.graph).status().code(), StatusCode::kNotFound);
+
+  struct Case {
+    fs::path dir;
+    float plus;
+  };
+  for (const Case& c : {Case{kData / "saved_model_half_plus_three/00000123", 3},
+                        Case{kData / "saved_model_half_plus_two_2_versions/00000123", 2},
+                        Case{kData / "saved_model_half_plus_two_2_versions/00000124", 2}}) {
+    StatusOr<Model> model = ReadModelDir(c.dir);
+    ASSERT_TRUE(model.ok()) << c.dir << ": " << model.status().ToString();
+    StatusOr<std::unique_ptr<Session>> s = Session::Create(*model);
+    ASSERT_TRUE(s.ok()) << c.dir << ": " << s.status().ToString();
+    EXPECT_EQ(RunSignature(**s, "serving_default", "x", Tensor::FromVector<float>(Shape{3}, {1, 2, 5})),
+              (std::vector<float>{0.5f + c.plus, 1 + c.plus, 2.5f + c.plus}))
+        << c.dir;
+  }
 }
 
 TEST(SavedModelImportTest, AnUnsupportedOpIsAnErrorNamingOpAndNode) {

@@ -1,0 +1,197 @@
+// The SavedModel importer's op table beyond the half_plus_two models: hand-written TensorFlow
+// graphs of the ops Keras models export (activations, reshaping, concatenation, convolution,
+// pooling, reductions, casts, argmax), translated and run, with answers worked out by hand;
+// and what the table refuses, by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/saved_model/saved_model.h"
+#include "runtime/session.h"
+
+namespace lockstep {
+namespace {
+
+// Builds a TensorFlow MetaGraphDef node by node.
+class TfGraph {
+ public:
+  tensorflow::NodeDef* Node(const std::string& name, const std::string& op, std::vector<std::string> inputs = {}) {
+    tensorflow::NodeDef* n = mg_.mutable_graph_def()->add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  }
+  void Placeholder(const std::string& name, std::vector<int64_t> dims) {
+    Node(name, "Placeholder");
+    inputs_[name] = dims;
+  }
+  template <typename T>
+  void Const(const std::string& name, std::vector<int64_t> dims, std::vector<T> values) {
+    tensorflow::NodeDef* n = Node(name, "Const");
+    tensorflow::TensorProto* t = (*n->mutable_attr())["value"].mutable_tensor();
+    for (int64_t d : dims) t->mutable_tensor_shape()->add_dim()->set_size(d);
+    for (T v : values) {
+      if constexpr (std::is_same_v<T, float>) {
+        t->set_dtype(tensorflow::DT_FLOAT);
+        t->add_float_val(v);
+      } else {
+        t->set_dtype(tensorflow::DT_INT32);
+        t->add_int_val(v);
+      }
+    }
+  }
+  void Output(const std::string& key, const std::string& tensor, tensorflow::DataType dtype, int rank) {
+    tensorflow::TensorInfo info;
+    info.set_name(tensor);
+    info.set_dtype(dtype);
+    for (int i = 0; i < rank; ++i) info.mutable_tensor_shape()->add_dim()->set_size(-1);
+    (*Signature().mutable_outputs())[key] = info;
+  }
+  tensorflow::MetaGraphDef Build() {
+    for (const auto& [name, dims] : inputs_) {
+      tensorflow::TensorInfo info;
+      info.set_name(name + ":0");
+      info.set_dtype(tensorflow::DT_FLOAT);
+      for (int64_t d : dims) info.mutable_tensor_shape()->add_dim()->set_size(d);
+      (*Signature().mutable_inputs())[name] = info;
+    }
+    return mg_;
+  }
+
+ private:
+  tensorflow::SignatureDef& Signature() { return (*mg_.mutable_signature_def())["serving_default"]; }
+  tensorflow::MetaGraphDef mg_;
+  std::map<std::string, std::vector<int64_t>> inputs_;
+};
+
+void SetInts(tensorflow::NodeDef* n, const std::string& attr, std::vector<int64_t> values) {
+  for (int64_t v : values) (*n->mutable_attr())[attr].mutable_list()->add_i(v);
+}
+void SetString(tensorflow::NodeDef* n, const std::string& attr, const std::string& value) {
+  (*n->mutable_attr())[attr].set_s(value);
+}
+
+std::map<std::string, Tensor> ImportAndRun(const tensorflow::MetaGraphDef& mg, const std::string& input, const Tensor& x) {
+  StatusOr<Model> model = ImportMetaGraph(mg, nullptr);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  if (!model.ok()) return {};
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model));
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return {};
+  std::vector<NamedTensor> outputs;
+  const std::vector<NamedTensor> inputs{{input, x}};
+  const Status s = (*session)->Run("serving_default", inputs, &outputs);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::map<std::string, Tensor> by_key;
+  for (NamedTensor& t : outputs) by_key[t.name] = std::move(t.tensor);
+  return by_key;
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  auto v = t.data<T>();
+  return {v.begin(), v.end()};
+}
+
+TEST(SavedModelOpsTest, ActivationsReshapingConcatReductionsAndArgMax) {
+  TfGraph g;
+  g.Placeholder("x", {-1, 3});
+  g.Node("relu6", "Relu6", {"x"});
+  g.Const<int32_t>("axis_last", {}, {-1});
+  g.Node("expanded", "ExpandDims", {"relu6", "axis_last"});  // [N, 3, 1]
+  SetInts(g.Node("squeezed", "Squeeze", {"expanded"}), "squeeze_dims", {2});
+  g.Node("elu", "Elu", {"x"});
+  g.Node("selu", "Selu", {"x"});
+  g.Const<int32_t>("axis_1", {}, {1});
+  g.Node("concat", "ConcatV2", {"squeezed", "elu", "axis_1"});  // [N, 6]
+  g.Const<int32_t>("reduce", {1}, {1});
+  g.Node("mean", "Mean", {"concat", "reduce"});
+  (*g.Node("argmax", "ArgMax", {"concat", "axis_1"})->mutable_attr())["output_type"].set_type(tensorflow::DT_INT32);
+  (*g.Node("argmax_f", "Cast", {"argmax"})->mutable_attr())["DstT"].set_type(tensorflow::DT_FLOAT);
+  g.Const<int32_t>("flat", {1}, {-1});
+  g.Node("flattened", "Reshape", {"selu", "flat"});
+  g.Node("group", "NoOp", {"^mean"});
+  g.Output("mean", "mean:0", tensorflow::DT_FLOAT, 1);
+  g.Output("class", "argmax:0", tensorflow::DT_INT32, 1);
+  g.Output("class_f", "argmax_f:0", tensorflow::DT_FLOAT, 1);
+  g.Output("selu", "flattened:0", tensorflow::DT_FLOAT, 1);
+
+  const std::vector<float> x = {-1, 2, 8, 0.5f, 7, -3};
+  auto out = ImportAndRun(g.Build(), "x", Tensor::FromVector<float>(Shape{2, 3}, x));
+  ASSERT_EQ(out.size(), 4u);
+  // Row 0: relu6 [0, 2, 6], elu [e^-1 - 1, 2, 8]; row 1: relu6 [0.5, 6, 0], elu [0.5, 7, e^-3 - 1].
+  const double row0 = (0 + 2 + 6 + std::expm1(-1.0) + 2 + 8) / 6, row1 = (0.5 + 6 + 0 + 0.5 + 7 + std::expm1(-3.0)) / 6;
+  ASSERT_EQ(out["mean"].shape(), (Shape{2}));
+  EXPECT_NEAR(out.at("mean").data<float>()[0], row0, 1e-6);
+  EXPECT_NEAR(out.at("mean").data<float>()[1], row1, 1e-6);
+  EXPECT_EQ(Values<int32_t>(out["class"]), (std::vector<int32_t>{5, 4}));  // 8 (elu's), 7 (elu's)
+  EXPECT_EQ(Values<float>(out["class_f"]), (std::vector<float>{5, 4}));
+  const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
+  ASSERT_EQ(out["selu"].shape(), (Shape{6}));
+  EXPECT_NEAR(out.at("selu").data<float>()[0], scale * alpha * std::expm1(-1.0), 1e-6);
+  EXPECT_NEAR(out.at("selu").data<float>()[2], scale * 8, 1e-5);
+}
+
+TEST(SavedModelOpsTest, ConvolutionAndPooling) {
+  TfGraph g;
+  g.Placeholder("image", {-1, 2, 2, 1});
+  g.Const<float>("filter", {1, 1, 1, 2}, {2, -1});  // two channels: 2x and -x
+  tensorflow::NodeDef* conv = g.Node("conv", "Conv2D", {"image", "filter"});
+  SetInts(conv, "strides", {1, 1, 1, 1});
+  SetString(conv, "padding", "SAME");
+  SetInts(conv, "dilations", {1, 1, 1, 1});
+  for (const char* pool : {"MaxPool", "AvgPool"}) {
+    tensorflow::NodeDef* p = g.Node(pool, pool, {"conv"});
+    SetInts(p, "ksize", {1, 2, 2, 1});
+    SetInts(p, "strides", {1, 2, 2, 1});
+    SetString(p, "padding", "VALID");
+    g.Output(pool, std::string(pool) + ":0", tensorflow::DT_FLOAT, 4);
+  }
+  auto out = ImportAndRun(g.Build(), "image", Tensor::FromVector<float>(Shape{1, 2, 2, 1}, {1, 2, 3, 4}));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out["MaxPool"].shape(), (Shape{1, 1, 1, 2}));
+  EXPECT_EQ(Values<float>(out["MaxPool"]), (std::vector<float>{8, -1}));
+  EXPECT_EQ(Values<float>(out["AvgPool"]), (std::vector<float>{5, -2.5}));
+}
+
+TEST(SavedModelOpsTest, WhatCannotBeTranslatedIsRefusedByName) {
+  auto error_of = [](auto&& build) {
+    TfGraph g;
+    g.Placeholder("x", {-1, 2, 2, 1});
+    build(g);
+    g.Output("y", "y:0", tensorflow::DT_FLOAT, 4);
+    return ImportMetaGraph(g.Build(), nullptr).status().message();
+  };
+  std::string e = error_of([](TfGraph& g) {
+    g.Const<float>("f", {1, 1, 1, 1}, {1});
+    g.Node("y", "DepthwiseConv2dNative", {"x", "f"});
+  });
+  EXPECT_NE(e.find("op DepthwiseConv2dNative is not supported"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
+    g.Const<float>("f", {1, 1, 1, 1}, {1});
+    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "f"});
+    SetInts(conv, "strides", {1, 1, 1, 1});
+    SetString(conv, "padding", "VALID");
+    SetInts(conv, "dilations", {1, 2, 2, 1});
+  });
+  EXPECT_NE(e.find("node 'y' (op Conv2D): dilated"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
+    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "x"});
+    SetInts(conv, "strides", {1, 1, 1, 1});
+    SetString(conv, "padding", "EXPLICIT");
+  });
+  EXPECT_NE(e.find("padding 'EXPLICIT' is not supported"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
+    g.Node("shape", "Shape", {"x"});
+    g.Node("y", "Reshape", {"x", "shape"});
+  });
+  EXPECT_NE(e.find("op Shape is not supported"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
+    g.Node("y", "Reshape", {"x", "x"});
+  });
+  EXPECT_NE(e.find("the shape must be a constant"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace lockstep
