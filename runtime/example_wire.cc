@@ -139,8 +139,8 @@ Status ForEachNumber(const ExampleFeature& feature, Emit&& emit) {
       });
 }
 
-Status CheckKind(const ExampleFeature& feature, ExampleFeature::Kind kind, size_t size) {
-  if (feature.kind != kind && !(size == 0 && feature.kind == ExampleFeature::Kind::kEmpty)) {
+Status CheckKind(const ExampleFeature& feature, ExampleFeature::Kind kind) {
+  if (feature.kind != kind) {
     return InvalidArgument("feature holds a " + std::string(ExampleFeatureKindName(feature.kind)) + ", not a " +
                            std::string(ExampleFeatureKindName(kind)));
   }
@@ -149,8 +149,7 @@ Status CheckKind(const ExampleFeature& feature, ExampleFeature::Kind kind, size_
 
 template <typename T>
 Status ReadNumbers(const ExampleFeature& feature, ExampleFeature::Kind kind, std::span<T> out) {
-  LS_RETURN_IF_ERROR(CheckKind(feature, kind, out.size()));
-  if (feature.kind == ExampleFeature::Kind::kEmpty) return Status::Ok();
+  LS_RETURN_IF_ERROR(CheckKind(feature, kind));
   size_t i = 0;
   LS_RETURN_IF_ERROR(ForEachNumber(feature, [&](auto v) {
     if (i < out.size()) out[i] = static_cast<T>(v);
@@ -166,7 +165,6 @@ Status ReadNumbers(const ExampleFeature& feature, ExampleFeature::Kind kind, std
 std::string_view ExampleFeatureKindName(ExampleFeature::Kind kind) {
   switch (kind) {
     case ExampleFeature::Kind::kAbsent: return "absent";
-    case ExampleFeature::Kind::kEmpty: return "no list";
     case ExampleFeature::Kind::kBytes: return "bytes_list";
     case ExampleFeature::Kind::kFloat: return "float_list";
     case ExampleFeature::Kind::kInt64: return "int64_list";
@@ -200,7 +198,7 @@ StatusOr<ExampleFeature> FindExampleFeature(std::string_view example, std::strin
         }
       }
       if (entry_key != key) return Status::Ok();
-      ExampleFeature feature{ExampleFeature::Kind::kEmpty, {}};
+      ExampleFeature feature;
       if (has_value) {
         WireReader v(value);
         while (!v.done()) {
@@ -216,7 +214,7 @@ StatusOr<ExampleFeature> FindExampleFeature(std::string_view example, std::strin
           }
         }
       }
-      found = feature;
+      if (feature.kind != ExampleFeature::Kind::kAbsent) found = feature;  // no list: passed over
       return Status::Ok();
     });
   }));
@@ -232,8 +230,7 @@ Status ReadExampleInt64s(const ExampleFeature& feature, std::span<int64_t> out) 
 }
 
 Status ReadExampleBytes(const ExampleFeature& feature, std::span<std::string> out) {
-  LS_RETURN_IF_ERROR(CheckKind(feature, ExampleFeature::Kind::kBytes, out.size()));
-  if (feature.kind == ExampleFeature::Kind::kEmpty) return Status::Ok();
+  LS_RETURN_IF_ERROR(CheckKind(feature, ExampleFeature::Kind::kBytes));
   size_t i = 0;
   LS_RETURN_IF_ERROR(ForEachField(feature.list, 1, "bytes_list", [&](std::string_view bytes) {
     if (i < out.size()) out[i].assign(bytes);

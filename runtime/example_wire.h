@@ -11,9 +11,11 @@
 // Protobuf's merging rules decide what a repeated or concatenated message means, and TF Serving
 // relies on them: it feeds an example with its context as the two serializations concatenated,
 // so that the example's features override the context's. Here, likewise, the last map entry
-// for a key wins, and within an entry the last key and the last value. (Protobuf would merge two
-// values of one entry of the same kind list by list; no serializer writes such an entry.)
-// Unknown fields are skipped; groups, truncated fields and lengths past the end are errors.
+// for a key wins, and within an entry the last key and the last value; as in TensorFlow's
+// parser, an entry whose Feature sets no list is passed over, as if it were not there.
+// (Protobuf would merge two values of one entry of the same kind list by list; no serializer
+// writes such an entry.) Unknown fields are skipped; groups, truncated fields and lengths past
+// the end are errors.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +29,12 @@ namespace lockstep {
 
 // A feature's list as it lies in the example: its kind and the list message's bytes.
 struct ExampleFeature {
-  enum class Kind { kAbsent, kEmpty, kBytes, kFloat, kInt64 };  // kEmpty: present, no kind set
+  enum class Kind { kAbsent, kBytes, kFloat, kInt64 };
   Kind kind = Kind::kAbsent;
   std::string_view list;
 };
 
-// "bytes_list", "float_list", "int64_list", "no list" (kEmpty) or "absent".
+// "bytes_list", "float_list", "int64_list" or "absent".
 std::string_view ExampleFeatureKindName(ExampleFeature::Kind kind);
 
 // Finds feature `key` in the serialized Example `example`. kAbsent when no entry names it;
@@ -40,8 +42,7 @@ std::string_view ExampleFeatureKindName(ExampleFeature::Kind kind);
 StatusOr<ExampleFeature> FindExampleFeature(std::string_view example, std::string_view key);
 
 // Decode a list of the matching kind into `out`. InvalidArgument when the list is of another
-// kind, is malformed, or holds other than out.size() values (a feature with no list set counts
-// as an empty list of any kind).
+// kind, is malformed, or holds other than out.size() values.
 Status ReadExampleFloats(const ExampleFeature& feature, std::span<float> out);
 Status ReadExampleInt64s(const ExampleFeature& feature, std::span<int64_t> out);
 Status ReadExampleBytes(const ExampleFeature& feature, std::span<std::string> out);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/bfloat16.h"
+#include "runtime/saved_model/tensor_proto.h"
 
 namespace lockstep {
 
@@ -211,8 +212,8 @@ StatusOr<int64_t> ColumnsOf(const NamedTensor& output, int64_t rows, int64_t max
 }  // namespace
 
 bool TakesSerializedExamples(const Signature& signature) {
-  return signature.inputs.size() == 1 && signature.inputs[0].dtype == DType::kString &&
-         signature.inputs[0].shape.rank() == 1;
+  return signature.inputs.size() == 1 && signature.inputs[0].any_shape &&
+         signature.inputs[0].dtype == DType::kString && signature.inputs[0].shape.rank() == 1;
 }
 
 StatusOr<std::vector<NamedTensor>> TensorsFromExamples(const Signature& signature, const tfs::Input& input) {
@@ -222,6 +223,15 @@ StatusOr<std::vector<NamedTensor>> TensorsFromExamples(const Signature& signatur
     // As TF Serving feeds them: a context is serialized in front of each example, and parsing
     // the concatenation merges the two, the example's features winning.
     const std::string context = view.context != nullptr ? view.context->SerializeAsString() : std::string();
+    // The context is copied into every example: a large one times many small examples must
+    // not make a small request take the machine's memory.
+    uint64_t total = 0;
+    for (const tensorflow::Example& example : *view.examples) total += context.size() + example.ByteSizeLong();
+    if (total > static_cast<uint64_t>(kMaxRequestTensorBytes)) {
+      return ResourceExhausted("the examples serialized with their context would take " + std::to_string(total) +
+                               " bytes, more than the " + std::to_string(kMaxRequestTensorBytes) +
+                               " one request's tensors may");
+    }
     Tensor serialized(DType::kString, Shape{n});
     for (int64_t i = 0; i < n; ++i) {
       std::string& bytes = serialized.mutable_data<std::string>()[static_cast<size_t>(i)];

@@ -6,10 +6,11 @@
 // method_name says so, on tf.Example inputs: each signature input key names an Example
 // feature, and the feature's values across the examples (after merging the context's
 // features in, example values winning) become a tensor [num_examples, <input shape[1:]>].
-// A signature whose one input is a vector of strings takes the examples serialized instead, as
-// TensorFlow's classification and regression signatures do (the graph parses them): with a
-// context, each example is fed as the context's serialization followed by its own, which
-// parsing merges with the example's features winning, as TF Serving feeds them.
+// A SavedModel's signature whose one input is a vector of strings takes the examples serialized
+// instead, as TensorFlow's classification and regression signatures do (the graph parses
+// them): with a context, each example is fed as the context's serialization followed by its
+// own, which parsing merges with the example's features winning, as TF Serving feeds them.
+// (The context is copied into each: past 1 GiB in all, the request is ResourceExhausted.)
 // Their outputs follow TensorFlow's names:
 //   classify: "scores" float [N] or [N, C] (required here), "classes" string [N, C] (labels;
 //             optional: without it every Class carries an empty label, as TensorFlow's does)
@@ -92,7 +93,8 @@ Status RunClassify(const GraphRunner& runner, const Signature& signature, const 
 Status RunRegress(const GraphRunner& runner, const Signature& signature, const tensorflow::serving::Input& input,
                   tensorflow::serving::RegressionResult* result);
 
-// Whether `signature` takes serialized tf.Examples: one input, a vector of strings.
+// Whether `signature` takes serialized tf.Examples: one input, a vector of strings, fed as
+// TensorFlow feeds (TensorBinding::any_shape, a SavedModel's).
 bool TakesSerializedExamples(const Signature& signature);
 
 // Exposed for tests: the tensors `signature`'s inputs get from `input`'s examples.

@@ -138,7 +138,9 @@ StatusOr<Shape> SqueezeShape(const Shape& in, const AttrMap& attrs) {
   }
   Shape out;
   for (int d = 0; d < in.rank(); ++d) {
-    // With no axes named, only dimensions known to be 1 go (an unknown one may not be 1).
+    // With no axes named, every dimension of size 1 goes, as in TensorFlow: at run time all that
+    // are 1; in inference only those known to be 1 (an unknown one may not be), so a batch of
+    // one squeezes further than inference says, and the kernels after it check what they get.
     const bool dropped = axes.empty() ? in.dim(d) == 1 : drop[d];
     if (!dropped) out.AddDim(in.dim(d));
   }

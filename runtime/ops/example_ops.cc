@@ -30,6 +30,7 @@ struct FeatureAttrs {
 
 StatusOr<FeatureAttrs> ReadAttrs(const AttrMap& attrs) {
   FeatureAttrs a;
+  if (!attrs.Has("key")) return InvalidArgument(Str(kOp) + ": attr 'key' is missing");
   LS_ASSIGN_OR_RETURN(a.key, attrs.GetStringViewOr("key", ""));
   LS_ASSIGN_OR_RETURN(a.dtype, attrs.GetDType("dtype"));
   LS_ASSIGN_OR_RETURN(a.shape, attrs.GetShape("shape"));

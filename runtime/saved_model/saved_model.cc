@@ -220,6 +220,19 @@ Status Importer::AddSignature(const std::string& name, const tensorflow::Signatu
         if (!dtype.ok()) return context(dtype.status().WithPrefix("input '" + key + "'"));
         b->dtype = *dtype;
       }
+      // With no rank declared, the placeholder's own shape builds the graph where it has one
+      // (rank 0 excepted: early exports wrote that for "unconstrained").
+      auto shape_attr = fed_node->def->attr().find("shape");
+      if ((!info.has_tensor_shape() || info.tensor_shape().unknown_rank()) && shape_attr != fed_node->def->attr().end() &&
+          shape_attr->second.has_shape() && !shape_attr->second.shape().unknown_rank() &&
+          shape_attr->second.shape().dim_size() >= 1) {
+        std::vector<int64_t> dims;
+        for (const auto& d : shape_attr->second.shape().dim()) dims.push_back(d.size() < 0 ? -1 : d.size());
+        dims[0] = -1;  // the caller's, as for declared shapes
+        StatusOr<Shape> shape = Shape::FromDims(dims);
+        if (!shape.ok()) return context(shape.status().WithPrefix("input '" + key + "'"));
+        b->shape = *shape;
+      }
     }
     if (fed.count(ref->node) != 0) {
       return context(

@@ -75,6 +75,14 @@ TEST(ExampleWireTest, UnpackedValuesAndConcatenatedMessagesFollowProtobufsMergin
                              MakeExample({{"x", {2}}}).SerializeAsString();
   EXPECT_EQ(Floats(merged, "x", 1), (std::vector<float>{2}));
   EXPECT_EQ(Floats(merged, "shared", 1), (std::vector<float>{7}));
+
+  // An entry whose Feature sets no list is passed over, as TensorFlow's parser does: the
+  // context's value stands, and alone it is as if the feature were absent.
+  tensorflow::Example no_list;
+  (*no_list.mutable_features()->mutable_feature())["x"];
+  EXPECT_EQ(FindExampleFeature(no_list.SerializeAsString(), "x")->kind, ExampleFeature::Kind::kAbsent);
+  EXPECT_EQ(Floats(MakeExample({{"x", {3}}}).SerializeAsString() + no_list.SerializeAsString(), "x", 1),
+            (std::vector<float>{3}));
 }
 
 TEST(ExampleWireTest, MalformedBytesAreErrorsNeverOverruns) {
@@ -106,14 +114,17 @@ StatusOr<std::vector<Tensor>> Parse(const std::vector<std::string>& examples, co
 }
 
 TEST(ParseExampleFeatureTest, FillsABatchTakingDefaultsForMissingFeatures) {
+  tensorflow::Example no_list;
+  (*no_list.mutable_features()->mutable_feature())["x"];
   const std::vector<std::string> examples = {MakeExample({{"x", {1, 2}}}).SerializeAsString(),
-                                             MakeExample({{"y", {5}}}).SerializeAsString()};
+                                             MakeExample({{"y", {5}}}).SerializeAsString(),
+                                             no_list.SerializeAsString()};
   StatusOr<std::vector<Tensor>> out =
       Parse(examples, Tensor::FromVector<float>(Shape{2}, {-1, -2}), DType::kFloat32, Shape{2});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ((*out)[0].shape(), (Shape{2, 2}));
+  EXPECT_EQ((*out)[0].shape(), (Shape{3, 2}));
   auto v = (*out)[0].data<float>();
-  EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{1, 2, -1, -2}));
+  EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{1, 2, -1, -2, -1, -2}));
 }
 
 TEST(ParseExampleFeatureTest, ErrorsNameTheExampleAndFeature) {

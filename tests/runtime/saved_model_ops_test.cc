@@ -155,6 +155,34 @@ TEST(SavedModelOpsTest, ConvolutionAndPooling) {
   EXPECT_EQ(Values<float>(out["AvgPool"]), (std::vector<float>{5, -2.5}));
 }
 
+// An input the SignatureDef declares without a shape takes its placeholder's, where that has a
+// rank; with neither, a batch of elements.
+TEST(SavedModelOpsTest, AnUndeclaredInputShapeComesFromItsPlaceholder) {
+  TfGraph g;
+  g.Placeholder("x", {});
+  tensorflow::NodeDef* x = g.Node("shaped", "Placeholder");
+  auto* shape = (*x->mutable_attr())["shape"].mutable_shape();
+  shape->add_dim()->set_size(-1);
+  shape->add_dim()->set_size(3);
+  g.Const<float>("w", {3, 1}, {1, 2, 3});
+  g.Node("y", "MatMul", {"shaped", "w"});
+  g.Output("y", "y:0", tensorflow::DT_FLOAT, 2);
+  g.Node("z", "Relu", {"x"});
+  g.Output("z", "z:0", tensorflow::DT_FLOAT, 1);
+  tensorflow::MetaGraphDef mg = g.Build();
+  auto& inputs = *(*mg.mutable_signature_def())["serving_default"].mutable_inputs();
+  inputs["shaped"].set_name("shaped:0");
+  inputs["shaped"].set_dtype(tensorflow::DT_FLOAT);
+  inputs["x"].clear_tensor_shape();
+  StatusOr<Model> model = ImportMetaGraph(mg, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const Signature* sig = model->graph.FindSignature("serving_default");
+  for (const TensorBinding& b : sig->inputs) {
+    EXPECT_EQ(b.shape, b.key == "shaped" ? Shape({-1, 3}) : Shape({-1})) << b.key;
+    EXPECT_TRUE(b.any_shape);
+  }
+}
+
 TEST(SavedModelOpsTest, WhatCannotBeTranslatedIsRefusedByName) {
   auto error_of = [](auto&& build) {
     TfGraph g;

@@ -172,5 +172,36 @@ TEST(InferenceTest, FindsSignaturesAndSpecs) {
   EXPECT_FALSE(request->version);
 }
 
+// A SavedModel's signature of one string vector fed as TensorFlow feeds takes the examples
+// serialized, the context in front of each; a bundle's string feature still takes the
+// feature's values. A context copied into every example is bounded.
+TEST(InferenceTest, SerializedExamplesForSavedModelSignaturesOnly) {
+  Signature sig{"classify", std::string(kClassifyMethod), {{"inputs", "inputs", DType::kString, Shape{-1}}}, {}};
+  tfs::Input input;
+  auto* list = input.mutable_example_list_with_context();
+  (*list->mutable_context()->mutable_features()->mutable_feature())["inputs"].mutable_bytes_list()->add_value("c");
+  list->add_examples();
+  (*list->add_examples()->mutable_features()->mutable_feature())["inputs"].mutable_bytes_list()->add_value("e");
+
+  StatusOr<std::vector<NamedTensor>> features = TensorsFromExamples(sig, input);
+  ASSERT_TRUE(features.ok()) << features.status().ToString();
+  EXPECT_EQ(features->at(0).tensor.data<std::string>()[0], "c");  // the feature's values
+  EXPECT_EQ(features->at(0).tensor.data<std::string>()[1], "e");
+
+  sig.inputs[0].any_shape = true;
+  ASSERT_TRUE(TakesSerializedExamples(sig));
+  StatusOr<std::vector<NamedTensor>> serialized = TensorsFromExamples(sig, input);
+  ASSERT_TRUE(serialized.ok()) << serialized.status().ToString();
+  const std::string context = list->context().SerializeAsString();
+  EXPECT_EQ(serialized->at(0).tensor.data<std::string>()[0], context + list->examples(0).SerializeAsString());
+  EXPECT_EQ(serialized->at(0).tensor.data<std::string>()[1], context + list->examples(1).SerializeAsString());
+
+  // 1 MiB of context times 1100 examples of nothing: refused before anything is copied.
+  (*list->mutable_context()->mutable_features()->mutable_feature())["big"].mutable_bytes_list()->add_value(
+      std::string(size_t{1} << 20, 'x'));
+  for (int i = 0; i < 1100; ++i) list->add_examples();
+  EXPECT_EQ(TensorsFromExamples(sig, input).status().code(), StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace lockstep
