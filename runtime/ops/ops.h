@@ -15,6 +15,8 @@ void RegisterMatMulOps(OpRegistry& registry);
 // Conv2D (NHWC, through the matmul core) and its gradients, Conv2DBackpropInput and
 // Conv2DBackpropFilter.
 void RegisterConvOps(OpRegistry& registry);
+// DepthwiseConv2D (NHWC, each channel its own filters; direct loops, no gradient).
+void RegisterDepthwiseConvOps(OpRegistry& registry);
 // MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
 void RegisterPoolOps(OpRegistry& registry);
 // Identity, Reshape, Flatten, Squeeze, ExpandDims, Concat, Cast, ArgMax, Gather (and
@@ -38,6 +40,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterActivationOps(registry);
   RegisterMatMulOps(registry);
   RegisterConvOps(registry);
+  RegisterDepthwiseConvOps(registry);
   RegisterPoolOps(registry);
   RegisterArrayOps(registry);
   RegisterGradientOps(registry);

@@ -222,7 +222,12 @@ Status WindowAttrs(const TranslationContext& ctx, bool has_ksize, AttrMap* attrs
   return Status::Ok();
 }
 
-Status Conv2D(TranslationContext& ctx, std::vector<std::string>* outputs) {
+constexpr char kConv2D[] = "Conv2D";
+constexpr char kDepthwiseConv2D[] = "DepthwiseConv2D";
+
+// Conv2D and DepthwiseConv2dNative: the same attrs, undilated.
+template <const char* kOp>
+Status Convolution(TranslationContext& ctx, std::vector<std::string>* outputs) {
   LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
   AttrMap attrs;
   LS_RETURN_IF_ERROR(WindowAttrs(ctx, false, &attrs));
@@ -232,7 +237,7 @@ Status Conv2D(TranslationContext& ctx, std::vector<std::string>* outputs) {
       if (d != 1) return ctx.Error("dilated convolutions are not supported");
     }
   }
-  outputs->push_back(ctx.Emit("Conv2D", ctx.inputs(), std::move(attrs)));
+  outputs->push_back(ctx.Emit(kOp, ctx.inputs(), std::move(attrs)));
   return Status::Ok();
 }
 
@@ -354,7 +359,8 @@ const std::map<std::string, OpTranslator, std::less<>>& Table() {
       {"Cast", Cast},
       {"ConcatV2", ConcatV2},
       {"Const", Const},
-      {"Conv2D", Conv2D},
+      {"Conv2D", Convolution<kConv2D>},
+      {"DepthwiseConv2dNative", Convolution<kDepthwiseConv2D>},
       {"Elu", Direct<kElu>},
       {"ExpandDims", ExpandDims},
       {"Identity", Direct<kIdentity>},

@@ -168,6 +168,93 @@ TEST(OpsConvTest, Conv2DErrorsAndInference) {
   EXPECT_EQ((*out)[0].shape, (Shape{-1, -1, 7, 8}));
 }
 
+// ---- DepthwiseConv2D ----
+
+// A depthwise convolution is a Conv2D whose filter is block-diagonal: channel c's M filters
+// sit in output columns [c * M, (c + 1) * M) and see only input channel c. ConvRef on that
+// filter is the reference.
+Tensor BlockDiagonalFilter(const Tensor& depthwise) {
+  const Shape& s = depthwise.shape();
+  const int64_t kh = s.dim(0), kw = s.dim(1), c = s.dim(2), m = s.dim(3);
+  const auto f = depthwise.data<float>();
+  std::vector<float> full(static_cast<size_t>(kh * kw * c * c * m), 0.0f);
+  for (int64_t tap = 0; tap < kh * kw; ++tap)
+    for (int64_t q = 0; q < c; ++q)
+      for (int64_t j = 0; j < m; ++j) full[(tap * c + q) * c * m + q * m + j] = f[(tap * c + q) * m + j];
+  return Tensor::FromVector<float>({kh, kw, c, c * m}, full);
+}
+
+TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
+  // cout is the depth multiplier M.
+  const ConvCase cases[] = {
+      {1, 5, 5, 1, 3, 3, 1, 1, 1, false}, {1, 5, 5, 3, 3, 3, 1, 1, 1, true},
+      {2, 7, 8, 4, 3, 3, 2, 2, 2, true},  {2, 7, 8, 3, 3, 3, 3, 2, 2, false},
+      {1, 6, 11, 5, 2, 3, 1, 2, 1, true}, {1, 6, 11, 2, 2, 3, 4, 1, 3, true},  // asymmetric
+      {1, 1, 1, 7, 3, 3, 1, 1, 1, true},  {0, 5, 5, 3, 3, 3, 2, 1, 1, true},   // batch 0
+      {3, 12, 12, 32, 3, 3, 1, 1, 1, true},                                  // MobileNet-like
+  };
+  uint64_t seed = 100;
+  for (const ConvCase& d : cases) {
+    Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, seed++);
+    Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, seed++);
+    ConvCase full = d;
+    full.cout = d.cin * d.cout;
+    Shape shape;
+    std::vector<double> want, tol;
+    ConvRef(full, input, BlockDiagonalFilter(filter), &shape, &want, &tol);
+    Tensor out = RunOk("DepthwiseConv2D", {input, filter}, ConvAttrs(d)).at(0);
+    ExpectNear(out, shape, want, tol, "depthwise " + Describe(d));
+  }
+}
+
+TEST(OpsConvTest, DepthwiseConv2DIsIndependentOfThreadCount) {
+  ThreadPool one(1), four(4);
+  const ConvCase d{2, 30, 30, 16, 3, 3, 2, 1, 1, true};
+  Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 7);
+  Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 8);
+  EXPECT_TRUE(op_test::RunOn(one, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))
+                  .BitwiseEqual(op_test::RunOn(four, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))));
+}
+
+// float64 (as every real op takes it) gives the float32 answer where both are exact: small
+// integers.
+TEST(OpsConvTest, DepthwiseConv2DFloat64) {
+  const std::vector<double> x = {1, 10, 2, 20, 3, 30, 4, 40};
+  const std::vector<double> f = {1, 1, 0, 0.5, 1, 0, 0, 0.5, 1, 0, 0, 0.5, 1, 0, -1, 0.5};
+  Tensor out = RunOk("DepthwiseConv2D", {Tensor::FromVector<double>({1, 2, 2, 2}, x),
+                                         Tensor::FromVector<double>({2, 2, 2, 2}, f)},
+                     {{"padding", std::string("SAME")}})
+                   .at(0);
+  ASSERT_EQ(out.shape(), (Shape{1, 2, 2, 4}));
+  // SAME pads one row and column after: pixel (0, 0) sees all four taps, (1, 1) only its own
+  // (the top-left tap).
+  const auto v = out.data<double>();
+  EXPECT_EQ(std::vector<double>(v.begin(), v.begin() + 4), (std::vector<double>{10, 1, -40, 50}));
+  EXPECT_EQ(std::vector<double>(v.end() - 4, v.end()), (std::vector<double>{4, 4, 0, 20}));
+}
+
+TEST(OpsConvTest, DepthwiseConv2DErrorsAndInference) {
+  Tensor input = RandomTensor({1, 5, 5, 3}, 1);
+  ExpectError(RunOp("DepthwiseConv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 4, 2}, 2)}).status(),
+              StatusCode::kInvalidArgument, "input channels 3");
+  ExpectError(RunOp("DepthwiseConv2D", std::vector<Tensor>{input, RandomTensor({6, 3, 3, 1}, 2)}).status(),
+              StatusCode::kInvalidArgument, "larger than the input height");
+  ExpectError(RunOp("DepthwiseConv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 3}, 2)}).status(),
+              StatusCode::kInvalidArgument, "rank 4");
+  ExpectError(RunOp("DepthwiseConv2D",
+                    std::vector<Tensor>{input, Tensor::FromVector<double>({1, 1, 3, 1}, {1, 2, 3})})
+                  .status(),
+              StatusCode::kInvalidArgument, "filter must be float32, got float64");
+
+  auto out = Infer("DepthwiseConv2D", {{DType::kFloat32, {-1, 28, 28, 3}}, {DType::kFloat32, {3, 3, 3, 2}}},
+                   {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 14, 14, 6}));
+  out = Infer("DepthwiseConv2D", {{DType::kFloat32, {-1, 9, 9, -1}}, {DType::kFloat32, {3, 3, -1, 2}}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 7, 7, -1}));
+}
+
 // ---- Pooling ----
 
 struct PoolCase {

@@ -79,6 +79,7 @@ std::vector<OpCase> Cases() {
       {"ArgMax", {kAnyFloat}, {AttrMap{}, AttrMap{{"axis", int64_t{0}}}}},
       {"Gather", {{DType::kFloat32, 1, 3}, {DType::kInt32, 0, 2}}, none, /*value_checks=*/true},
       {"Conv2D", {kImage, kImage}, conv},
+      {"DepthwiseConv2D", {kImage, kImage}, conv},
       {"MaxPool2D", {kImage}, pool},
       {"AvgPool2D", {kImage}, pool},
   };

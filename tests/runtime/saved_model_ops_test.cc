@@ -155,6 +155,26 @@ TEST(SavedModelOpsTest, ConvolutionAndPooling) {
   EXPECT_EQ(Values<float>(out["AvgPool"]), (std::vector<float>{5, -2.5}));
 }
 
+// Two channels, depth multiplier 2, a 2x2 window over a 2x2 image (VALID): each output is one
+// channel's four pixels weighted by one of its filters. Pixels (c0, c1): (1, 10), (2, 20),
+// (3, 30), (4, 40). Filters: c0 m0 all ones (10); c0 m1 only the top-left tap (1); c1 m0 -1 on
+// the bottom-right tap (-40); c1 m1 all 0.5 (50).
+TEST(SavedModelOpsTest, DepthwiseConvolution) {
+  TfGraph g;
+  g.Placeholder("image", {-1, 2, 2, 2});
+  g.Const<float>("filter", {2, 2, 2, 2}, {1, 1, 0, 0.5, 1, 0, 0, 0.5, 1, 0, 0, 0.5, 1, 0, -1, 0.5});
+  tensorflow::NodeDef* conv = g.Node("y", "DepthwiseConv2dNative", {"image", "filter"});
+  SetInts(conv, "strides", {1, 1, 1, 1});
+  SetString(conv, "padding", "VALID");
+  SetInts(conv, "dilations", {1, 1, 1, 1});
+  g.Output("y", "y:0", tensorflow::DT_FLOAT, 4);
+  auto out = ImportAndRun(g.Build(), "image",
+                          Tensor::FromVector<float>(Shape{1, 2, 2, 2}, {1, 10, 2, 20, 3, 30, 4, 40}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out["y"].shape(), (Shape{1, 1, 1, 4}));
+  EXPECT_EQ(Values<float>(out["y"]), (std::vector<float>{10, 1, -40, 50}));
+}
+
 // An input the SignatureDef declares without a shape takes its placeholder's, where that has a
 // rank; with neither, a batch of elements.
 TEST(SavedModelOpsTest, AnUndeclaredInputShapeComesFromItsPlaceholder) {
@@ -192,10 +212,10 @@ TEST(SavedModelOpsTest, WhatCannotBeTranslatedIsRefusedByName) {
     return ImportMetaGraph(g.Build(), nullptr).status().message();
   };
   std::string e = error_of([](TfGraph& g) {
-    g.Const<float>("f", {1, 1, 1, 1}, {1});
-    g.Node("y", "DepthwiseConv2dNative", {"x", "f"});
+    g.Const<float>("f", {1, 1, 1, 1, 1}, {1});
+    g.Node("y", "Conv3D", {"x", "f"});
   });
-  EXPECT_NE(e.find("op DepthwiseConv2dNative is not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find("op Conv3D is not supported"), std::string::npos) << e;
   e = error_of([](TfGraph& g) {
     g.Const<float>("f", {1, 1, 1, 1}, {1});
     tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "f"});

@@ -1,0 +1,108 @@
+// DepthwiseConv2D (TensorFlow's DepthwiseConv2dNative, what Keras' DepthwiseConv2D and
+// SeparableConv2D export): every input channel is convolved with its own filters, and
+// channels never mix.
+//   input  [N, H, W, C] (NHWC)
+//   filter [KH, KW, C, M]        M: the depth multiplier
+//   output [N, OH, OW, C * M]    out[n, oh, ow, c * M + m] = Σ_{i,j} x[n, ih, iw, c] · f[i, j, c, m]
+// Attrs: strides [sh, sw] (default [1, 1]) and padding "SAME" / "VALID", as Conv2D's
+// (window.h). float32, and float64; no gradient (serving only).
+//
+// A direct loop, not the Gemm: each output element is a dot product of only KH * KW terms, so
+// an im2col matrix would be mostly copying. Channels are innermost, so the inner loop is a
+// vectorisable multiply-add over C (or C * M). Taps are summed in (i, j) order whatever the
+// thread count.
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/op_registry.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
+#include "runtime/ops/window.h"
+
+namespace lockstep {
+namespace {
+
+constexpr std::string_view kOp = "DepthwiseConv2D";
+
+StatusOr<Geometry> DepthwiseGeometry(const AttrMap& attrs, const TensorSpec& input, const TensorSpec& filter) {
+  LS_RETURN_IF_ERROR(CheckReal(kOp, "input", input.dtype));
+  LS_RETURN_IF_ERROR(CheckDType(kOp, "filter", filter.dtype, input.dtype));
+  LS_RETURN_IF_ERROR(CheckRank(kOp, "input (NHWC)", input.shape, 4));
+  LS_RETURN_IF_ERROR(CheckRank(kOp, "filter [KH, KW, C, M]", filter.shape, 4));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(kOp, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(kOp, attrs));
+  int64_t c;
+  if (!MergeDim(input.shape.dim(3), filter.shape.dim(2), &c)) {
+    return InvalidArgument(Str(kOp) + ": input channels " + std::to_string(input.shape.dim(3)) + " of input " +
+                           input.shape.ToString() + " differ from filter " + filter.shape.ToString());
+  }
+  const int64_t m = filter.shape.dim(3);
+  Shape in = input.shape;
+  in.set_dim(3, c);
+  return MakeGeometry(kOp, in, filter.shape.dim(0), filter.shape.dim(1), strides, same,
+                      c < 0 || m < 0 ? -1 : c * m);
+}
+
+StatusOr<std::vector<TensorSpec>> InferDepthwise(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount(kOp, ctx.inputs.size(), 2, 2));
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  return Single(ctx.inputs[0].dtype, g.out);
+}
+
+// Output rows [begin, end) of the flattened (n, oh) index; `m` is the depth multiplier.
+template <typename T>
+void DepthwiseRows(const Geometry& g, int64_t m, const T* in, const T* filter, T* out, int64_t begin,
+                   int64_t end) {
+  const int64_t c = g.c, cm = g.c * m;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / g.wh.out;
+    const int64_t oh = row % g.wh.out;
+    const int64_t top = oh * g.sh - g.wh.pad_before;
+    for (int64_t ow = 0; ow < g.ww.out; ++ow) {
+      const int64_t left = ow * g.sw - g.ww.pad_before;
+      T* __restrict o = out + (row * g.ww.out + ow) * cm;
+      std::fill(o, o + cm, T(0));
+      for (int64_t ih = g.row_begin(oh); ih < g.row_end(oh); ++ih) {
+        for (int64_t iw = g.col_begin(ow); iw < g.col_end(ow); ++iw) {
+          const T* __restrict x = in + ((n * g.h + ih) * g.w + iw) * c;
+          const T* __restrict f = filter + ((ih - top) * g.kw + (iw - left)) * cm;
+          if (m == 1) {
+            for (int64_t k = 0; k < c; ++k) o[k] += x[k] * f[k];
+          } else {
+            for (int64_t k = 0; k < c; ++k) {
+              for (int64_t j = 0; j < m; ++j) o[k * m + j] += x[k] * f[k * m + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+Status DepthwiseKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& filter = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), {input.dtype(), input.shape()},
+                                                    {filter.dtype(), filter.shape()}));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
+  if (out->num_elements() == 0) return Status::Ok();
+  const int64_t m = filter.shape().dim(3);
+  const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * m * g.kh * g.kw);
+  return DispatchReal(input.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = input.data<T>().data();
+    const T* f = filter.data<T>().data();
+    T* po = out->mutable_data<T>().data();
+    ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
+                           [&](int64_t begin, int64_t end) { DepthwiseRows(g, m, in, f, po, begin, end); });
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+void RegisterDepthwiseConvOps(OpRegistry& registry) {
+  (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferDepthwise, DepthwiseKernel));
+}
+
+}  // namespace lockstep
