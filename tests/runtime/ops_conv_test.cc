@@ -192,6 +192,8 @@ TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
       {1, 6, 11, 5, 2, 3, 1, 2, 1, true}, {1, 6, 11, 2, 2, 3, 4, 1, 3, true},  // asymmetric
       {1, 1, 1, 7, 3, 3, 1, 1, 1, true},  {0, 5, 5, 3, 3, 3, 2, 1, 1, true},   // batch 0
       {3, 12, 12, 32, 3, 3, 1, 1, 1, true},                                  // MobileNet-like
+      // M = 1 in blocks of 64, 32 and 16 channels and a remainder: 64 + 16 + 3, 32 + 16.
+      {1, 6, 7, 83, 3, 3, 1, 1, 1, true}, {2, 5, 5, 48, 3, 3, 1, 2, 2, false}, {1, 4, 4, 128, 5, 5, 1, 1, 1, true},
   };
   uint64_t seed = 100;
   for (const ConvCase& d : cases) {
@@ -209,11 +211,40 @@ TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
 
 TEST(OpsConvTest, DepthwiseConv2DIsIndependentOfThreadCount) {
   ThreadPool one(1), four(4);
-  const ConvCase d{2, 30, 30, 16, 3, 3, 2, 1, 1, true};
-  Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 7);
-  Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 8);
-  EXPECT_TRUE(op_test::RunOn(one, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))
-                  .BitwiseEqual(op_test::RunOn(four, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))));
+  for (const ConvCase& d : {ConvCase{2, 30, 30, 16, 3, 3, 2, 1, 1, true}, ConvCase{2, 30, 30, 83, 3, 3, 1, 1, 1, true}}) {
+    Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 7);
+    Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 8);
+    EXPECT_TRUE(op_test::RunOn(one, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))
+                    .BitwiseEqual(op_test::RunOn(four, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))))
+        << Describe(d);
+  }
+}
+
+// The float32 kernel sums each output's taps in (i, j) order, one rounded multiply and one
+// rounded add at a time, whichever ISA clone runs: the same bits as this plain loop.
+TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBit) {
+  const ConvCase d{1, 9, 8, 83, 3, 3, 1, 2, 1, true};
+  Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 11);
+  Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 12);
+  Tensor out = RunOk("DepthwiseConv2D", {input, filter}, ConvAttrs(d)).at(0);
+  int64_t oh, ow, pt, pl;
+  TfWindow(d.h, d.kh, d.sh, d.same, &oh, &pt);
+  TfWindow(d.w, d.kw, d.sw, d.same, &ow, &pl);
+  ASSERT_EQ(out.shape(), (Shape{1, oh, ow, d.cin}));
+  const auto x = input.data<float>(), f = filter.data<float>(), y = out.data<float>();
+  for (int64_t r = 0; r < oh; ++r)
+    for (int64_t col = 0; col < ow; ++col)
+      for (int64_t q = 0; q < d.cin; ++q) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < d.kh; ++i)
+          for (int64_t j = 0; j < d.kw; ++j) {
+            const int64_t ih = r * d.sh - pt + i, iw = col * d.sw - pl + j;
+            if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
+            const float product = x[(ih * d.w + iw) * d.cin + q] * f[(i * d.kw + j) * d.cin + q];
+            sum = sum + product;
+          }
+        ASSERT_EQ(y[(r * ow + col) * d.cin + q], sum) << r << "," << col << "," << q;
+      }
 }
 
 // float64 (as every real op takes it) gives the float32 answer where both are exact: small
