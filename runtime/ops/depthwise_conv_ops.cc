@@ -16,6 +16,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "runtime/matmul/gemm_path.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -83,11 +84,13 @@ void DepthwiseRows(const Geometry& g, int64_t m, const T* in, const T* filter, T
 
 // The common case, float32 with M = 1 (Keras' default depth multiplier). For each output
 // pixel, blocks of 64, 32 or 16 channels are summed over the taps in GCC vectors (16 lanes,
-// lowered to whatever the ISA has) that stay in registers, and stored once. The function is
-// cloned per ISA (AVX-512F, AVX2, baseline) and the clone chosen at load by the CPU's
-// features, because the runtime is otherwise built for baseline x86-64. Every path sums the
-// taps in the same (i, j) order as DepthwiseRows, one rounded multiply and one rounded add
-// each (the runtime builds with -ffp-contract=off), so every clone gives the same bits.
+// lowered to whatever the ISA has) that stay in registers, and stored once. The body is
+// compiled three times, for AVX-512F, AVX2 and baseline x86-64, and the matmul core's path
+// (gemm_path.h: the CPU's best, LOCKSTEP_GEMM_PATH, SetGemmPath) picks one, so that one switch
+// governs every kernel's instruction set. (Not target_clones: ThreadSanitizer crashes in its
+// ifunc resolver.) Every version sums the taps in the same (i, j) order as DepthwiseRows, one
+// rounded multiply and one rounded add each (the runtime builds with -ffp-contract=off), so
+// all give the same bits.
 using Lanes = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
 
@@ -112,11 +115,8 @@ template <int kVectors>
   std::memcpy(out_pixel + c0, acc, sizeof acc);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void DepthwiseRowsFloatM1(const Geometry& g, const float* in, const float* filter, float* out, int64_t begin,
-                          int64_t end) {
+[[gnu::always_inline]] inline void RowsFloatM1(const Geometry& g, const float* in, const float* filter,
+                                               float* out, int64_t begin, int64_t end) {
   const int64_t c = g.c;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / g.wh.out;
@@ -148,6 +148,38 @@ void DepthwiseRowsFloatM1(const Geometry& g, const float* in, const float* filte
   }
 }
 
+using RowsFn = void (*)(const Geometry&, const float*, const float*, float*, int64_t, int64_t);
+
+void RowsFloatM1Baseline(const Geometry& g, const float* in, const float* filter, float* out, int64_t begin,
+                         int64_t end) {
+  RowsFloatM1(g, in, filter, out, begin, end);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void RowsFloatM1Avx2(const Geometry& g, const float* in, const float* filter,
+                                                     float* out, int64_t begin, int64_t end) {
+  RowsFloatM1(g, in, filter, out, begin, end);
+}
+
+__attribute__((target("avx512f"))) void RowsFloatM1Avx512(const Geometry& g, const float* in,
+                                                          const float* filter, float* out, int64_t begin,
+                                                          int64_t end) {
+  RowsFloatM1(g, in, filter, out, begin, end);
+}
+#endif
+
+RowsFn ChooseRowsFloatM1() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (ActiveGemmPath()) {
+    case GemmPath::kAvx512:
+    case GemmPath::kAvx512Bf16: return RowsFloatM1Avx512;
+    case GemmPath::kAvx2: return RowsFloatM1Avx2;
+    case GemmPath::kPortable: break;
+  }
+#endif
+  return RowsFloatM1Baseline;
+}
+
 Status DepthwiseKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
@@ -157,6 +189,7 @@ Status DepthwiseKernel(KernelContext& ctx) {
   if (out->num_elements() == 0) return Status::Ok();
   const int64_t m = filter.shape().dim(3);
   const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * m * g.kh * g.kw);
+  const RowsFn rows_float_m1 = ChooseRowsFloatM1();
   return DispatchReal(input.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* in = input.data<T>().data();
@@ -165,7 +198,7 @@ Status DepthwiseKernel(KernelContext& ctx) {
     ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
                            [&](int64_t begin, int64_t end) {
                              if constexpr (std::is_same_v<T, float>) {
-                               if (m == 1) return DepthwiseRowsFloatM1(g, in, f, po, begin, end);
+                               if (m == 1) return rows_float_m1(g, in, f, po, begin, end);
                              }
                              DepthwiseRows(g, m, in, f, po, begin, end);
                            });

@@ -2,11 +2,13 @@
 // TensorFlow definitions, plus hand-computed cases for the asymmetric SAME padding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "runtime/matmul/gemm_path.h"
 #include "runtime/op_registry.h"
 #include "tests/runtime/op_test_util.h"
 
@@ -221,17 +223,17 @@ TEST(OpsConvTest, DepthwiseConv2DIsIndependentOfThreadCount) {
 }
 
 // The float32 kernel sums each output's taps in (i, j) order, one rounded multiply and one
-// rounded add at a time, whichever ISA clone runs: the same bits as this plain loop.
-TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBit) {
+// rounded add at a time, on every instruction set this CPU has (the matmul core's paths pick
+// it): the same bits as this plain loop on each.
+TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBitOnEveryPath) {
   const ConvCase d{1, 9, 8, 83, 3, 3, 1, 2, 1, true};
   Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 11);
   Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 12);
-  Tensor out = RunOk("DepthwiseConv2D", {input, filter}, ConvAttrs(d)).at(0);
   int64_t oh, ow, pt, pl;
   TfWindow(d.h, d.kh, d.sh, d.same, &oh, &pt);
   TfWindow(d.w, d.kw, d.sw, d.same, &ow, &pl);
-  ASSERT_EQ(out.shape(), (Shape{1, oh, ow, d.cin}));
-  const auto x = input.data<float>(), f = filter.data<float>(), y = out.data<float>();
+  const auto x = input.data<float>(), f = filter.data<float>();
+  std::vector<float> want;
   for (int64_t r = 0; r < oh; ++r)
     for (int64_t col = 0; col < ow; ++col)
       for (int64_t q = 0; q < d.cin; ++q) {
@@ -243,8 +245,17 @@ TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBit) {
             const float product = x[(ih * d.w + iw) * d.cin + q] * f[(i * d.kw + j) * d.cin + q];
             sum = sum + product;
           }
-        ASSERT_EQ(y[(r * ow + col) * d.cin + q], sum) << r << "," << col << "," << q;
+        want.push_back(sum);
       }
+  const GemmPath original = ActiveGemmPath();
+  for (GemmPath path : SupportedGemmPaths()) {
+    ASSERT_TRUE(SetGemmPath(path).ok());
+    Tensor out = RunOk("DepthwiseConv2D", {input, filter}, ConvAttrs(d)).at(0);
+    ASSERT_EQ(out.shape(), (Shape{1, oh, ow, d.cin}));
+    const auto y = out.data<float>();
+    EXPECT_TRUE(std::equal(y.begin(), y.end(), want.begin())) << GemmPathName(path);
+  }
+  ASSERT_TRUE(SetGemmPath(original).ok());
 }
 
 // float64 (as every real op takes it) gives the float32 answer where both are exact: small
