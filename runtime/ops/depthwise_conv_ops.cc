@@ -9,7 +9,7 @@
 //
 // A direct loop, not the Gemm: each output element is a dot product of only KH * KW terms, so
 // an im2col matrix would be mostly copying. Channels are innermost, so the inner loop is a
-// vectorisable multiply-add over C (or C * M). Taps are summed in (i, j) order whatever the
+// multiply-add over C * M contiguous values. Taps are summed in (i, j) order whatever the
 // thread count.
 #include <algorithm>
 #include <cstdint>
@@ -52,7 +52,8 @@ StatusOr<std::vector<TensorSpec>> InferDepthwise(const ShapeInferenceContext& ct
   return Single(ctx.inputs[0].dtype, g.out);
 }
 
-// Output rows [begin, end) of the flattened (n, oh) index; `m` is the depth multiplier.
+// Output rows [begin, end) of the flattened (n, oh) index; `m` is the depth multiplier. Every
+// case but float32 with M = 1 (RowsFloatM1 below) runs here.
 template <typename T>
 void DepthwiseRows(const Geometry& g, int64_t m, const T* in, const T* filter, T* out, int64_t begin,
                    int64_t end) {
@@ -69,12 +70,8 @@ void DepthwiseRows(const Geometry& g, int64_t m, const T* in, const T* filter, T
         for (int64_t iw = g.col_begin(ow); iw < g.col_end(ow); ++iw) {
           const T* __restrict x = in + ((n * g.h + ih) * g.w + iw) * c;
           const T* __restrict f = filter + ((ih - top) * g.kw + (iw - left)) * cm;
-          if (m == 1) {
-            for (int64_t k = 0; k < c; ++k) o[k] += x[k] * f[k];
-          } else {
-            for (int64_t k = 0; k < c; ++k) {
-              for (int64_t j = 0; j < m; ++j) o[k * m + j] += x[k] * f[k * m + j];
-            }
+          for (int64_t k = 0; k < c; ++k) {
+            for (int64_t j = 0; j < m; ++j) o[k * m + j] += x[k] * f[k * m + j];
           }
         }
       }

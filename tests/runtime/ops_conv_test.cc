@@ -258,8 +258,7 @@ TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBitOnEveryPath) {
   ASSERT_TRUE(SetGemmPath(original).ok());
 }
 
-// float64 (as every real op takes it) gives the float32 answer where both are exact: small
-// integers.
+// float64, the generic path (as every real op takes it), on a hand-worked case with M = 2.
 TEST(OpsConvTest, DepthwiseConv2DFloat64) {
   const std::vector<double> x = {1, 10, 2, 20, 3, 30, 4, 40};
   const std::vector<double> f = {1, 1, 0, 0.5, 1, 0, 0, 0.5, 1, 0, 0, 0.5, 1, 0, -1, 0.5};
