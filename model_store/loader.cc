@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runtime/bundle/bundle.h"
-#include "runtime/saved_model/saved_model.h"
+#include "runtime/model_dir.h"
 #include "runtime/tensor_json.h"
 
 namespace lockstep {

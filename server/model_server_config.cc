@@ -47,7 +47,7 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
     if (std::find(std::begin(kSupportedPlatforms), std::end(kSupportedPlatforms), model.platform) ==
         std::end(kSupportedPlatforms)) {
       return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
-                             "'): model_platform '" + model.platform + "' is not supported (use tensorflow or lockstep)");
+                             "'): model_platform '" + model.platform + "' is not supported (use tensorflow, lockstep or onnx)");
     }
     const auto& policy = m.model_version_policy();
     using Policy = tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy;

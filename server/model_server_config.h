@@ -14,8 +14,9 @@ namespace lockstep {
 // The largest config file read; real ones are a few kilobytes.
 inline constexpr size_t kMaxConfigFileBytes = size_t{16} << 20;
 
-// Platforms this server serves. An empty model_platform means "tensorflow", as upstream.
-inline constexpr std::string_view kSupportedPlatforms[] = {"tensorflow", "lockstep"};
+// Platforms this server accepts in a config. An empty model_platform means "tensorflow", as
+// upstream. Which reader a version needs is decided by its files (runtime/model_dir.h).
+inline constexpr std::string_view kSupportedPlatforms[] = {"tensorflow", "lockstep", "onnx"};
 
 // Parses ModelServerConfig text format. Errors name `source` (the file), line and column:
 // "models.config:3:7: Message type "tensorflow.serving.ModelConfig" has no field named "nmae".".

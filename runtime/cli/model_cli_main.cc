@@ -1,10 +1,11 @@
-// model-cli: inspect, verify and run Lockstep bundles and TensorFlow SavedModels; import a
-// SavedModel as a bundle; write example bundles.
+// model-cli: inspect, verify and run Lockstep bundles, TensorFlow SavedModels and ONNX models;
+// import a SavedModel or an ONNX model as a bundle; write example bundles.
 //
 //   model-cli show --dir D [--all]
 //   model-cli run --dir D [--signature NAME] --input 'x=[[1,2],[3,4]]' [--input ...]
 //   model-cli verify --dir D
 //   model-cli import --saved_model D --out B [--overwrite]
+//   model-cli import --onnx F --out B [--overwrite]
 //   model-cli make-example half_plus_two --out D [--overwrite]
 #include <charconv>
 #include <cstdio>
@@ -21,6 +22,8 @@
 
 #include "runtime/cli/flags.h"
 #include "runtime/bundle/bundle.h"
+#include "runtime/model_dir.h"
+#include "runtime/onnx/onnx_model.h"
 #include "runtime/saved_model/saved_model.h"
 #include "runtime/cli/examples.h"
 #include "runtime/session.h"
@@ -31,8 +34,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: model-cli <command> [flags]
 
-DIR is a version directory: a Lockstep bundle, or a TensorFlow SavedModel (saved_model.pb and
-variables/), which is translated on the way in.
+DIR is a version directory: a Lockstep bundle, a TensorFlow SavedModel (saved_model.pb and
+variables/) or an ONNX model (model.onnx), which are translated on the way in.
 
 commands:
   show --dir DIR [--all]
@@ -45,10 +48,13 @@ commands:
   verify --dir DIR
       Validate the bundle (checksums, format, weights, graph, signatures) and compile it.
       Exits 0 if it is servable, 1 with the reason otherwise. A SavedModel's checkpoint is
-      checked (every CRC) and its graph translated.
+      checked (every CRC) and its graph translated; an ONNX model is checked by ONNX's
+      checker and shape inference, and translated.
   import --saved_model DIR --out DIR [--overwrite]
-      Translate a TensorFlow SavedModel and write it as a Lockstep bundle (checksummed, its
-      weights read as they are, assets copied), after compiling it as the server would.
+  import --onnx FILE --out DIR [--overwrite]
+      Translate a TensorFlow SavedModel or an ONNX model file (external data beside it) and
+      write it as a Lockstep bundle (checksummed; a SavedModel's assets copied), after
+      compiling it as the server would.
   make-example NAME --out DIR [--overwrite]
       Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
       replaced only with --overwrite.
@@ -208,7 +214,7 @@ int Verify(const Flags& flags) {
   std::string names;
   for (const auto& s : (*session)->signatures()) names += (names.empty() ? "" : ", ") + s.name;
   std::cout << "OK: " << flags.Get("dir") << " is a valid "
-            << (IsSavedModelDir(flags.Get("dir")) ? "TensorFlow SavedModel" : "bundle") << " (" << nodes
+            << ModelFormatName(DetectModelFormat(flags.Get("dir"))) << " (" << nodes
             << " nodes, " << weights << " weights; signatures: " << names << ")\n";
   return 0;
 }
@@ -233,20 +239,23 @@ StatusOr<std::map<std::string, std::string>> ReadAssets(const std::filesystem::p
 }
 
 int Import(const Flags& flags) {
-  if (!flags.Has("saved_model")) return Usage("import needs --saved_model");
+  if (flags.Has("saved_model") == flags.Has("onnx")) return Usage("import needs one of --saved_model and --onnx");
   if (!flags.Has("out")) return Usage("import needs --out");
-  const std::filesystem::path source = flags.Get("saved_model");
-  if (!IsSavedModelDir(source)) return Fail(source.string() + ": no saved_model.pb, so not a SavedModel");
-  auto model = ReadSavedModel(source);
+  const bool onnx = flags.Has("onnx");
+  const std::filesystem::path source = flags.Get(onnx ? "onnx" : "saved_model");
+  if (!onnx && !IsSavedModelDir(source)) return Fail(source.string() + ": no saved_model.pb, so not a SavedModel");
+  auto model = onnx ? ReadOnnxModelFile(source) : ReadSavedModel(source);
   if (!model.ok()) return Fail(model.status().message());
   // Compiled first, so that only a model the server can serve is written.
   auto session = Session::Create(*model);
   if (!session.ok()) return Fail(source.string() + ": " + session.status().message());
   BundleWriteOptions options;
   options.overwrite = flags.Has("overwrite");
-  auto assets = ReadAssets(source);
-  if (!assets.ok()) return Fail(assets.status().message());
-  options.assets = std::move(*assets);
+  if (!onnx) {
+    auto assets = ReadAssets(source);
+    if (!assets.ok()) return Fail(assets.status().message());
+    options.assets = std::move(*assets);
+  }
   Status status = WriteBundle(*model, flags.Get("out"), options);
   if (!status.ok()) return Fail(status.message());
   std::cout << "imported " << source.string() << " into " << flags.Get("out") << " (" << model->graph.nodes.size()
@@ -280,7 +289,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model"}, {"all", "help", "overwrite"});
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model", "onnx"}, {"all", "help", "overwrite"});
   if (!flags.ok()) return Usage(flags.status().message());
   if (flags->Has("help")) {
     std::cout << kUsage;

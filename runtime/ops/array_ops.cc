@@ -9,6 +9,7 @@
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/shape_util.h"
 
 namespace lockstep {
 namespace {
@@ -25,7 +26,14 @@ Status IdentityKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// ---- Reshape (attr "shape": list of ints, at most one -1 = whatever makes the count fit) ----
+// ---- Reshape ----
+//
+// Reshape(x; attr "shape"): the target as a list of ints, at most one -1 (whatever makes the
+// count fit); a 0 is a dimension of 0.
+// Reshape(x, shape): the target as an int32/int64 vector computed at run time (ONNX's form,
+// fed by Shape -> Gather -> Concat): a 0 copies x's dimension at that position unless attr
+// "allowzero" is true, when it is a 0. Shape inference then knows only the rank.
+// Both alias x.
 
 // A view into `attrs`.
 StatusOr<std::span<const int64_t>> ReadTargetShape(const AttrMap& attrs) {
@@ -78,17 +86,56 @@ StatusOr<Shape> ReshapeShape(const Shape& in, std::span<const int64_t> target) {
   return out;
 }
 
+// The target given as a shape input, its 0s resolved: checked like every shape from outside,
+// so that a hostile shape tensor is an error before anything looks at its product.
+StatusOr<Shape> TargetFromInput(const AttrMap& attrs, const Shape& in, const Tensor& shape) {
+  LS_ASSIGN_OR_RETURN(bool allow_zero, attrs.GetBoolOr("allowzero", false));
+  LS_ASSIGN_OR_RETURN(IntList target, ReadIntList("Reshape", "the shape input", shape, Shape::kMaxRank));
+  for (int i = 0; i < target.size && !allow_zero; ++i) {
+    if (target[i] != 0) continue;
+    if (i >= in.rank()) {
+      return InvalidArgument("Reshape: target " + IntsString(target.span()) + " has a 0 at position " +
+                             std::to_string(i) + ", where " + in.ToString() + " has no dimension to copy");
+    }
+    target.values[static_cast<size_t>(i)] = in.dim(i);
+  }
+  StatusOr<Shape> checked = Shape::FromDims(target.span());
+  if (!checked.ok()) {
+    return InvalidArgument("Reshape: target " + IntsString(target.span()) + ": " + checked.status().message());
+  }
+  return *checked;
+}
+
 StatusOr<std::vector<TensorSpec>> InferReshape(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("Reshape", ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckInputCount("Reshape", ctx.inputs.size(), 1, 2));
+  if (ctx.inputs.size() == 2) {
+    LS_RETURN_IF_ERROR(ctx.attrs.GetBoolOr("allowzero", false).status());
+    LS_ASSIGN_OR_RETURN(int64_t rank, IntVectorLength("Reshape", "the shape input", ctx.inputs[1]));
+    if (rank < 0) return InvalidArgument("Reshape: the length of the shape input must be known before run time");
+    if (rank > Shape::kMaxRank) {
+      return InvalidArgument("Reshape: a target of " + std::to_string(rank) + " dimensions exceeds the maximum rank " +
+                             std::to_string(Shape::kMaxRank));
+    }
+    Shape out;
+    for (int64_t d = 0; d < rank; ++d) out.AddDim(-1);
+    return Single(ctx.inputs[0].dtype, out);
+  }
   LS_ASSIGN_OR_RETURN(std::span<const int64_t> target, ReadTargetShape(ctx.attrs));
   LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.inputs[0].shape, target));
   return Single(ctx.inputs[0].dtype, out);
 }
 
 Status ReshapeKernel(KernelContext& ctx) {
-  LS_ASSIGN_OR_RETURN(std::span<const int64_t> target, ReadTargetShape(ctx.attrs()));
-  LS_ASSIGN_OR_RETURN(Shape out, ReshapeShape(ctx.input(0).shape(), target));
-  ctx.SetOutput(0, ctx.input(0).Reshaped(out));
+  const Tensor& x = ctx.input(0);
+  Shape out;
+  if (ctx.num_inputs() == 2) {
+    LS_ASSIGN_OR_RETURN(Shape target, TargetFromInput(ctx.attrs(), x.shape(), ctx.input(1)));
+    LS_ASSIGN_OR_RETURN(out, ReshapeShape(x.shape(), target.dims()));
+  } else {
+    LS_ASSIGN_OR_RETURN(std::span<const int64_t> target, ReadTargetShape(ctx.attrs()));
+    LS_ASSIGN_OR_RETURN(out, ReshapeShape(x.shape(), target));
+  }
+  ctx.SetOutput(0, x.Reshaped(out));
   return Status::Ok();
 }
 
@@ -286,9 +333,14 @@ Status IdentityGrad(GradientBuilder& g) {
 }
 
 // Reshape and Flatten: the gradient takes the input's shape back. A shape with more than one
-// dimension unknown until run time cannot be written as a Reshape target.
+// dimension unknown until run time cannot be written as a Reshape target; a Reshape given its
+// target as an input takes the input's shape back as one (Shape, exact with allowzero).
 Status ReshapeGrad(GradientBuilder& g) {
   LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  if (g.num_inputs() == 2) {
+    g.SetInputGrad(0, g.Op("Reshape", {g.output_grad(0), g.Op("Shape", {g.input(0)})}, AttrMap{{"allowzero", true}}));
+    return Status::Ok();
+  }
   const Shape& in = g.input_spec(0).shape;
   int unknown = 0;
   for (int64_t d : in.dims()) unknown += d < 0 ? 1 : 0;
@@ -308,7 +360,7 @@ void RegisterArrayOps(OpRegistry& registry) {
   OpDef identity = MakeDef("Identity", 1, 1, InferIdentity, IdentityKernel, true);
   identity.gradient = IdentityGrad;
   (void)registry.Register(std::move(identity));
-  OpDef reshape = MakeDef("Reshape", 1, 1, InferReshape, ReshapeKernel, true);
+  OpDef reshape = MakeDef("Reshape", 1, 2, InferReshape, ReshapeKernel, true);
   reshape.gradient = ReshapeGrad;
   (void)registry.Register(std::move(reshape));
   OpDef flatten = MakeDef("Flatten", 1, 1, InferFlatten, FlattenKernel, true);

@@ -11,6 +11,7 @@
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/reduction.h"
 
 namespace lockstep {
 namespace {
@@ -171,31 +172,9 @@ Status BroadcastLikeKernel(KernelContext& ctx) {
 
 // ---- Sum(x; axes = all, keep_dims = false) ----
 
-StatusOr<std::array<bool, Shape::kMaxRank>> ReducedAxes(const AttrMap& attrs, int rank) {
-  std::array<bool, Shape::kMaxRank> reduced{};
-  if (!attrs.Has("axes")) {
-    std::fill(reduced.begin(), reduced.begin() + rank, true);
-    return reduced;
-  }
-  LS_ASSIGN_OR_RETURN(std::span<const int64_t> axes, attrs.GetInts("axes"));
-  for (int64_t axis : axes) {
-    LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Sum", axis, rank));
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  return reduced;
-}
-
+// Sum's shape rules are every reduction's (reduction.h); Mean takes them too.
 StatusOr<Shape> SumShape(const AttrMap& attrs, const Shape& in, Shape* kept) {
-  LS_ASSIGN_OR_RETURN(auto reduced, ReducedAxes(attrs, in.rank()));
-  LS_ASSIGN_OR_RETURN(bool keep, attrs.GetBoolOr("keep_dims", false));
-  Shape out;
-  *kept = Shape();
-  for (int d = 0; d < in.rank(); ++d) {
-    const bool r = reduced[static_cast<size_t>(d)];
-    kept->AddDim(r ? 1 : in.dim(d));
-    if (!r || keep) out.AddDim(r ? 1 : in.dim(d));
-  }
-  return out;
+  return ReductionShape("Sum", attrs, in, kept);
 }
 
 StatusOr<std::vector<TensorSpec>> InferSum(const ShapeInferenceContext& ctx) {

@@ -1,115 +1,19 @@
-// Element-wise arithmetic with numpy broadcasting, BiasAdd and Normalize.
-//
-// Broadcasting plan: the output shape is walked once, size-1 output dimensions are dropped and
-// neighbouring dimensions in which every input is either broadcast or not are merged. What is
-// left is an outer loop (odometer over the merged dimensions) around one inner row in which
-// each input is either contiguous or a single repeated value, which is the shape the compiler
-// vectorises. [N, C] + [C] becomes N rows of (contiguous, contiguous); x * scalar is one row.
-#include <array>
+// Element-wise arithmetic with numpy broadcasting (runtime/ops/broadcast.h), BiasAdd and
+// Normalize.
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
+#include "runtime/ops/broadcast.h"
+#include "runtime/ops/dtype_sets.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
 
 namespace lockstep {
 namespace {
-
-template <int N>
-struct BroadcastPlan {
-  int rank = 0;  // at least 1
-  std::array<int64_t, Shape::kMaxRank> dims{};
-  // strides[k][d]: elements to step input k by along merged dimension d (0 when broadcast).
-  std::array<std::array<int64_t, Shape::kMaxRank>, N> strides{};
-};
-
-// `out` is the broadcast of `ins`, all fully defined, with at least one element.
-template <int N>
-BroadcastPlan<N> MakePlan(const Shape& out, const std::array<const Shape*, N>& ins) {
-  BroadcastPlan<N> plan;
-  std::array<std::array<bool, Shape::kMaxRank>, N> bcast{};
-  const int r = out.rank();
-  for (int d = 0; d < r; ++d) {
-    if (out.dim(d) == 1) continue;
-    std::array<bool, N> flags{};
-    for (int k = 0; k < N; ++k) {
-      const int i = d - (r - ins[k]->rank());
-      flags[k] = i < 0 || ins[k]->dim(i) == 1;
-    }
-    bool same = plan.rank > 0;
-    for (int k = 0; k < N && same; ++k) same = bcast[k][plan.rank - 1] == flags[k];
-    if (same) {
-      plan.dims[plan.rank - 1] *= out.dim(d);
-    } else {
-      plan.dims[plan.rank] = out.dim(d);
-      for (int k = 0; k < N; ++k) bcast[k][plan.rank] = flags[k];
-      ++plan.rank;
-    }
-  }
-  if (plan.rank == 0) {  // one element: every stride is irrelevant
-    plan.rank = 1;
-    plan.dims[0] = 1;
-    return plan;
-  }
-  for (int k = 0; k < N; ++k) {
-    int64_t step = 1;
-    for (int d = plan.rank - 1; d >= 0; --d) {
-      plan.strides[k][d] = bcast[k][d] ? 0 : step;
-      if (!bcast[k][d]) step *= plan.dims[d];
-    }
-  }
-  return plan;
-}
-
-// Calls row(out_offset, in_offsets, length) for every innermost row, rows split over the pool.
-template <int N, typename RowFn>
-void RunPlan(const BroadcastPlan<N>& plan, ThreadPool& pool, const RowFn& row) {
-  const int outer_rank = plan.rank - 1;
-  const int64_t inner = plan.dims[outer_rank];
-  int64_t outer = 1;
-  for (int d = 0; d < outer_rank; ++d) outer *= plan.dims[d];
-  auto rows = [&](int64_t begin, int64_t end) {
-    std::array<int64_t, Shape::kMaxRank> index{};
-    std::array<int64_t, N> offsets{};
-    int64_t rest = begin;
-    for (int d = outer_rank - 1; d >= 0; --d) {
-      index[d] = rest % plan.dims[d];
-      rest /= plan.dims[d];
-      for (int k = 0; k < N; ++k) offsets[k] += index[d] * plan.strides[k][d];
-    }
-    for (int64_t o = begin; o < end; ++o) {
-      row(o * inner, offsets, inner);
-      for (int d = outer_rank - 1; d >= 0; --d) {  // odometer step
-        for (int k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
-        if (++index[d] < plan.dims[d]) break;
-        for (int k = 0; k < N; ++k) offsets[k] -= plan.dims[d] * plan.strides[k][d];
-        index[d] = 0;
-      }
-    }
-  };
-  pool.ParallelFor(outer, std::max<int64_t>(1, kElementGrain / inner), rows);
-}
-
-// One row of out[i] = f(a[i], b[i]), with each side either contiguous or repeated; separate
-// loops so each is a simple vectorisable form.
-template <typename T, typename F>
-void BinaryRow(const T* a, bool a_step, const T* b, bool b_step, T* out, int64_t n, F f) {
-  if (a_step && b_step) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-  } else if (a_step) {
-    const T y = *b;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], y);
-  } else if (b_step) {
-    const T x = *a;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(x, b[i]);
-  } else {
-    const T v = f(*a, *b);
-    for (int64_t i = 0; i < n; ++i) out[i] = v;
-  }
-}
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 
@@ -123,8 +27,9 @@ constexpr std::string_view BinaryOpName(BinaryOp op) {
   return "";
 }
 
-// Integer arithmetic wraps on overflow (two's complement, as TensorFlow on every platform it
-// runs on) instead of being undefined behaviour; division truncates toward zero.
+// Integer Add, Sub and Mul wrap on overflow (two's complement, as TensorFlow on every platform
+// it runs on) instead of being undefined behaviour; division truncates toward zero (C, and
+// onnxruntime).
 template <BinaryOp Op, typename T>
 T Apply(T x, T y) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -138,24 +43,14 @@ T Apply(T x, T y) {
     if constexpr (Op == BinaryOp::kAdd) return static_cast<T>(ux + uy);
     if constexpr (Op == BinaryOp::kSub) return static_cast<T>(ux - uy);
     if constexpr (Op == BinaryOp::kMul) return static_cast<T>(ux * uy);
-    // Zero divisors were rejected before; min / -1 overflows, and wraps to min.
+    // Zero divisors are rejected before; min / -1 (also rejected) would trap, so it wraps.
     if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - ux) : x / y;
   }
 }
 
-bool IsArithmeticDType(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kInt32 || d == DType::kInt64;
-}
-
 StatusOr<Shape> BinaryShape(std::string_view name, const TensorSpec& a, const TensorSpec& b) {
-  if (a.dtype != b.dtype) {
-    return InvalidArgument(Str(name) + ": inputs must have the same dtype, got " +
-                           Str(DTypeName(a.dtype)) + " and " + Str(DTypeName(b.dtype)));
-  }
-  if (!IsArithmeticDType(a.dtype)) {
-    return InvalidArgument(Str(name) + ": dtype " + Str(DTypeName(a.dtype)) +
-                           " is not supported (float32, float64, int32, int64)");
-  }
+  LS_RETURN_IF_ERROR(CheckSameDType(name, a.dtype, b.dtype));
+  LS_RETURN_IF_ERROR(CheckDTypeIn(name, a.dtype, DTypeSet::kNumeric));
   return BroadcastShapes(name, a.shape, b.shape);
 }
 
@@ -167,29 +62,41 @@ StatusOr<std::vector<TensorSpec>> InferBinary(const ShapeInferenceContext& ctx) 
   return Single(ctx.inputs[0].dtype, out);
 }
 
-template <BinaryOp Op, typename T>
-Status BinaryKernelTyped(KernelContext& ctx, const Shape& out_shape) {
+// Integer Div refuses the two quotients C leaves undefined, x / 0 and min / -1, rather than
+// wrapping or trapping: an exported model that divides by zero is broken, and saying so beats
+// a silently wrong shape computation. Zero divisors are found before anything is allocated
+// (every divisor element reaches the output unless it is empty); min / -1 depends on which
+// elements meet, so the rows flag it as they go.
+template <typename T>
+Status IntegerDivKernel(KernelContext& ctx, const Shape& out_shape) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if constexpr (Op == BinaryOp::kDiv && std::is_integral_v<T>) {
-    for (T v : b.data<T>()) {
-      if (v == 0) return InvalidArgument("Div: integer division by zero");
-    }
+  for (T v : b.data<T>()) {
+    if (v == 0) return InvalidArgument("Div: integer division by zero");
   }
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, a.dtype(), out_shape));
-  Tensor& out = *out_ptr;
-  if (out.num_elements() == 0) return Status::Ok();
-  const auto plan = MakePlan<2>(out_shape, {&a.shape(), &b.shape()});
-  const bool a_step = plan.strides[0][plan.rank - 1] != 0;
-  const bool b_step = plan.strides[1][plan.rank - 1] != 0;
-  const T* pa = a.data<T>().data();
-  const T* pb = b.data<T>().data();
-  T* po = out.mutable_data<T>().data();
-  RunPlan<2>(plan, ctx.pool(), [&](int64_t o, const std::array<int64_t, 2>& in, int64_t n) {
-    BinaryRow(pa + in[0], a_step, pb + in[1], b_step, po + o, n,
-              [](T x, T y) { return Apply<Op, T>(x, y); });
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, a.dtype(), out_shape));
+  constexpr T kMin = std::numeric_limits<T>::min();
+  std::atomic<bool> overflow{false};
+  BroadcastMap2<T, T, T>(ctx.pool(), a, b, *out, [&overflow](T x, T y) {
+    if (y == -1 && x == kMin) overflow.store(true, std::memory_order_relaxed);
+    return Apply<BinaryOp::kDiv, T>(x, y);
   });
+  if (overflow.load(std::memory_order_relaxed)) {
+    return InvalidArgument("Div: integer overflow (" + std::to_string(kMin) + " / -1)");
+  }
   return Status::Ok();
+}
+
+template <BinaryOp Op, typename T>
+Status BinaryKernelTyped(KernelContext& ctx, const Shape& out_shape) {
+  if constexpr (Op == BinaryOp::kDiv && std::is_integral_v<T>) {
+    return IntegerDivKernel<T>(ctx, out_shape);
+  } else {
+    LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, ctx.input(0).dtype(), out_shape));
+    BroadcastMap2<T, T, T>(ctx.pool(), ctx.input(0), ctx.input(1), *out,
+                           [](T x, T y) { return Apply<Op, T>(x, y); });
+    return Status::Ok();
+  }
 }
 
 template <BinaryOp Op>
@@ -198,13 +105,9 @@ Status BinaryKernel(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape out_shape, BinaryShape(BinaryOpName(Op), {a.dtype(), a.shape()},
                                                    {b.dtype(), b.shape()}));
-  switch (a.dtype()) {
-    case DType::kFloat32: return BinaryKernelTyped<Op, float>(ctx, out_shape);
-    case DType::kFloat64: return BinaryKernelTyped<Op, double>(ctx, out_shape);
-    case DType::kInt32: return BinaryKernelTyped<Op, int32_t>(ctx, out_shape);
-    case DType::kInt64: return BinaryKernelTyped<Op, int64_t>(ctx, out_shape);
-    default: return Internal("unreachable dtype");
-  }
+  return DispatchDTypeIn<DTypeSet::kNumeric>(a.dtype(), [&](auto t) {
+    return BinaryKernelTyped<Op, decltype(t)>(ctx, out_shape);
+  });
 }
 
 // ---- BiasAdd(x [..., C], bias [C]) ----
@@ -264,8 +167,7 @@ Status BiasAddKernel(KernelContext& ctx) {
 // ---- Normalize(x, mean, std) = (x - mean) / std ----
 
 StatusOr<Shape> NormalizeShape(const Shape& x, const Shape& mean, const Shape& std) {
-  LS_ASSIGN_OR_RETURN(Shape xm, BroadcastShapes("Normalize", x, mean));
-  return BroadcastShapes("Normalize", xm, std);
+  return BroadcastShapes3("Normalize", x, mean, std);
 }
 
 StatusOr<std::vector<TensorSpec>> InferNormalize(const ShapeInferenceContext& ctx) {
@@ -278,37 +180,14 @@ StatusOr<std::vector<TensorSpec>> InferNormalize(const ShapeInferenceContext& ct
   return Single(DType::kFloat32, out);
 }
 
-template <bool X, bool M, bool S>
-void NormalizeRow(const float* x, const float* m, const float* s, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = (x[X ? i : 0] - m[M ? i : 0]) / s[S ? i : 0];
-}
-
 Status NormalizeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& mean = ctx.input(1);
   const Tensor& std = ctx.input(2);
   LS_ASSIGN_OR_RETURN(Shape shape, NormalizeShape(x.shape(), mean.shape(), std.shape()));
-  LS_ASSIGN_OR_RETURN(Tensor* out_ptr, ctx.AllocateOutput(0, DType::kFloat32, shape));
-  Tensor& out = *out_ptr;
-  if (out.num_elements() == 0) return Status::Ok();
-  const auto plan = MakePlan<3>(shape, {&x.shape(), &mean.shape(), &std.shape()});
-  const int last = plan.rank - 1;
-  const int pattern = (plan.strides[0][last] != 0 ? 4 : 0) + (plan.strides[1][last] != 0 ? 2 : 0) +
-                      (plan.strides[2][last] != 0 ? 1 : 0);
-  using RowFn = void (*)(const float*, const float*, const float*, float*, int64_t);
-  static constexpr RowFn kRows[8] = {
-      NormalizeRow<false, false, false>, NormalizeRow<false, false, true>,
-      NormalizeRow<false, true, false>,  NormalizeRow<false, true, true>,
-      NormalizeRow<true, false, false>,  NormalizeRow<true, false, true>,
-      NormalizeRow<true, true, false>,   NormalizeRow<true, true, true>};
-  const RowFn row = kRows[pattern];
-  const float* px = x.data<float>().data();
-  const float* pm = mean.data<float>().data();
-  const float* ps = std.data<float>().data();
-  float* po = out.mutable_data<float>().data();
-  RunPlan<3>(plan, ctx.pool(), [&](int64_t o, const std::array<int64_t, 3>& in, int64_t n) {
-    row(px + in[0], pm + in[1], ps + in[2], po + o, n);
-  });
+  LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, DType::kFloat32, shape));
+  BroadcastMap3<float, float, float, float>(ctx.pool(), x, mean, std, *out,
+                                            [](float v, float m, float s) { return (v - m) / s; });
   return Status::Ok();
 }
 

@@ -19,7 +19,7 @@ void RegisterConvOps(OpRegistry& registry);
 void RegisterDepthwiseConvOps(OpRegistry& registry);
 // MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
 void RegisterPoolOps(OpRegistry& registry);
-// Identity, Reshape, Flatten, Squeeze, ExpandDims, Concat, Cast, ArgMax, Gather (and
+// Identity, Reshape, Flatten, Squeeze, ExpandDims, Concat, Cast, ArgMax, ArgMin, Gather (and
 // GatherGrad), OneHot.
 void RegisterArrayOps(OpRegistry& registry);
 // Reductions (Sum, Mean) and what backward graphs are made of: SumLike, BroadcastLike,
@@ -34,6 +34,18 @@ void RegisterLayerNormOps(OpRegistry& registry);
 void RegisterRandomOps(OpRegistry& registry);
 // ParseExampleFeature: one dense feature of serialized tf.Examples (SavedModels' parsing).
 void RegisterExampleOps(OpRegistry& registry);
+// Element-wise ops (the ONNX importer's targets): Sqrt, Exp, Log, Reciprocal, Floor, Ceil, Erf,
+// Softplus, Softsign, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh; Neg, Abs,
+// Sign (also int32, int64); LeakyRelu, HardSigmoid, HardSwish,
+// ThresholdedRelu, Clip (attrs); Not. With numpy broadcasting: Pow, Minimum, Maximum; Equal,
+// Less, Greater, LessEqual, GreaterEqual (bool out); And, Or, Xor; Where(condition, x, y).
+void RegisterElementwiseOps(OpRegistry& registry);
+// ONNX's shape computations: Shape, Expand, Tile, Range, ConstantOfShape, Slice, Pad.
+void RegisterShapeOps(OpRegistry& registry);
+// Transpose (any permutation, any dtype).
+void RegisterTransposeOps(OpRegistry& registry);
+// Reductions Max, Min, Prod (Sum's attrs: axes, keep_dims).
+void RegisterReduceOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -48,6 +60,10 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterLayerNormOps(registry);
   RegisterRandomOps(registry);
   RegisterExampleOps(registry);
+  RegisterElementwiseOps(registry);
+  RegisterShapeOps(registry);
+  RegisterTransposeOps(registry);
+  RegisterReduceOps(registry);
 }
 
 }  // namespace lockstep

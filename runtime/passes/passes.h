@@ -10,6 +10,10 @@ namespace lockstep {
 
 // Evaluates every deterministic node whose inputs are all constants (Const, or Variable:
 // a compiled session treats variables as frozen) and replaces it by a Const of the result.
+// A Shape whose input's shape inference knows exactly (and no signature feeds with any shape)
+// is constant too, and a Reshape given a constant target takes it as its attr: so a model
+// exported with static shapes loses its whole shape computation (Shape -> Gather -> Concat ->
+// Reshape) at load.
 Status FoldConstants(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
 
 // Rewrites MatMul -> BiasAdd -> activation (each link optional but the MatMul, and at least

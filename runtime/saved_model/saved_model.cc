@@ -476,8 +476,4 @@ StatusOr<Model> ReadSavedModel(const std::filesystem::path& dir) {
   return model;
 }
 
-StatusOr<Model> ReadModelDir(const std::filesystem::path& dir) {
-  return IsSavedModelDir(dir) ? ReadSavedModel(dir) : ReadBundle(dir);
-}
-
 }  // namespace lockstep

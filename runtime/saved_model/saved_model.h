@@ -47,10 +47,6 @@ bool IsSavedModelDir(const std::filesystem::path& dir);
 // signature, node and op at fault.
 StatusOr<Model> ReadSavedModel(const std::filesystem::path& dir);
 
-// A version directory of either kind: a SavedModel when it has a saved_model.pb, else a
-// Lockstep bundle (bundle.h).
-StatusOr<Model> ReadModelDir(const std::filesystem::path& dir);
-
 // The SavedModel SignatureDefs kept in an imported model's metadata; NotFound when `graph` was
 // not imported from a SavedModel.
 StatusOr<tensorflow::MetaGraphDef> ImportedSignatureDefs(const Graph& graph);

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <map>
 
+#include "runtime/import/constants.h"
 #include "runtime/saved_model/tensor_proto.h"
+#include "runtime/saved_model/tf_translators.h"
 
 namespace lockstep {
 
@@ -103,6 +105,8 @@ constexpr char kRelu6[] = "Relu6";
 constexpr char kElu[] = "Elu";
 constexpr char kSelu[] = "Selu";
 constexpr char kIdentity[] = "Identity";
+constexpr char kMaximum[] = "Maximum";
+constexpr char kMinimum[] = "Minimum";
 // TensorFlow's run over the last axis, as Lockstep's do by default.
 constexpr char kSoftmax[] = "Softmax";
 constexpr char kLogSoftmax[] = "LogSoftmax";
@@ -141,15 +145,7 @@ Status BiasAdd(TranslationContext& ctx, std::vector<std::string>* outputs) {
 
 // The integer values of constant input `i` (an axis, a shape, a list of axes).
 StatusOr<std::vector<int64_t>> ConstantInts(const TranslationContext& ctx, size_t i, const char* what) {
-  const Tensor* t = ctx.ConstantInput(i);
-  if (t != nullptr && t->dtype() == DType::kInt32) {
-    const auto v = t->data<int32_t>();
-    return std::vector<int64_t>(v.begin(), v.end());
-  }
-  if (t != nullptr && t->dtype() == DType::kInt64) {
-    const auto v = t->data<int64_t>();
-    return std::vector<int64_t>(v.begin(), v.end());
-  }
+  if (std::optional<std::vector<int64_t>> values = IntValues(ctx.ConstantInput(i))) return *values;
   return ctx.Error(std::string(what) + " must be a constant int32 or int64 tensor (computed at run time here)");
 }
 
@@ -164,11 +160,16 @@ Status CheckInputs(const TranslationContext& ctx, size_t n) {
   return Status::Ok();
 }
 
-// Reshape(tensor, shape): the shape must be constant (Keras writes [-1, ...] for the batch).
+// Reshape(tensor, shape): a constant shape is an attribute (Keras writes [-1, ...] for the
+// batch); a computed one (Keras's Flatten: Shape -> StridedSlice -> Pack) is read per request,
+// where 0 means a dimension of 0 as in TensorFlow.
 Status Reshape(TranslationContext& ctx, std::vector<std::string>* outputs) {
   LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
-  LS_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantInts(ctx, 1, "the shape"));
-  outputs->push_back(ctx.Emit("Reshape", {ctx.inputs()[0]}, AttrMap{{"shape", std::move(shape)}}));
+  if (std::optional<std::vector<int64_t>> shape = IntValues(ctx.ConstantInput(1))) {
+    outputs->push_back(ctx.Emit("Reshape", {ctx.inputs()[0]}, AttrMap{{"shape", std::move(*shape)}}));
+  } else {
+    outputs->push_back(ctx.Emit("Reshape", ctx.inputs(), AttrMap{{"allowzero", true}}));
+  }
   return Status::Ok();
 }
 
@@ -352,6 +353,7 @@ Status ParseExample(TranslationContext& ctx, std::vector<std::string>* outputs) 
 const std::map<std::string, OpTranslator, std::less<>>& Table() {
   static const std::map<std::string, OpTranslator, std::less<>> table{
       {"Add", Direct<kAdd>},
+      {"AddN", tf_import::AddN},
       {"AddV2", Direct<kAdd>},
       {"ArgMax", ArgMax},
       {"AvgPool", Pool<kAvgPool2D>},
@@ -363,29 +365,44 @@ const std::map<std::string, OpTranslator, std::less<>>& Table() {
       {"DepthwiseConv2dNative", Convolution<kDepthwiseConv2D>},
       {"Elu", Direct<kElu>},
       {"ExpandDims", ExpandDims},
+      {"Fill", tf_import::Fill},
+      {"FusedBatchNorm", tf_import::FusedBatchNorm},
+      {"FusedBatchNormV2", tf_import::FusedBatchNorm},
+      {"FusedBatchNormV3", tf_import::FusedBatchNorm},
       {"Identity", Direct<kIdentity>},
       {"IdentityN", IdentityN},
       {"LogSoftmax", Direct<kLogSoftmax>},
       {"MatMul", MatMul},
       {"MaxPool", Pool<kMaxPool2D>},
+      {"Maximum", Direct<kMaximum>},
       {"Mean", Reduce<kMean>},
+      {"Minimum", Direct<kMinimum>},
+      {"MirrorPad", tf_import::Pad},
       {"NoOp", NoOp},
       {"ParseExample", ParseExample<false>},
       {"ParseExampleV2", ParseExample<true>},
       {"Mul", Direct<kMul>},
+      {"Pack", tf_import::Pack},
+      {"Pad", tf_import::Pad},
+      {"PadV2", tf_import::Pad},
       {"RealDiv", Direct<kDiv>},
       {"Relu", Direct<kRelu>},
       {"Relu6", Direct<kRelu6>},
       {"Reshape", Reshape},
+      {"Rsqrt", tf_import::Rsqrt},
       {"Selu", Direct<kSelu>},
+      {"Shape", tf_import::Shape},
       {"Sigmoid", Direct<kSigmoid>},
       {"Snapshot", Direct<kIdentity>},
       {"Softmax", Direct<kSoftmax>},
+      {"Square", tf_import::Square},
       {"Squeeze", Squeeze},
       {"StopGradient", Direct<kIdentity>},
+      {"StridedSlice", tf_import::StridedSlice},
       {"Sub", Direct<kSub>},
       {"Sum", Reduce<kSum>},
       {"Tanh", Direct<kTanh>},
+      {"Transpose", tf_import::Transpose},
   };
   return table;
 }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/runtime/onnx_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -214,6 +216,42 @@ TEST_F(ModelCli, SavedModelsVerifyRunAndImportAsBundles) {
   EXPECT_EQ(not_saved_model.exit_code, 1);
   EXPECT_NE(not_saved_model.output.find("not a SavedModel"), std::string::npos) << not_saved_model.output;
   EXPECT_EQ(RunCli("import --out " + bundle).exit_code, 2);
+}
+
+}  // namespace
+
+namespace {
+
+// An ONNX model as a user brings it: verify, show and run it as it is, then import it as a
+// bundle that answers the same.
+TEST_F(ModelCli, OnnxModelIsVerifiedShownRunAndImported) {
+  const fs::path version = dir_ / "mlp" / "1";
+  lockstep::testing_onnx::MakeMlp().Write(version);
+  const Result verify = RunCli("verify --dir " + version.string());
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("valid ONNX model"), std::string::npos) << verify.output;
+  const Result show = RunCli("show --dir " + version.string());
+  EXPECT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("probabilities"), std::string::npos) << show.output;
+  const Result run = RunCli("run --dir " + version.string() + " --input 'x=[[1,2,3,4]]'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto answer = nlohmann::json::parse(run.output)["probabilities"][0];
+  const std::vector<double> want = lockstep::testing_onnx::MlpReference({1, 2, 3, 4});
+  EXPECT_NEAR(answer[0].get<double>(), want[0], 1e-6) << run.output;
+  EXPECT_NEAR(answer[1].get<double>(), want[1], 1e-6) << run.output;
+
+  const fs::path bundle = dir_ / "bundle";
+  const Result imported = RunCli("import --onnx " + (version / "model.onnx").string() + " --out " + bundle.string());
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_EQ(RunCli("verify --dir " + bundle.string()).exit_code, 0);
+  EXPECT_EQ(RunCli("run --dir " + bundle.string() + " --input 'x=[[1,2,3,4]]'").output, run.output);
+
+  // Both sources at once, or neither, is a usage error; a broken file names itself.
+  EXPECT_EQ(RunCli("import --onnx a --saved_model b --out c").exit_code, 2);
+  std::ofstream(version / "model.onnx") << "garbage";
+  const Result broken = RunCli("verify --dir " + version.string());
+  EXPECT_EQ(broken.exit_code, 1);
+  EXPECT_NE(broken.output.find("model.onnx"), std::string::npos) << broken.output;
 }
 
 }  // namespace

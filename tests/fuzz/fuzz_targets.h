@@ -40,6 +40,10 @@ void BundleReader(Bytes data);
 // version directory, read, and compiled when accepted. The whole input is also read as a
 // serialized tf.Example, as ParseExampleFeature reads a request's examples.
 void SavedModel(Bytes data);
+// An ONNX model: the input written as model.onnx (and as weights.bin beside it, which external
+// data may name), read, and compiled when accepted; the input is also decoded as one
+// TensorProto with a 64 MiB cap, which the decoded tensor must respect.
+void OnnxModel(Bytes data);
 // A TFRecord file of tf.train.Example records, read into a table strictly and skipping
 // corrupt records (the first byte chooses the label key's and features' form).
 void TfRecordExample(Bytes data);

@@ -9,6 +9,8 @@ bundle_reader: each BUNDLE_DIR (model-cli make-example, model-train exports) in 
 input form: uint32 little-endian size of model.pb, model.pb, weights.bin.
 saved_model: each SavedModel of tests/data/tf_saved_models/ in the target's input form (sizes
 and bytes of saved_model.pb and variables.index, then variables.data), and tf.Examples.
+onnx_model: model.onnx files and one test input of the ONNX backend test suite (Debian's
+libonnx-testdata, MIT licence, see tests/fuzz/README.md), one per op family the importer reads.
 """
 import pathlib
 import struct
@@ -116,6 +118,25 @@ def main():
         (sm / name).write_bytes(struct.pack("<I", len(pb)) + pb + struct.pack("<I", len(index)) + index + data)
     for i, record in enumerate(records):
         (sm / f"example_{i}").write_bytes(record)
+
+    om = CORPUS / "onnx_model"
+    om.mkdir(parents=True, exist_ok=True)
+    suite = pathlib.Path("/usr/share/libonnx-testdata/data")
+    for case in ONNX_CASES:
+        (om / case.split("/")[-1]).write_bytes((suite / case / "model.onnx").read_bytes())
+    (om / "tensor_input").write_bytes((suite / "node/test_gemm_default_vector_bias/test_data_set_0/input_0.pb").read_bytes())
+
+
+# One case per family of ops the ONNX importer translates.
+ONNX_CASES = [
+    "node/test_gemm_default_vector_bias", "node/test_matmul_2d", "node/test_conv_with_strides_padding",
+    "node/test_batchnorm_example", "node/test_maxpool_2d_pads", "node/test_averagepool_2d_same_upper",
+    "node/test_softmax_axis_0", "node/test_reshape_reordered_all_dims", "node/test_slice_neg_steps",
+    "node/test_gather_1", "node/test_unsqueeze_two_axes", "node/test_constantofshape_int_zeros",
+    "node/test_layer_normalization_4d_axis_negative_1", "node/test_where_long_example", "node/test_constant_pad",
+    "node/test_reduce_mean_keepdims_example", "node/test_split_equal_parts_1d", "node/test_clip_default_min",
+    "pytorch-converted/test_Conv2d_depthwise", "pytorch-operator/test_operator_view",
+]
 
 
 if __name__ == "__main__":

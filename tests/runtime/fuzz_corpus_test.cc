@@ -12,5 +12,9 @@ TEST(FuzzCorpusTest, SavedModel) {
   ReplayFuzzCorpus("saved_model", fuzz::SavedModel);
 }
 
+TEST(FuzzCorpusTest, OnnxModel) {
+  ReplayFuzzCorpus("onnx_model", fuzz::OnnxModel);
+}
+
 }  // namespace
 }  // namespace lockstep::test

@@ -82,6 +82,17 @@ inline std::vector<Tensor> RunOk(std::string_view op, const std::vector<Tensor>&
   return std::move(out).value();
 }
 
+// The kernel alone, without shape inference first, as the executor calls it: its Status.
+inline Status KernelStatus(std::string_view op, const std::vector<Tensor>& inputs, const AttrMap& attrs = {}) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr) return NotFound(std::string(op));
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) pointers.push_back(&t);
+  std::vector<Tensor> outputs(static_cast<size_t>(def->num_outputs));
+  KernelContext ctx(pointers, attrs, ThreadPool::Default(), outputs, nullptr);
+  return def->compute(ctx);
+}
+
 // Runs an op on an explicit pool (to compare thread counts).
 inline Tensor RunOn(ThreadPool& pool, std::string_view op, const std::vector<Tensor>& inputs,
                     const AttrMap& attrs = {}) {

@@ -123,10 +123,12 @@ TEST(OpsMathTest, IntegerEdgeCases) {
   EXPECT_EQ(RunOk("Add", {i32({kMax}), i32({1})}).at(0).data<int32_t>()[0], kMin);
   EXPECT_EQ(RunOk("Sub", {i32({kMin}), i32({1})}).at(0).data<int32_t>()[0], kMax);
   EXPECT_EQ(RunOk("Mul", {i32({65536}), i32({65536})}).at(0).data<int32_t>()[0], 0);
-  // Division truncates toward zero; min / -1 wraps to min.
-  Tensor q = RunOk("Div", {i32({7, -7, 7, -7, kMin}), i32({2, 2, -2, -2, -1})}).at(0);
+  // Division truncates toward zero; min / -1, which does not fit, is refused like x / 0.
+  Tensor q = RunOk("Div", {i32({7, -7, 7, -7, kMin}), i32({2, 2, -2, -2, 1})}).at(0);
   EXPECT_EQ(std::vector<int32_t>(q.data<int32_t>().begin(), q.data<int32_t>().end()),
             (std::vector<int32_t>{3, -3, -3, 3, kMin}));
+  ExpectError(RunOp("Div", std::vector<Tensor>{i32({1, kMin}), i32({-1, -1})}).status(),
+              StatusCode::kInvalidArgument, "integer overflow");
   ExpectError(RunOp("Div", std::vector<Tensor>{i32({1, 2}), i32({1, 0})}).status(),
               StatusCode::kInvalidArgument, "division by zero");
   // Float division by zero is IEEE: inf and NaN, no error.

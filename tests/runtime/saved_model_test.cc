@@ -1,6 +1,7 @@
 // The SavedModel importer on TensorFlow Serving's own test SavedModels (tests/data/): the
 // checkpoint's table and CRCs, function inlining, translation into a Session that gives TF
 // Serving's answers, and the errors that name what is wrong.
+#include "runtime/model_dir.h"
 #include "runtime/saved_model/saved_model.h"
 
 #include <gtest/gtest.h>

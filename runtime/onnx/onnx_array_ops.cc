@@ -1,0 +1,305 @@
+// The translators of ONNX's array and shape ops: constants, casts, reshaping, slicing,
+// gathering, padding and the shape computations of dynamic models.
+#include <algorithm>
+
+#include "runtime/import/constants.h"
+#include "runtime/onnx/onnx_tensor.h"
+#include "runtime/onnx/onnx_translators.h"
+
+namespace lockstep::onnx_import {
+
+Status Constant(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(const onnx::TensorProto* value, ctx.TensorAttr("value"));
+  if (value != nullptr) {
+    StatusOr<Tensor> t = TensorFromOnnx(*value, nullptr);
+    if (!t.ok()) return t.status().code() == StatusCode::kUnimplemented ? ctx.Unsupported(t.status().message())
+                                                                          : ctx.Error(t.status().message());
+    outputs->push_back(ctx.EmitConstant(std::move(*t)));
+    return Status::Ok();
+  }
+  if (ctx.HasAttr("value_float")) {
+    LS_ASSIGN_OR_RETURN(float v, ctx.FloatAttr("value_float", 0));
+    outputs->push_back(ctx.EmitConstant(Tensor::Scalar<float>(v)));
+    return Status::Ok();
+  }
+  if (ctx.HasAttr("value_int")) {
+    LS_ASSIGN_OR_RETURN(int64_t v, ctx.IntAttr("value_int", 0));
+    outputs->push_back(ctx.EmitConstant(Tensor::Scalar<int64_t>(v)));
+    return Status::Ok();
+  }
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> ints, ctx.IntsAttr("value_ints"));
+  if (ints) {
+    outputs->push_back(ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(ints->size())}, *ints)));
+    return Status::Ok();
+  }
+  for (const onnx::AttributeProto& a : ctx.node().attribute()) {
+    if (a.name() == "value_floats") {
+      std::vector<float> v(a.floats().begin(), a.floats().end());
+      outputs->push_back(ctx.EmitConstant(Tensor::FromVector<float>(Shape{static_cast<int64_t>(v.size())}, v)));
+      return Status::Ok();
+    }
+  }
+  return ctx.Unsupported("only value, value_float(s) and value_int(s) constants are supported");
+}
+
+Status Cast(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  int64_t to = 0;
+  if (ctx.opset() < 6) {
+    // Opsets 1 to 5 name the type: "FLOAT", "INT64", ...
+    LS_ASSIGN_OR_RETURN(std::string name, ctx.StringAttr("to", ""));
+    onnx::TensorProto::DataType type;
+    if (!onnx::TensorProto_DataType_Parse(name, &type)) return ctx.Error("'to' names no type: '" + name + "'");
+    to = type;
+  } else {
+    LS_ASSIGN_OR_RETURN(to, ctx.IntAttr("to", 0));
+  }
+  StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(to));
+  if (!dtype.ok()) return ctx.Unsupported("casting to " + OnnxElemTypeName(static_cast<int32_t>(to)));
+  outputs->push_back(ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", *dtype}}));
+  return Status::Ok();
+}
+
+Status Concat(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", ctx.opset() < 4 ? 1 : 0));
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
+  outputs->push_back(ctx.Emit("Concat", std::move(inputs), AttrMap{{"axis", axis}}));
+  return Status::Ok();
+}
+
+// Reshape(data, shape): a constant target is an attribute (its zeros replaced by the input's
+// dimensions where ONNX copies them and they are known); any other is read at run time.
+Status Reshape(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t allowzero, ctx.IntAttr("allowzero", 0));
+  // Before opset 5 the target is an attribute.
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> attr_shape, ctx.IntsAttr("shape"));
+  if (ctx.opset() < 5 && !attr_shape) return ctx.Error("needs the shape attribute");
+  if (ctx.opset() < 5 || ctx.ConstantInput(1) != nullptr) {
+    std::vector<int64_t> shape;
+    if (ctx.opset() < 5) {
+      shape = *attr_shape;
+    } else {
+      LS_ASSIGN_OR_RETURN(shape, ctx.ConstantInts(1, "shape"));
+    }
+    bool resolved = true;
+    for (size_t d = 0; d < shape.size() && allowzero == 0; ++d) {
+      if (shape[d] != 0) continue;
+      const auto& spec = ctx.InputSpec(0);
+      if (spec && static_cast<int>(d) < spec->shape.rank() && spec->shape.dim(static_cast<int>(d)) >= 0) {
+        shape[d] = spec->shape.dim(static_cast<int>(d));
+      } else {
+        resolved = false;
+      }
+    }
+    if (resolved) {
+      outputs->push_back(ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::move(shape)}}));
+      return Status::Ok();
+    }
+    if (ctx.opset() < 5) {
+      const std::string target = ctx.EmitConstant(
+          Tensor::FromVector<int64_t>(lockstep::Shape{static_cast<int64_t>(shape.size())}, shape), "shape");
+      outputs->push_back(ctx.Emit("Reshape", {ctx.input(0), target}));
+      return Status::Ok();
+    }
+  }
+  outputs->push_back(ctx.Emit("Reshape", {ctx.input(0), ctx.input(1)}, AttrMap{{"allowzero", allowzero != 0}}));
+  return Status::Ok();
+}
+
+// Flatten(axis): [d0..d(a-1), da..] -> [product before, product after].
+Status Flatten(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 1));
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  if (axis < -rank || axis > rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  if (axis == 1 && rank >= 1) {
+    outputs->push_back(ctx.Emit("Flatten", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  const Shape& shape = ctx.InputSpec(0)->shape;
+  int64_t before = 1, after = 1;
+  for (int d = 0; d < rank; ++d) {
+    int64_t& product = d < axis ? before : after;
+    product = (product < 0 || shape.dim(d) < 0) ? -1 : product * shape.dim(d);
+  }
+  if (before < 0 && after < 0) return ctx.Unsupported("dimensions on both sides of the axis are unknown until run time");
+  outputs->push_back(ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{before, after}}}));
+  return Status::Ok();
+}
+
+// Unsqueeze(axes): one ExpandDims per new axis, in ascending order of the output's axes.
+Status Unsqueeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  if (!axes || axes->empty()) return ctx.Error("needs axes");
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+  for (int64_t& a : *axes) {
+    if (a < -out_rank || a >= out_rank) return ctx.Error("axis " + std::to_string(a) + " is out of range");
+    if (a < 0) a += out_rank;
+  }
+  std::sort(axes->begin(), axes->end());
+  if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) return ctx.Error("axes repeat");
+  std::string x = ctx.input(0);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    x = ctx.Emit("ExpandDims", {x}, AttrMap{{"axis", (*axes)[i]}}, i + 1 == axes->size() ? "" : "axis_" + std::to_string(i));
+  }
+  outputs->push_back(x);
+  return Status::Ok();
+}
+
+Status Squeeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  AttrMap attrs;
+  if (axes) attrs.Set("axes", *axes);
+  outputs->push_back(ctx.Emit("Squeeze", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+Status Transpose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> perm, ctx.IntsAttr("perm"));
+  AttrMap attrs;
+  if (perm) attrs.Set("perm", *perm);
+  outputs->push_back(ctx.Emit("Transpose", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+Status Tile(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.opset() < 6) return ctx.Unsupported("Tile before opset 6 (tiles and axis inputs)");
+  outputs->push_back(ctx.Emit("Tile", {ctx.input(0), ctx.input(1)}));
+  return Status::Ok();
+}
+
+// Size: the product of the shape, folded when the shape is known.
+Status Size(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  const std::string dims = ctx.Emit("Shape", {ctx.input(0)}, {}, "shape");
+  outputs->push_back(ctx.Emit("Prod", {dims}, AttrMap{{"keep_dims", false}}));
+  return Status::Ok();
+}
+
+Status Gather(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  outputs->push_back(ctx.Emit("Gather", {ctx.input(0), ctx.input(1)}, AttrMap{{"axis", axis}}));
+  return Status::Ok();
+}
+
+// Shape(start, end): a constant when ONNX knows every dimension, else computed per request.
+Status ShapeOp(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t start, ctx.IntAttr("start", 0));
+  const bool has_end = ctx.HasAttr("end");
+  LS_ASSIGN_OR_RETURN(int64_t end, ctx.IntAttr("end", 0));
+  const auto& spec = ctx.InputSpec(0);
+  if (spec && spec->shape.IsFullyDefined()) {
+    const int64_t rank = spec->shape.rank();
+    auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    const int64_t lo = clamp(start), hi = has_end ? clamp(end) : rank;
+    std::vector<int64_t> dims;
+    for (int64_t d = lo; d < hi; ++d) dims.push_back(spec->shape.dim(static_cast<int>(d)));
+    outputs->push_back(ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)));
+    return Status::Ok();
+  }
+  AttrMap attrs;
+  if (start != 0) attrs.Set("start", start);
+  if (has_end) attrs.Set("end", end);
+  outputs->push_back(ctx.Emit("Shape", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+Status ConstantOfShape(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(const onnx::TensorProto* value, ctx.TensorAttr("value"));
+  Tensor fill = Tensor::Scalar<float>(0);
+  if (value != nullptr) {
+    StatusOr<Tensor> t = TensorFromOnnx(*value, nullptr);
+    if (!t.ok()) return ctx.Unsupported("value: " + t.status().message());
+    if (t->num_elements() != 1 || t->dtype() == DType::kString) return ctx.Error("value must be one number");
+    fill = std::move(*t);
+  }
+  StatusOr<double> fill_value = ScalarValue(fill);
+  if (!fill_value.ok()) return ctx.Error(fill_value.status().message());
+  outputs->push_back(ctx.Emit("ConstantOfShape", {ctx.input(0)}, AttrMap{{"dtype", fill.dtype()}, {"value", *fill_value}}));
+  return Status::Ok();
+}
+
+// Slice: attributes before opset 10, inputs (constant or computed) from then on.
+Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  std::vector<std::string> inputs{ctx.input(0)};
+  if (ctx.opset() < 10) {
+    for (const char* name : {"starts", "ends", "axes"}) {
+      LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v, ctx.IntsAttr(name));
+      if (!v) {
+        if (std::string_view(name) == "axes") break;
+        return ctx.Error(std::string("needs ") + name);
+      }
+      inputs.push_back(ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v->size())}, *v), name));
+    }
+  } else {
+    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+      if (ctx.HasInput(i)) {
+        inputs.push_back(ctx.input(i));
+        continue;
+      }
+      if (i < 3) return ctx.Error("needs starts and ends");
+      // An omitted axes before given steps: 0, 1, ... as many as the starts.
+      LS_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ctx.ConstantInts(1, "starts (when axes are omitted)"));
+      std::vector<int64_t> axes(starts.size());
+      for (size_t a = 0; a < axes.size(); ++a) axes[a] = static_cast<int64_t>(a);
+      inputs.push_back(ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(axes.size())}, axes), "axes"));
+    }
+  }
+  outputs->push_back(ctx.Emit("Slice", std::move(inputs)));
+  return Status::Ok();
+}
+
+// Split: one Slice per output, along `axis`, of the sizes given (or equal parts).
+Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> sizes, ctx.AxesAttrOrInput("split", 1));
+  const int64_t parts = ctx.node().output_size();
+  if (!sizes) {
+    LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+    if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
+    const int64_t dim = ctx.InputSpec(0)->shape.dim(static_cast<int>(axis < 0 ? axis + rank : axis));
+    if (dim < 0) return ctx.Unsupported("an equal split of a dimension unknown until run time");
+    if (parts == 0 || dim % parts != 0) return ctx.Error("dimension " + std::to_string(dim) + " does not split evenly");
+    sizes = std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
+  }
+  if (static_cast<int64_t>(sizes->size()) != parts) return ctx.Error("split sizes and outputs differ in number");
+  const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
+  int64_t begin = 0;
+  for (int64_t k = 0; k < parts; ++k) {
+    const int64_t end = begin + (*sizes)[static_cast<size_t>(k)];
+    const std::string suffix = "part_" + std::to_string(k);
+    const std::string starts = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {begin}), suffix + "/starts");
+    const std::string ends = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {end}), suffix + "/ends");
+    outputs->push_back(ctx.Emit("Slice", {ctx.input(0), starts, ends, axes}, {}, suffix));
+    begin = end;
+  }
+  return Status::Ok();
+}
+
+Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::string mode, ctx.StringAttr("mode", "constant"));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return ctx.Unsupported("mode '" + mode + "'");
+  AttrMap attrs{{"mode", mode}};
+  std::string pads;
+  if (ctx.opset() < 11) {
+    LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, ctx.IntsAttr("pads"));
+    if (!p) return ctx.Error("needs pads");
+    pads = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(p->size())}, *p), "pads");
+    LS_ASSIGN_OR_RETURN(float value, ctx.FloatAttr("value", 0));
+    attrs.Set("value", static_cast<double>(value));
+  } else {
+    pads = ctx.input(1);
+    if (ctx.HasInput(3)) return ctx.Unsupported("the axes input");
+    if (ctx.HasInput(2)) {
+      const Tensor* value = ctx.ConstantInput(2);
+      if (value == nullptr || value->num_elements() != 1) return ctx.Unsupported("a constant_value computed at run time");
+      StatusOr<double> pad_value = ScalarValue(*value);
+      if (!pad_value.ok()) return ctx.Error(pad_value.status().message());
+      attrs.Set("value", *pad_value);
+    }
+  }
+  outputs->push_back(ctx.Emit("Pad", {ctx.input(0), pads}, std::move(attrs)));
+  return Status::Ok();
+}
+
+}  // namespace lockstep::onnx_import

@@ -1,0 +1,348 @@
+#include "runtime/onnx/onnx_model.h"
+
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "runtime/bundle/file_image.h"
+#include "runtime/graph_analysis.h"
+#include "runtime/onnx/onnx_ops.h"
+#include "runtime/onnx/onnx_tensor.h"
+#include "runtime/op_registry.h"
+
+namespace lockstep {
+namespace {
+
+// model.onnx holds the weights unless they are external; protobuf refuses messages over 2 GiB.
+constexpr uint64_t kMaxOnnxFileBytes = std::numeric_limits<int32_t>::max();
+// Nodes whose inputs are all constants are evaluated while importing, so that translators see
+// computed shapes and axes as constants, up to this many elements (larger results stay nodes).
+constexpr int64_t kMaxImportFoldedElements = int64_t{1} << 16;
+
+// What ONNX's type says of a value: its dtype and shape (-1 for a dim_param or a missing
+// dimension); nullopt when the type is not a tensor of a known rank and supported dtype.
+std::optional<TensorSpec> SpecOfType(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return std::nullopt;
+  const auto& tt = type.tensor_type();
+  StatusOr<DType> dtype = OnnxElemTypeToDType(tt.elem_type());
+  if (!dtype.ok() || !tt.has_shape() || tt.shape().dim_size() > Shape::kMaxRank) return std::nullopt;
+  TensorSpec spec{*dtype, Shape()};
+  for (const auto& d : tt.shape().dim()) {
+    spec.shape.AddDim(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : Shape::kUnknownDim);
+  }
+  if (!spec.shape.KnownDimsWithin()) return std::nullopt;
+  return spec;
+}
+
+// Node names may not hold ':' (it separates a node from its output index).
+std::string SafeName(std::string_view name) {
+  std::string s(name.empty() ? "node" : name);
+  for (char& c : s) {
+    if (c == ':') c = '_';
+  }
+  return s;
+}
+
+class Importer final : public OnnxGraphSink {
+ public:
+  Importer(onnx::ModelProto& proto, const std::filesystem::path& dir) : proto_(proto), dir_(dir), external_(dir) {}
+  StatusOr<Model> Run() &&;
+
+  std::string AddNode(const std::string& base, const std::string& op, std::vector<std::string> inputs,
+                      AttrMap attrs) override;
+  std::string AddConstant(const std::string& base, Tensor value) override;
+  const Tensor* ConstantValue(const std::string& value) const override {
+    auto it = constants_.find(value);
+    return it == constants_.end() ? nullptr : it->second;
+  }
+
+ private:
+  StatusOr<int> DefaultOpset() const;
+  Status CheckAndInfer();
+  Status AddInitializers();
+  Status AddInputs(Signature& sig);
+  Status TranslateNode(const onnx::NodeProto& node, int opset);
+  Status AddOutputs(Signature& sig);
+  std::string UniqueName(const std::string& base);
+  StatusOr<std::string> Value(const std::string& onnx_name, const onnx::NodeProto* consumer) const;
+
+  onnx::ModelProto& proto_;
+  const std::filesystem::path dir_;
+  OnnxExternalData external_;
+  Model model_;
+  std::set<std::string> used_names_;
+  // ONNX value name -> Lockstep value.
+  std::map<std::string, std::string> values_;
+  // ONNX outputs a translator did not compute -> why, for the error if something uses one.
+  std::map<std::string, std::string> missing_;
+  // Lockstep value -> its constant value (owned by model_.weights).
+  std::map<std::string, const Tensor*> constants_;
+  // ONNX value name -> what shape inference says of it.
+  std::map<std::string, std::optional<TensorSpec>> specs_;
+};
+
+std::string Importer::UniqueName(const std::string& base) {
+  std::string name = SafeName(base);
+  for (int i = 1; !used_names_.insert(name).second; ++i) name = SafeName(base) + "_" + std::to_string(i);
+  return name;
+}
+
+std::string Importer::AddConstant(const std::string& base, Tensor value) {
+  const std::string name = UniqueName(base);
+  auto [it, inserted] = model_.weights.insert_or_assign(name, std::move(value));
+  model_.graph.nodes.push_back(NodeDef{name, std::string(kConstOp), {}, AttrMap{{"weight", name}}});
+  constants_[name] = &it->second;
+  return name;
+}
+
+std::string Importer::AddNode(const std::string& base, const std::string& op, std::vector<std::string> inputs,
+                              AttrMap attrs) {
+  // Fold a node of constants now, so that the translators after it see its value.
+  const OpDef* def = OpRegistry::Global().Find(op);
+  bool all_constant = def != nullptr && def->compute != nullptr && def->deterministic && def->num_outputs == 1 &&
+                      !inputs.empty();
+  std::vector<Tensor> values;
+  int64_t elements = 0;
+  for (const std::string& in : inputs) {
+    const Tensor* t = all_constant ? ConstantValue(in) : nullptr;
+    all_constant = t != nullptr;
+    if (t != nullptr) {
+      values.push_back(*t);
+      elements += t->num_elements();
+    }
+  }
+  if (all_constant && elements <= kMaxImportFoldedElements) {
+    StatusOr<std::vector<Tensor>> result = RunOp(*def, values, attrs, ThreadPool::Default());
+    if (result.ok() && (*result)[0].num_elements() <= kMaxImportFoldedElements) {
+      return AddConstant(base, std::move((*result)[0]));
+    }
+  }
+  const std::string name = UniqueName(base);
+  model_.graph.nodes.push_back(NodeDef{name, op, std::move(inputs), std::move(attrs)});
+  return name;
+}
+
+StatusOr<int> Importer::DefaultOpset() const {
+  int opset = -1;
+  for (const auto& o : proto_.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+  }
+  if (opset < 0) return InvalidArgument("the model imports no opset of the default ONNX domain");
+  if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset) {
+    return Unimplemented("the model uses opset " + std::to_string(opset) + "; Lockstep reads opsets " +
+                         std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset));
+  }
+  return opset;
+}
+
+// onnx::checker::check_model on a ModelProto looks for external data beside the process's
+// working directory; this is the same check with the model's directory (ONNX 1.12's own steps:
+// the IR version, the opsets, the graph, the model's local functions).
+void CheckModel(const onnx::ModelProto& model, const std::filesystem::path& dir) {
+  namespace checker = onnx::checker;
+  if (model.ir_version() <= 0) fail_check("the model does not set its ir_version");
+  if (model.ir_version() > onnx::Version::IR_VERSION) {
+    fail_check("ir_version ", model.ir_version(), " is newer than this ONNX checker's (", onnx::Version::IR_VERSION, ")");
+  }
+  checker::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(model.ir_version()));
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+  if (opsets.empty()) fail_check("the model imports no opset");
+  ctx.set_opset_imports(std::move(opsets));
+  ctx.set_model_dir(dir.string());
+  checker::LexicalScopeContext lex;
+  checker::check_graph(model.graph(), ctx, lex);
+  if (model.ir_version() >= 8) checker::check_model_local_functions(model, ctx, lex);
+}
+
+Status Importer::CheckAndInfer() {
+  // ONNX's checker and inference report by exception; none may cross into the runtime.
+  try {
+    CheckModel(proto_, dir_);
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("not a valid ONNX model: ") + e.what());
+  }
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& strict) {
+    // Exporters write models that strict inference faults where an old opset's schema is
+    // narrower than what every runtime accepts (an int64 Constant in opset 6). Inference then
+    // runs leniently, leaving unknown what it cannot infer; Lockstep's own inference checks
+    // every node again when the model is compiled.
+    try {
+      onnx::ShapeInferenceOptions lenient{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
+      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), lenient);
+    } catch (const std::exception& e) {
+      return InvalidArgument(std::string("ONNX shape inference failed: ") + e.what());
+    }
+  }
+  const onnx::GraphProto& g = proto_.graph();
+  for (const auto& list : {&g.input(), &g.value_info(), &g.output()}) {
+    for (const onnx::ValueInfoProto& vi : *list) specs_[vi.name()] = SpecOfType(vi.type());
+  }
+  return Status::Ok();
+}
+
+Status Importer::AddInitializers() {
+  const onnx::GraphProto& g = proto_.graph();
+  if (g.sparse_initializer_size() > 0) return Unimplemented("sparse initializers are not supported");
+  for (const onnx::TensorProto& init : g.initializer()) {
+    StatusOr<Tensor> value = TensorFromOnnx(init, &external_);
+    if (!value.ok()) return value.status().WithPrefix("initializer '" + init.name() + "'");
+    values_[init.name()] = AddConstant(init.name(), std::move(*value));
+  }
+  return Status::Ok();
+}
+
+Status Importer::AddInputs(Signature& sig) {
+  for (const onnx::ValueInfoProto& vi : proto_.graph().input()) {
+    if (values_.count(vi.name()) > 0) continue;  // an initializer listed as an input: a constant
+    const std::string what = "input '" + vi.name() + "'";
+    if (!vi.type().has_tensor_type()) return Unimplemented(what + " is not a tensor");
+    StatusOr<DType> dtype = OnnxElemTypeToDType(vi.type().tensor_type().elem_type());
+    if (!dtype.ok()) return dtype.status().WithPrefix(what);
+    const std::optional<TensorSpec>& spec = specs_[vi.name()];
+    if (!spec) return Unimplemented(what + " has no shape (its rank must be known)");
+    const std::string name = UniqueName(vi.name());
+    model_.graph.nodes.push_back(
+        NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", *dtype}, {"shape", spec->shape}}});
+    values_[vi.name()] = name;
+    sig.inputs.push_back(TensorBinding{vi.name(), name, *dtype, spec->shape});
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> Importer::Value(const std::string& onnx_name, const onnx::NodeProto* consumer) const {
+  auto it = values_.find(onnx_name);
+  if (it != values_.end()) return it->second;
+  const std::string who = consumer == nullptr ? "the graph's outputs"
+                                              : "node '" + consumer->name() + "' (" + consumer->op_type() + ")";
+  auto missing = missing_.find(onnx_name);
+  if (missing != missing_.end()) return Unimplemented(who + " uses '" + onnx_name + "', " + missing->second);
+  return InvalidArgument(who + " uses '" + onnx_name + "', which no node, input or initializer produces");
+}
+
+Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
+  const std::string label = "node '" + node.name() + "' (" + node.op_type() + ")";
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return Unimplemented(label + ": operators of domain '" + node.domain() + "' are not supported");
+  }
+  OnnxTranslator translator = FindOnnxTranslator(node.op_type());
+  if (translator == nullptr) return Unimplemented(label + ": op " + node.op_type() + " is not supported");
+  std::vector<std::string> inputs;
+  std::vector<std::optional<TensorSpec>> specs;
+  for (const std::string& in : node.input()) {
+    if (in.empty()) {
+      inputs.emplace_back();
+      specs.emplace_back();
+      continue;
+    }
+    LS_ASSIGN_OR_RETURN(std::string value, Value(in, &node));
+    inputs.push_back(std::move(value));
+    auto spec = specs_.find(in);
+    specs.push_back(spec == specs_.end() ? std::nullopt : spec->second);
+    // An initializer's shape is its own, whatever value_info says.
+    if (const Tensor* c = ConstantValue(inputs.back())) specs.back() = TensorSpec{c->dtype(), c->shape()};
+  }
+  const std::string base = !node.name().empty() ? node.name() : node.output_size() > 0 ? node.output(0) : node.op_type();
+  OnnxNodeContext ctx(*this, node, opset, std::move(inputs), std::move(specs), base);
+  std::vector<std::string> outputs;
+  LS_RETURN_IF_ERROR(translator(ctx, &outputs));
+  for (int k = 0; k < node.output_size(); ++k) {
+    const std::string& name = node.output(k);
+    if (name.empty()) continue;
+    if (static_cast<size_t>(k) < outputs.size()) {
+      values_[name] = outputs[static_cast<size_t>(k)];
+    } else {
+      missing_[name] = "output " + std::to_string(k) + " of " + label + ", which Lockstep does not compute";
+    }
+  }
+  return Status::Ok();
+}
+
+Status Importer::AddOutputs(Signature& sig) {
+  std::set<std::string> unranked;
+  for (const onnx::ValueInfoProto& vi : proto_.graph().output()) {
+    LS_ASSIGN_OR_RETURN(std::string value, Value(vi.name(), nullptr));
+    // A signature output must be computed by a node of its own.
+    const NodeDef* producer = model_.graph.FindNode(value);
+    if (producer != nullptr && (producer->op == kInputOp || producer->op == kConstOp)) {
+      value = UniqueName(vi.name() + "/identity");
+      model_.graph.nodes.push_back(NodeDef{value, "Identity", {values_[vi.name()]}, {}});
+    }
+    const std::string what = "output '" + vi.name() + "'";
+    if (!vi.type().has_tensor_type()) return Unimplemented(what + " is not a tensor");
+    StatusOr<DType> dtype = OnnxElemTypeToDType(vi.type().tensor_type().elem_type());
+    if (!dtype.ok()) return dtype.status().WithPrefix(what);
+    TensorBinding binding{vi.name(), value, *dtype, Shape()};
+    const std::optional<TensorSpec>& spec = specs_[vi.name()];
+    if (spec) {
+      binding.shape = spec->shape;
+    } else {
+      unranked.insert(vi.name());
+    }
+    sig.outputs.push_back(std::move(binding));
+  }
+  if (unranked.empty()) return Status::Ok();
+  // Outputs ONNX gave no shape take the one the runtime infers.
+  LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeNodes(model_));
+  for (TensorBinding& b : sig.outputs) {
+    if (unranked.count(b.key) == 0) continue;
+    LS_ASSIGN_OR_RETURN(ValueId v, a.Resolve(b.tensor));
+    b.shape = a.Spec(v).shape;
+  }
+  return Status::Ok();
+}
+
+StatusOr<Model> Importer::Run() && {
+  LS_ASSIGN_OR_RETURN(int opset, DefaultOpset());
+  LS_RETURN_IF_ERROR(CheckAndInfer());
+  LS_RETURN_IF_ERROR(AddInitializers());
+  Signature sig;
+  sig.name = std::string(kDefaultSignature);
+  sig.method_name = "tensorflow/serving/predict";
+  LS_RETURN_IF_ERROR(AddInputs(sig));
+  for (const onnx::NodeProto& node : proto_.graph().node()) LS_RETURN_IF_ERROR(TranslateNode(node, opset));
+  LS_RETURN_IF_ERROR(AddOutputs(sig));
+  model_.graph.signatures.push_back(std::move(sig));
+  model_.graph.metadata["format"] = "onnx";
+  model_.graph.metadata["onnx_opset"] = std::to_string(opset);
+  model_.graph.metadata["onnx_ir_version"] = std::to_string(proto_.ir_version());
+  if (!proto_.producer_name().empty()) {
+    model_.graph.metadata["onnx_producer"] = proto_.producer_name() + " " + proto_.producer_version();
+  }
+  return std::move(model_);
+}
+
+}  // namespace
+
+bool IsOnnxModelDir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(dir / kOnnxModelFile, ec);
+}
+
+StatusOr<Model> ImportOnnxModel(onnx::ModelProto& model, const std::filesystem::path& dir) {
+  return Importer(model, dir).Run();
+}
+
+StatusOr<Model> ReadOnnxModel(const std::filesystem::path& dir) { return ReadOnnxModelFile(dir / kOnnxModelFile); }
+
+StatusOr<Model> ReadOnnxModelFile(const std::filesystem::path& file) {
+  StatusOr<std::shared_ptr<const FileImage>> image = FileImage::Read(file, kMaxOnnxFileBytes);
+  if (!image.ok()) return image.status().WithPrefix(file.string());
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray((*image)->data(), static_cast<int>((*image)->size()))) {
+    return InvalidArgument(file.string() + ": not an ONNX ModelProto (corrupted or truncated)");
+  }
+  StatusOr<Model> model = ImportOnnxModel(proto, file.parent_path());
+  if (!model.ok()) return model.status().WithPrefix(file.string());
+  return model;
+}
+
+}  // namespace lockstep

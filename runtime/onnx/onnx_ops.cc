@@ -1,0 +1,335 @@
+// The element-wise, array and shape translators, and the table. Each is a small function per
+// ONNX op (or family); the convolution, pooling, normalisation and matrix ones live in
+// onnx_nn_ops.cc.
+#include "runtime/onnx/onnx_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "runtime/import/constants.h"
+#include "runtime/onnx/onnx_tensor.h"
+#include "runtime/onnx/onnx_translators.h"
+
+namespace lockstep {
+namespace onnx_import {
+
+Tensor Scalar(DType dtype, double value) {
+  switch (dtype) {
+    case DType::kFloat64: return Tensor::Scalar<double>(value);
+    case DType::kInt32: return Tensor::Scalar<int32_t>(static_cast<int32_t>(value));
+    case DType::kInt64: return Tensor::Scalar<int64_t>(static_cast<int64_t>(value));
+    case DType::kBool: return Tensor::Scalar<bool>(value != 0);
+    default: return Tensor::Scalar<float>(static_cast<float>(value));
+  }
+}
+
+StatusOr<DType> InputDType(const OnnxNodeContext& ctx, size_t i) {
+  if (ctx.InputSpec(i)) return ctx.InputSpec(i)->dtype;
+  return ctx.Unsupported("the element type of input " + std::to_string(i) + " is not known");
+}
+
+std::vector<int64_t> SwapWithLast(int rank, int axis) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) perm[static_cast<size_t>(d)] = d;
+  std::swap(perm[static_cast<size_t>(axis)], perm.back());
+  return perm;
+}
+
+namespace {
+
+// Every ONNX input given, in order, to one Lockstep op without attributes: the element-wise
+// ops (ONNX broadcasts as numpy does from opset 7 on, as Lockstep's do) and activations.
+template <const char* kOp>
+Status Direct(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.HasInput(i)) return ctx.Error("input " + std::to_string(i) + " is missing");
+    inputs.push_back(ctx.input(i));
+  }
+  outputs->push_back(ctx.Emit(kOp, std::move(inputs)));
+  return Status::Ok();
+}
+#define LS_OP_NAME(name) constexpr char k##name[] = #name
+LS_OP_NAME(Add); LS_OP_NAME(Sub); LS_OP_NAME(Mul); LS_OP_NAME(Div); LS_OP_NAME(Pow);
+LS_OP_NAME(Relu); LS_OP_NAME(Sigmoid); LS_OP_NAME(Tanh); LS_OP_NAME(Identity); LS_OP_NAME(HardSwish);
+LS_OP_NAME(Sqrt); LS_OP_NAME(Exp); LS_OP_NAME(Log); LS_OP_NAME(Neg); LS_OP_NAME(Abs); LS_OP_NAME(Sign);
+LS_OP_NAME(Reciprocal); LS_OP_NAME(Floor); LS_OP_NAME(Ceil); LS_OP_NAME(Erf); LS_OP_NAME(Softplus);
+LS_OP_NAME(Sin); LS_OP_NAME(Cos); LS_OP_NAME(Equal); LS_OP_NAME(Less); LS_OP_NAME(Greater);
+LS_OP_NAME(LessEqual); LS_OP_NAME(GreaterEqual); LS_OP_NAME(Not); LS_OP_NAME(And); LS_OP_NAME(Or);
+LS_OP_NAME(Xor); LS_OP_NAME(Where); LS_OP_NAME(Softsign); LS_OP_NAME(Tan); LS_OP_NAME(Asin);
+LS_OP_NAME(Acos); LS_OP_NAME(Atan); LS_OP_NAME(Sinh); LS_OP_NAME(Cosh); LS_OP_NAME(Asinh); LS_OP_NAME(Acosh);
+LS_OP_NAME(Atanh); LS_OP_NAME(Expand); LS_OP_NAME(Tile); LS_OP_NAME(Range);
+LS_OP_NAME(Minimum); LS_OP_NAME(Maximum);
+#undef LS_OP_NAME
+
+// The binary element-wise ops. Before opset 7 they broadcast only when asked (broadcast = 1),
+// B's dimensions lined up with A's from `axis` on (else from the end, as numpy does); the
+// trailing dimensions B lacks are added as 1s. Pow from opset 12 takes an exponent of another
+// type, converted to the base's.
+template <const char* kOp>
+Status Binary(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.num_inputs() != 2 || !ctx.HasInput(0) || !ctx.HasInput(1)) return ctx.Error("needs two inputs");
+  std::string b = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(int64_t broadcast, ctx.IntAttr("broadcast", 0));
+  if (ctx.opset() < 7 && broadcast != 0 && ctx.HasAttr("axis")) {
+    LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+    LS_ASSIGN_OR_RETURN(int rank_a, ctx.InputRank(0));
+    LS_ASSIGN_OR_RETURN(int rank_b, ctx.InputRank(1));
+    if (axis < 0) axis += rank_a;
+    if (axis < 0 || axis + rank_b > rank_a) return ctx.Error("axis " + std::to_string(axis) + " does not fit the ranks");
+    for (int64_t k = axis + rank_b; k < rank_a; ++k) {
+      b = ctx.Emit("ExpandDims", {b}, AttrMap{{"axis", int64_t{-1}}}, "b_dim_" + std::to_string(k));
+    }
+  }
+  if (std::string_view(kOp) == "Pow" && ctx.InputSpec(0) && ctx.InputSpec(1) &&
+      ctx.InputSpec(0)->dtype != ctx.InputSpec(1)->dtype) {
+    b = ctx.Emit("Cast", {b}, AttrMap{{"dtype", ctx.InputSpec(0)->dtype}}, "exponent");
+  }
+  outputs->push_back(ctx.Emit(kOp, {ctx.input(0), b}));
+  return Status::Ok();
+}
+
+// Max, Min, Sum, Mean of any number of inputs: a chain of the binary op (Mean divides at the
+// end), each step broadcasting as the variadic op does.
+template <const char* kBinary, bool kMean>
+Status Variadic(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  const size_t n = ctx.num_inputs();
+  if (n == 0) return ctx.Error("needs at least one input");
+  if (n == 1) {
+    outputs->push_back(ctx.Emit("Identity", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  std::string acc = ctx.input(0);
+  for (size_t i = 1; i < n; ++i) {
+    // The last step is the node's value unless Mean still divides it.
+    const bool last = i + 1 == n && !kMean;
+    acc = ctx.Emit(kBinary, {acc, ctx.input(i)}, {}, last ? "" : "step_" + std::to_string(i));
+  }
+  if (kMean) {
+    LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+    acc = ctx.Emit("Div", {acc, ctx.EmitConstant(Scalar(dtype, static_cast<double>(n)), "count")});
+  }
+  outputs->push_back(acc);
+  return Status::Ok();
+}
+
+Status Dropout(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  // Inference: the identity. A training_mode input that is not a constant false would ask for
+  // random masks at serving time.
+  if (ctx.HasInput(2)) {
+    const Tensor* training = ctx.ConstantInput(2);
+    if (training == nullptr || training->dtype() != DType::kBool || training->data<bool>()[0]) {
+      return ctx.Unsupported("training_mode must be a constant false (inference)");
+    }
+  }
+  outputs->push_back(ctx.Emit("Identity", {ctx.input(0)}));
+  // The mask of inference: every element kept.
+  const std::string dims = ctx.Emit("Shape", {ctx.input(0)}, {}, "mask_shape");
+  outputs->push_back(ctx.Emit("ConstantOfShape", {dims}, AttrMap{{"dtype", DType::kBool}, {"value", 1.0}}, "mask"));
+  return Status::Ok();
+}
+
+Status ThresholdedRelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 1.0f));
+  outputs->push_back(ctx.Emit("ThresholdedRelu", {ctx.input(0)}, AttrMap{{"alpha", static_cast<double>(alpha)}}));
+  return Status::Ok();
+}
+
+Status LeakyRelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 0.01f));
+  outputs->push_back(ctx.Emit("LeakyRelu", {ctx.input(0)}, AttrMap{{"alpha", static_cast<double>(alpha)}}));
+  return Status::Ok();
+}
+
+Status HardSigmoid(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 0.2f));
+  LS_ASSIGN_OR_RETURN(float beta, ctx.FloatAttr("beta", 0.5f));
+  outputs->push_back(ctx.Emit("HardSigmoid", {ctx.input(0)},
+                              AttrMap{{"alpha", static_cast<double>(alpha)}, {"beta", static_cast<double>(beta)}}));
+  return Status::Ok();
+}
+
+// x > 0 ? x : alpha * (exp(x) - 1), from Lockstep's Elu (alpha 1) when alpha is not 1.
+StatusOr<std::string> ScaledElu(OnnxNodeContext& ctx, float alpha) {
+  if (alpha == 1.0f) return ctx.Emit("Elu", {ctx.input(0)}, {}, "elu");
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  const std::string elu = ctx.Emit("Elu", {ctx.input(0)}, {}, "elu");
+  const std::string negative = ctx.Emit("Minimum", {elu, ctx.EmitConstant(Scalar(dtype, 0), "zero")}, {}, "negative");
+  const std::string scaled = ctx.Emit("Mul", {negative, ctx.EmitConstant(Scalar(dtype, alpha), "alpha")}, {}, "scaled");
+  return ctx.Emit("Add", {ctx.Emit("Relu", {ctx.input(0)}, {}, "positive"), scaled}, {}, "sum");
+}
+
+Status Elu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 1.0f));
+  LS_ASSIGN_OR_RETURN(std::string elu, ScaledElu(ctx, alpha));
+  outputs->push_back(ctx.Emit("Identity", {elu}));
+  return Status::Ok();
+}
+
+Status Selu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  constexpr float kAlpha = 1.67326319217681884765625f, kGamma = 1.05070102214813232421875f;
+  LS_ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", kAlpha));
+  LS_ASSIGN_OR_RETURN(float gamma, ctx.FloatAttr("gamma", kGamma));
+  if (alpha == kAlpha && gamma == kGamma) {
+    outputs->push_back(ctx.Emit("Selu", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  LS_ASSIGN_OR_RETURN(std::string elu, ScaledElu(ctx, alpha));
+  outputs->push_back(ctx.Emit("Mul", {elu, ctx.EmitConstant(Scalar(dtype, gamma), "gamma")}));
+  return Status::Ok();
+}
+
+// PRelu(x, slope) = x < 0 ? slope * x : x, slope broadcast to x: from the end (numpy) from
+// opset 7 on; before, a vector slope is one per channel (axis 1).
+Status PRelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  std::string slope = ctx.input(1);
+  const auto& x = ctx.InputSpec(0);
+  const auto& s = ctx.InputSpec(1);
+  if (ctx.opset() < 7 && x && s && s->shape.rank() == 1 && x->shape.rank() > 2 && s->shape.dim(0) != 1) {
+    for (int d = 2; d < x->shape.rank(); ++d) {
+      slope = ctx.Emit("ExpandDims", {slope}, AttrMap{{"axis", int64_t{-1}}}, "slope_" + std::to_string(d));
+    }
+  }
+  const std::string zero = ctx.EmitConstant(Scalar(dtype, 0), "zero");
+  const std::string negative = ctx.Emit("Minimum", {ctx.input(0), zero}, {}, "negative");
+  const std::string scaled = ctx.Emit("Mul", {negative, slope}, {}, "scaled");
+  outputs->push_back(ctx.Emit("Add", {ctx.Emit("Relu", {ctx.input(0)}, {}, "positive"), scaled}));
+  return Status::Ok();
+}
+
+// The bound of Clip: an attribute before opset 11, a constant input from then on (an input
+// computed at run time is a Minimum/Maximum node instead).
+Status Clip(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  AttrMap attrs;
+  std::string x = ctx.input(0);
+  if (ctx.opset() < 11) {
+    LS_ASSIGN_OR_RETURN(float lo, ctx.FloatAttr("min", -std::numeric_limits<float>::infinity()));
+    LS_ASSIGN_OR_RETURN(float hi, ctx.FloatAttr("max", std::numeric_limits<float>::infinity()));
+    attrs.Set("min", static_cast<double>(lo));
+    attrs.Set("max", static_cast<double>(hi));
+  } else {
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (!ctx.HasInput(i)) continue;
+      const Tensor* bound = ctx.ConstantInput(i);
+      const char* name = i == 1 ? "min" : "max";
+      if (bound == nullptr || bound->num_elements() != 1) {
+        x = ctx.Emit(i == 1 ? "Maximum" : "Minimum", {x, ctx.input(i)}, {}, name);
+        continue;
+      }
+      StatusOr<double> value = ScalarValue(*bound);
+      if (!value.ok()) return ctx.Error(std::string("the ") + name + " bound: " + value.status().message());
+      attrs.Set(name, *value);
+    }
+  }
+  outputs->push_back(ctx.Emit("Clip", {x}, std::move(attrs)));
+  return Status::Ok();
+}
+
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd: axes (attribute, or input 1 where
+// the opset moved it there), keepdims, noop_with_empty_axes.
+template <const char* kOp>
+Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
+  LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  if ((!axes || axes->empty()) && noop != 0) {
+    outputs->push_back(ctx.Emit("Identity", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  AttrMap attrs{{"keep_dims", keepdims != 0}};
+  if (axes && !axes->empty()) attrs.Set("axes", *axes);  // Lockstep: no axes = every axis
+  outputs->push_back(ctx.Emit(kOp, {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: Sum with an element-wise
+// op before it (Mul by itself, Abs, Exp) and after it (Sqrt, Log).
+template <const char* kBefore, const char* kAfter>
+Status ComposedReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
+  LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  std::string x = ctx.input(0);
+  const std::string_view before(kBefore), after(kAfter);
+  if (before == "Mul") x = ctx.Emit("Mul", {x, x}, {}, "square");
+  else if (!before.empty()) x = ctx.Emit(kBefore, {x}, {}, "before");
+  AttrMap attrs{{"keep_dims", keepdims != 0}};
+  if (axes && !axes->empty()) attrs.Set("axes", *axes);
+  else if (noop != 0) attrs.Set("axes", std::vector<int64_t>{});
+  const std::string sum = ctx.Emit("Sum", {x}, std::move(attrs), after.empty() ? "" : "sum");
+  outputs->push_back(after.empty() ? sum : ctx.Emit(kAfter, {sum}));
+  return Status::Ok();
+}
+constexpr char kNone[] = "";
+
+constexpr char kMean[] = "Mean";
+constexpr char kSum[] = "Sum";
+constexpr char kMax[] = "Max";
+constexpr char kMin[] = "Min";
+constexpr char kProd[] = "Prod";
+
+template <const char* kOp>
+Status ArgReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
+  LS_ASSIGN_OR_RETURN(int64_t last, ctx.IntAttr("select_last_index", 0));
+  AttrMap attrs{{"axis", axis}, {"keep_dims", keepdims != 0}};
+  if (last != 0) attrs.Set("select_last_index", true);
+  outputs->push_back(ctx.Emit(kOp, {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+constexpr char kArgMax[] = "ArgMax";
+constexpr char kArgMin[] = "ArgMin";
+
+const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
+  static const std::map<std::string, OnnxTranslator, std::less<>> table{
+      {"Abs", Direct<kAbs>}, {"Add", Binary<kAdd>}, {"And", Binary<kAnd>}, {"ArgMax", ArgReduce<kArgMax>},
+      {"ArgMin", ArgReduce<kArgMin>}, {"AveragePool", AveragePool}, {"BatchNormalization", BatchNormalization},
+      {"Cast", Cast}, {"Ceil", Direct<kCeil>}, {"Clip", Clip}, {"Concat", Concat}, {"Constant", Constant},
+      {"ConstantOfShape", ConstantOfShape}, {"Conv", Conv}, {"Cos", Direct<kCos>}, {"Div", Binary<kDiv>},
+      {"Dropout", Dropout}, {"Elu", Elu}, {"Equal", Binary<kEqual>}, {"Erf", Direct<kErf>}, {"Exp", Direct<kExp>},
+      {"Expand", Direct<kExpand>}, {"Flatten", Flatten}, {"Floor", Direct<kFloor>}, {"Gather", Gather},
+      {"Gemm", Gemm}, {"GlobalAveragePool", GlobalAveragePool}, {"GlobalMaxPool", GlobalMaxPool},
+      {"Greater", Binary<kGreater>}, {"GreaterOrEqual", Binary<kGreaterEqual>}, {"HardSigmoid", HardSigmoid},
+      {"HardSwish", Direct<kHardSwish>}, {"Identity", Direct<kIdentity>}, {"LayerNormalization", LayerNormalization},
+      {"LeakyRelu", LeakyRelu}, {"Less", Binary<kLess>}, {"LessOrEqual", Binary<kLessEqual>}, {"Log", Direct<kLog>},
+      {"LogSoftmax", LogSoftmax}, {"MatMul", MatMul}, {"Max", Variadic<kMaximum, false>}, {"MaxPool", MaxPool},
+      {"Mean", Variadic<kAdd, true>}, {"Min", Variadic<kMinimum, false>}, {"Mul", Binary<kMul>},
+      {"Neg", Direct<kNeg>}, {"Not", Direct<kNot>}, {"Or", Binary<kOr>}, {"PRelu", PRelu}, {"Pad", Pad},
+      {"Pow", Binary<kPow>}, {"Range", Direct<kRange>}, {"Reciprocal", Direct<kReciprocal>},
+      {"ReduceMax", Reduce<kMax>}, {"ReduceMean", Reduce<kMean>}, {"ReduceMin", Reduce<kMin>},
+      {"ReduceProd", Reduce<kProd>}, {"ReduceSum", Reduce<kSum>}, {"Relu", Direct<kRelu>}, {"Reshape", Reshape},
+      {"Selu", Selu}, {"Shape", ShapeOp}, {"Sigmoid", Direct<kSigmoid>}, {"Sign", Direct<kSign>},
+      {"Sin", Direct<kSin>}, {"Slice", Slice}, {"Softmax", Softmax}, {"Softplus", Direct<kSoftplus>},
+      {"Split", Split}, {"Sqrt", Direct<kSqrt>}, {"Squeeze", Squeeze}, {"Sub", Binary<kSub>},
+      {"Sum", Variadic<kAdd, false>}, {"Tanh", Direct<kTanh>}, {"Tile", Tile}, {"Transpose", Transpose},
+      {"Unsqueeze", Unsqueeze}, {"ThresholdedRelu", ThresholdedRelu}, {"Size", Size},
+      {"Softsign", Direct<kSoftsign>}, {"Tan", Direct<kTan>}, {"Asin", Direct<kAsin>}, {"Acos", Direct<kAcos>},
+      {"Atan", Direct<kAtan>}, {"Sinh", Direct<kSinh>}, {"Cosh", Direct<kCosh>}, {"Asinh", Direct<kAsinh>},
+      {"Acosh", Direct<kAcosh>}, {"Atanh", Direct<kAtanh>},
+      {"ReduceSumSquare", ComposedReduce<kMul, kNone>}, {"ReduceL1", ComposedReduce<kAbs, kNone>},
+      {"ReduceL2", ComposedReduce<kMul, kSqrt>}, {"ReduceLogSum", ComposedReduce<kNone, kLog>},
+      {"ReduceLogSumExp", ComposedReduce<kExp, kLog>}, {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>},
+  };
+  return table;
+}
+
+}  // namespace
+}  // namespace onnx_import
+
+OnnxTranslator FindOnnxTranslator(std::string_view op_type) {
+  const auto& table = onnx_import::Table();
+  auto it = table.find(op_type);
+  return it == table.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> OnnxTranslatedOps() {
+  std::vector<std::string> ops;
+  for (const auto& [name, translator] : onnx_import::Table()) ops.push_back(name);
+  return ops;
+}
+
+}  // namespace lockstep

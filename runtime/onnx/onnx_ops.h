@@ -1,0 +1,101 @@
+// The op table of the ONNX importer: how one ONNX node becomes Lockstep nodes. A translator
+// sees the node (op_type, attributes, the model's opset), its inputs as Lockstep values with
+// what ONNX's shape inference knows of them, and which inputs are constants with what value
+// (a shape, axes, pads), and emits nodes through the context. Initializers, graph inputs and
+// outputs are the importer's (onnx_model.cc), not the table's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+#include "runtime/attr.h"
+#include "runtime/op_registry.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace lockstep {
+
+// Where translators put what they make; the importer implements it.
+class OnnxGraphSink {
+ public:
+  virtual ~OnnxGraphSink() = default;
+  // Adds a node named after `base` (made unique) and returns its output 0 as a value.
+  virtual std::string AddNode(const std::string& base, const std::string& op, std::vector<std::string> inputs,
+                              AttrMap attrs) = 0;
+  // Adds a constant node and its weight, named after `base`.
+  virtual std::string AddConstant(const std::string& base, Tensor value) = 0;
+  // The value of `value` when it is a constant, else null.
+  virtual const Tensor* ConstantValue(const std::string& value) const = 0;
+};
+
+class OnnxNodeContext {
+ public:
+  // `inputs`: one Lockstep value per ONNX input, "" for an omitted optional one; `specs`: what
+  // ONNX's shape inference knows of each input (nullopt when it knows nothing).
+  OnnxNodeContext(OnnxGraphSink& sink, const onnx::NodeProto& node, int opset, std::vector<std::string> inputs,
+                  std::vector<std::optional<TensorSpec>> specs, std::string base_name);
+
+  const onnx::NodeProto& node() const { return node_; }
+  // The version of the default ONNX domain the model imports.
+  int opset() const { return opset_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  bool HasInput(size_t i) const { return i < inputs_.size() && !inputs_[i].empty(); }
+  const std::string& input(size_t i) const { return inputs_[i]; }
+  // The value of input `i` when it is a constant, else null.
+  const Tensor* ConstantInput(size_t i) const;
+  // Input i's dtype and shape as ONNX inferred them (-1 for unknown dimensions).
+  const std::optional<TensorSpec>& InputSpec(size_t i) const { return specs_[i]; }
+  // Input i's rank, or an error saying the translation needs it.
+  StatusOr<int> InputRank(size_t i) const;
+
+  // Adds a node (name derived from the ONNX node, `suffix` distinguishing helpers) and
+  // returns its output 0.
+  std::string Emit(const std::string& op, std::vector<std::string> inputs, AttrMap attrs = {},
+                   std::string_view suffix = "");
+  std::string EmitConstant(Tensor value, std::string_view suffix = "");
+
+  // Typed attributes; `fallback` when absent; an attribute of another type is an error.
+  bool HasAttr(const std::string& name) const;
+  StatusOr<int64_t> IntAttr(const std::string& name, int64_t fallback) const;
+  StatusOr<float> FloatAttr(const std::string& name, float fallback) const;
+  StatusOr<std::string> StringAttr(const std::string& name, std::string fallback) const;
+  // Absent: nullopt.
+  StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const std::string& name) const;
+  StatusOr<const onnx::TensorProto*> TensorAttr(const std::string& name) const;
+  // The integer values of constant input `i` (int32 or int64), or an error saying `what` must
+  // be constant.
+  StatusOr<std::vector<int64_t>> ConstantInts(size_t i, std::string_view what) const;
+  // Axes from attribute `attr` (opsets before the input form) or else constant input `input`;
+  // nullopt when neither is given.
+  StatusOr<std::optional<std::vector<int64_t>>> AxesAttrOrInput(const std::string& attr, size_t input) const;
+
+  // An error naming the node and its op: the model is malformed here.
+  Status Error(const std::string& what) const;
+  // An error naming the node and its op: valid ONNX that Lockstep does not run.
+  Status Unsupported(const std::string& what) const;
+
+ private:
+  const onnx::AttributeProto* FindAttr(const std::string& name) const;
+
+  OnnxGraphSink& sink_;
+  const onnx::NodeProto& node_;
+  int opset_;
+  std::vector<std::string> inputs_;
+  std::vector<std::optional<TensorSpec>> specs_;
+  std::string base_name_;
+};
+
+// Translates the current node; `outputs` receives one value per ONNX output it computes (a
+// translator may leave trailing optional outputs out: the importer fails only when one of
+// those is used).
+using OnnxTranslator = Status (*)(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+
+// The translator for op `op_type` of the default domain, or null.
+OnnxTranslator FindOnnxTranslator(std::string_view op_type);
+// Every op the table translates, sorted.
+std::vector<std::string> OnnxTranslatedOps();
+
+}  // namespace lockstep

@@ -1,0 +1,59 @@
+// ONNX tensors (onnx.TensorProto: initializers, Constant nodes' values, the backend test
+// suite's input_*.pb / output_*.pb) to lockstep::Tensor, and ONNX's element types to DType.
+//
+// Values come from raw_data (little-endian, row-major, exactly elements x element size bytes),
+// else the element type's typed field (float_data, double_data, int32_data — which also holds
+// bool and bfloat16 bit patterns —, int64_data, string_data), else external data: a file named
+// by the "location" entry, relative to the model's directory and never outside it, read at
+// "offset" for "length" bytes. A typed field must hold exactly one value per element.
+// Dimensions must be non-negative and within Shape's limits; a tensor may take at most
+// `max_bytes`, checked before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "onnx/onnx_pb.h"
+#include "runtime/dtype.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace lockstep {
+
+class FileImage;
+
+// The largest tensor one initializer or test file may hold: protobuf messages stop at 2 GiB,
+// and external data files of real models hold single tensors of a few GiB at most.
+inline constexpr int64_t kMaxOnnxTensorBytes = int64_t{4} << 30;
+
+// TensorProto.DataType -> DType; Unimplemented naming the type for the ones Lockstep's kernels
+// do not take (uint8, int8, float16, complex, ...).
+StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type);
+// "FLOAT", "UINT8", or "elem_type 99" for numbers outside the enum.
+std::string OnnxElemTypeName(int32_t elem_type);
+
+// Reads external data files below one model directory, each file once however many tensors
+// it holds.
+class OnnxExternalData {
+ public:
+  explicit OnnxExternalData(std::filesystem::path model_dir);
+  ~OnnxExternalData();
+  // The `length` bytes at `offset` of `location`; `length` < 0 means to the end of the file.
+  // Fails when the location is absolute, climbs out of the model directory (through ".." or a
+  // symlink), or the range lies outside the file.
+  StatusOr<std::span<const std::byte>> Bytes(const std::string& location, uint64_t offset, int64_t length);
+
+ private:
+  std::filesystem::path dir_;
+  std::map<std::string, std::shared_ptr<const FileImage>> files_;
+};
+
+// Decodes `proto` (see the rules above). `external` may be null when the caller has no model
+// directory; a tensor with external data is then an error.
+StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, OnnxExternalData* external,
+                                int64_t max_bytes = kMaxOnnxTensorBytes);
+
+}  // namespace lockstep

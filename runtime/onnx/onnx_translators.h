@@ -1,0 +1,50 @@
+// Internal to runtime/onnx/: the translators of onnx_array_ops.cc and onnx_nn_ops.cc that the
+// table in onnx_ops.cc lists, and helpers the files share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/onnx/onnx_ops.h"
+
+namespace lockstep::onnx_import {
+
+// A scalar of `dtype` (a numeric one) holding `value`.
+Tensor Scalar(DType dtype, double value);
+// The dtype of input `i` as ONNX inferred it; an error when unknown.
+StatusOr<DType> InputDType(const OnnxNodeContext& ctx, size_t i);
+// The permutation that swaps axis `axis` of a rank-`rank` value with the last one (its own
+// inverse, so it also moves the axis back).
+std::vector<int64_t> SwapWithLast(int rank, int axis);
+
+// onnx_array_ops.cc
+Status Constant(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Cast(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Concat(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Reshape(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Flatten(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Unsqueeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Squeeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Transpose(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Tile(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Size(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Gather(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ShapeOp(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ConstantOfShape(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_nn_ops.cc
+Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+
+}  // namespace lockstep::onnx_import

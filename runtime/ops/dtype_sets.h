@@ -1,0 +1,89 @@
+// The dtype families the element-wise ops accept, their checks (messages that name the op) and
+// the dispatch from a runtime DType to a C++ element type. Internal to runtime/ops/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "runtime/dtype.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+enum class DTypeSet {
+  kReal,           // float32, float64
+  kNumeric,        // float32, float64, int32, int64
+  kNumericOrBool,  // the numeric dtypes and bool
+  kBool,           // bool
+  kNonString,      // every dtype with fixed-size elements (float32, bfloat16, ...)
+};
+
+constexpr bool InSet(DTypeSet set, DType dtype) {
+  const bool real = dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  const bool numeric = real || dtype == DType::kInt32 || dtype == DType::kInt64;
+  switch (set) {
+    case DTypeSet::kReal: return real;
+    case DTypeSet::kNumeric: return numeric;
+    case DTypeSet::kNumericOrBool: return numeric || dtype == DType::kBool;
+    case DTypeSet::kBool: return dtype == DType::kBool;
+    case DTypeSet::kNonString: return numeric || dtype == DType::kBool || dtype == DType::kBFloat16;
+  }
+  return false;
+}
+
+constexpr std::string_view DTypeSetNames(DTypeSet set) {
+  switch (set) {
+    case DTypeSet::kReal: return "float32, float64";
+    case DTypeSet::kNumeric: return "float32, float64, int32, int64";
+    case DTypeSet::kNumericOrBool: return "float32, float64, int32, int64, bool";
+    case DTypeSet::kBool: return "bool";
+    case DTypeSet::kNonString: return "float32, float64, bfloat16, int32, int64, bool";
+  }
+  return "";
+}
+
+// "Op: dtype bool is not supported (float32, float64, int32, int64)".
+inline Status CheckDTypeIn(std::string_view op, DType dtype, DTypeSet set) {
+  if (InSet(set, dtype)) return Status::Ok();
+  return InvalidArgument(Str(op) + ": dtype " + Str(DTypeName(dtype)) + " is not supported (" +
+                         Str(DTypeSetNames(set)) + ")");
+}
+
+// The two operands of a binary op share one dtype: no implicit promotion, as in ONNX.
+inline Status CheckSameDType(std::string_view op, DType a, DType b) {
+  if (a == b) return Status::Ok();
+  return InvalidArgument(Str(op) + ": inputs must have the same dtype, got " + Str(DTypeName(a)) +
+                         " and " + Str(DTypeName(b)));
+}
+
+namespace dtype_sets_internal {
+// Instantiates fn only for element types in the set, so that an op's arithmetic is never
+// compiled for a type it does not accept (sqrt of bool).
+template <DTypeSet S, typename T, typename Fn>
+Status CallIfInSet(Fn& fn) {
+  if constexpr (InSet(S, DTypeOf<T>::value)) {
+    return fn(T{});
+  } else {
+    return Internal("dtype " + Str(DTypeName(DTypeOf<T>::value)) + " reached a kernel that rejects it");
+  }
+}
+}  // namespace dtype_sets_internal
+
+// Calls fn(T{}) with the element type T of `dtype`; the caller has checked that `dtype` is in S.
+template <DTypeSet S, typename Fn>
+Status DispatchDTypeIn(DType dtype, Fn&& fn) {
+  using dtype_sets_internal::CallIfInSet;
+  switch (dtype) {
+    case DType::kFloat32: return CallIfInSet<S, float>(fn);
+    case DType::kFloat64: return CallIfInSet<S, double>(fn);
+    case DType::kInt32: return CallIfInSet<S, int32_t>(fn);
+    case DType::kInt64: return CallIfInSet<S, int64_t>(fn);
+    case DType::kBool: return CallIfInSet<S, bool>(fn);
+    case DType::kBFloat16: return CallIfInSet<S, bfloat16>(fn);
+    default: return Internal("dtype " + Str(DTypeName(dtype)) + " reached an element-wise kernel");
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,114 @@
+// An ONNX model as torch.onnx.export writes it, served unchanged by the real binary: REST and
+// gRPC predict under the model's own input and output names, metadata, and a broken version
+// that must not replace the one serving.
+#include <gtest/gtest.h>
+
+#include "tests/e2e/rest_test_util.h"
+#include "tests/runtime/onnx_test_util.h"
+
+namespace lockstep::e2e {
+namespace {
+
+namespace tfs = tensorflow::serving;
+using testing_onnx::MakeMlp;
+using testing_onnx::MlpReference;
+
+class OnnxServingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = dir_.path() / "models" / "mlp";
+    MakeMlp().Write(base_ / "1");
+    // model_platform "onnx" in a config file, as a Triton or KServe user would name it.
+    const fs::path config = dir_.path() / "models.config";
+    std::ofstream(config) << "model_config_list { config { name: \"mlp\" base_path: \"" << base_.string()
+                          << "\" model_platform: \"onnx\" } }\n";
+    server_ = std::make_unique<ServerProcess>(
+        dir_.path(), std::vector<std::string>{"--model_config_file=" + config.string(),
+                                              "--file_system_poll_wait_seconds=1"});
+  }
+  HttpResult Post(const std::string& target, const std::string& body) {
+    return HttpClient(server_->rest_port()).Post(target, body);
+  }
+
+  ScratchDir dir_;
+  fs::path base_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(OnnxServingTest, PredictOverRestAndGrpcUnderTheModelsOwnNames) {
+  HttpResult r = Post("/v1/models/mlp:predict", R"({"instances": [[1, 2, 3, 4], [-1, 0.5, 2, -3]]})");
+  ASSERT_EQ(r.status, 200) << r.body << server_->Log();
+  const json body = ParseBody(r);
+  ASSERT_EQ(body["predictions"].size(), 2u) << r.body;
+  const std::vector<double> first = MlpReference({1, 2, 3, 4}), second = MlpReference({-1, 0.5f, 2, -3});
+  EXPECT_NEAR(body["predictions"][0][0].get<double>(), first[0], 1e-6) << r.body;
+  EXPECT_NEAR(body["predictions"][1][1].get<double>(), second[1], 1e-6) << r.body;
+
+  // Columnar form, named input.
+  r = Post("/v1/models/mlp:predict", R"({"inputs": {"x": [[1, 2, 3, 4]]}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NEAR(ParseBody(r)["outputs"][0][0].get<double>(), first[0], 1e-6) << r.body;
+
+  // A row of the wrong width: 400 naming the input, and the server goes on.
+  r = Post("/v1/models/mlp:predict", R"({"instances": [[1, 2, 3]]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_TRUE(Contains(ErrorOf(r), "'x'")) << r.body;
+
+  r = HttpClient(server_->rest_port()).Get("/v1/models/mlp/metadata");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json meta = ParseBody(r);
+  const json& def = meta["metadata"]["signature_def"]["signature_def"]["serving_default"];
+  EXPECT_TRUE(def["inputs"].contains("x")) << r.body;
+  EXPECT_TRUE(def["outputs"].contains("probabilities")) << r.body;
+
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
+  tfs::PredictRequest request;
+  request.mutable_model_spec()->set_name("mlp");
+  tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
+  x.set_dtype(tensorflow::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(1);
+  x.mutable_tensor_shape()->add_dim()->set_size(4);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) x.add_float_val(v);
+  tfs::PredictResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = stub->Predict(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const tensorflow::TensorProto& p = response.outputs().at("probabilities");
+  ASSERT_EQ(p.float_val_size(), 2);
+  EXPECT_NEAR(p.float_val(0), first[0], 1e-6);
+  EXPECT_EQ(response.model_spec().version().value(), 1);
+}
+
+TEST_F(OnnxServingTest, ABrokenVersionNeverReplacesTheOneServing) {
+  ASSERT_EQ(Post("/v1/models/mlp:predict", R"({"instances": [[1, 2, 3, 4]]})").status, 200) << server_->Log();
+  // Version 2: an op outside the table; version 3: a truncated file. Each staged beside the
+  // base path and renamed in, as a deployment would.
+  testing_onnx::OnnxModelBuilder unsupported;
+  unsupported.Input("x", {-1, 4});
+  unsupported.Output("probabilities", {-1, 4});
+  unsupported.Node("Hardmax", {"x"}, {"probabilities"}, "the_hardmax");
+  const std::string whole = MakeMlp().Serialized();
+  struct Broken {
+    const char* version;
+    std::string bytes;
+    const char* logged;
+  } broken[] = {{"2", unsupported.Serialized(), "the_hardmax"}, {"3", whole.substr(0, whole.size() / 3), "model.onnx"}};
+  for (const Broken& b : broken) {
+    const fs::path staged = dir_.path() / ("staged_" + std::string(b.version));
+    fs::create_directories(staged);
+    std::ofstream(staged / "model.onnx", std::ios::binary) << b.bytes;
+    fs::rename(staged, base_ / b.version);
+    ASSERT_TRUE(WaitFor([&] {
+      const std::string log = server_->Log();
+      return log.find("version " + std::string(b.version)) != std::string::npos && log.find(b.logged) != std::string::npos;
+    })) << server_->Log();
+    for (int i = 0; i < 10; ++i) {
+      const HttpResult r = Post("/v1/models/mlp:predict", R"({"instances": [[1, 2, 3, 4]]})");
+      ASSERT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(HeaderOf(r, "x-model-version"), "1");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::e2e

@@ -1,0 +1,227 @@
+// The ONNX importer on models built here: what it translates (an MLP as PyTorch exports it),
+// what the compiled session makes of it (the matmul core's fusions, batch invariance), and
+// every kind of broken file, each a clear error naming the file or the node.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "runtime/graph_analysis.h"
+#include "runtime/model_dir.h"
+#include "runtime/onnx/onnx_model.h"
+#include "runtime/session.h"
+#include "tests/runtime/onnx_test_util.h"
+
+namespace lockstep {
+namespace {
+
+// The one input "x" of a signature.
+std::vector<NamedTensor> Feed(Tensor x) { return {{"x", std::move(x)}}; }
+
+namespace fs = std::filesystem;
+using testing_onnx::MakeMlp;
+using testing_onnx::MlpReference;
+using testing_onnx::OnnxModelBuilder;
+
+class OnnxImportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("onnx_import_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The error of reading dir_ as a model directory ("" when it loads and compiles).
+  std::string LoadError() {
+    StatusOr<Model> model = ReadModelDir(dir_);
+    if (!model.ok()) return model.status().message();
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model));
+    return session.ok() ? "" : session.status().message();
+  }
+  void WriteBytes(const std::string& bytes) { std::ofstream(dir_ / "model.onnx", std::ios::binary) << bytes; }
+
+  fs::path dir_;
+};
+
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_F(OnnxImportTest, MlpAsPyTorchExportsItAnswersAsComputedByHand) {
+  MakeMlp().Write(dir_);
+  ASSERT_EQ(DetectModelFormat(dir_), ModelFormat::kOnnx);
+  StatusOr<Model> model = ReadModelDir(dir_);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model->graph.metadata.at("format"), "onnx");
+  EXPECT_EQ(model->graph.metadata.at("onnx_opset"), "13");
+  ASSERT_EQ(model->graph.signatures.size(), 1u);
+  const Signature& sig = model->graph.signatures[0];
+  EXPECT_EQ(sig.name, "serving_default");
+  ASSERT_EQ(sig.inputs.size(), 1u);
+  EXPECT_EQ(sig.inputs[0].key, "x");
+  EXPECT_EQ(sig.inputs[0].shape, (Shape{-1, 4}));
+  ASSERT_EQ(sig.outputs.size(), 1u);
+  EXPECT_EQ(sig.outputs[0].key, "probabilities");
+  EXPECT_EQ(sig.outputs[0].shape, (Shape{-1, 2}));
+
+  auto session = Session::Create(std::move(*model));
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  // Gemm + Relu, and MatMul + Add of a row vector, run in the matmul core's epilogue.
+  int fused = 0;
+  for (const NodeDef& n : (*session)->model().graph.nodes) fused += n.op == "FusedMatMul";
+  EXPECT_EQ(fused, 1);
+
+  const std::vector<std::vector<float>> rows = {{1, 2, 3, 4}, {-1, 0.5f, 2, -3}, {0, 0, 0, 0}};
+  std::vector<float> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE((*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{3, 4}, flat)), &out).ok());
+  ASSERT_EQ(out[0].tensor.shape(), (Shape{3, 2}));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<double> want = MlpReference(rows[r]);
+    for (size_t j = 0; j < 2; ++j) EXPECT_NEAR(out[0].tensor.data<float>()[r * 2 + j], want[j], 1e-6);
+    // A row of the batch is its batch-of-one answer, bit for bit.
+    std::vector<NamedTensor> one;
+    ASSERT_TRUE((*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{1, 4}, rows[r])), &one).ok());
+    EXPECT_EQ(std::memcmp(one[0].tensor.data<float>().data(), out[0].tensor.data<float>().data() + r * 2, 8), 0);
+  }
+  // The declared feature dimension is held: [1, 5] is refused before any kernel runs.
+  Status bad = (*session)->Run("serving_default", Feed(Tensor(DType::kFloat32, Shape{1, 5})), &out);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(OnnxImportTest, ExternalDataBesideTheModelIsRead) {
+  OnnxModelBuilder b = MakeMlp();
+  // W2 moves to a file of its own, at an offset, as onnx.save_model(..., save_as_external_data) does.
+  for (auto& init : *b.proto().mutable_graph()->mutable_initializer()) {
+    if (init.name() != "W2") continue;
+    std::string bytes(16, 'x');
+    for (float v : init.float_data()) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+    init.clear_float_data();
+    init.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* k, const std::string& v) {
+      auto* e = init.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add("location", "weights/w2.bin");
+    add("offset", "16");
+    add("length", "24");
+    fs::create_directories(dir_ / "weights");
+    std::ofstream(dir_ / "weights/w2.bin", std::ios::binary) << bytes;
+  }
+  b.Write(dir_);
+  EXPECT_EQ(LoadError(), "");
+}
+
+TEST_F(OnnxImportTest, BrokenFilesAreClearErrors) {
+  // Garbage, and a truncated model.
+  WriteBytes("this is not a protocol buffer \xff\xff\xff");
+  std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "model.onnx") && Contains(error, "not an ONNX ModelProto")) << error;
+  const std::string whole = MakeMlp().Serialized();
+  WriteBytes(whole.substr(0, whole.size() / 2));
+  error = LoadError();
+  EXPECT_TRUE(Contains(error, "model.onnx")) << error;
+  EXPECT_NE(error, "");
+}
+
+TEST_F(OnnxImportTest, AnOpOutsideTheTableNamesTheNodeAndTheOp) {
+  OnnxModelBuilder b;
+  b.Input("x", {2, 2});
+  b.Output("y", {2, 2});
+  b.Node("Det", {"x"}, {"d"}, "my_det");
+  b.Node("Identity", {"x"}, {"y"});
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "node 'my_det' (Det)") && Contains(error, "not supported")) << error;
+}
+
+TEST_F(OnnxImportTest, ACycleIsRefusedByTheChecker) {
+  OnnxModelBuilder b;
+  b.Input("x", {2});
+  b.Output("y", {2});
+  b.Node("Add", {"x", "z"}, {"y"});
+  b.Node("Relu", {"y"}, {"z"});
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "model.onnx") && Contains(error, "not a valid ONNX model")) << error;
+}
+
+TEST_F(OnnxImportTest, ATensorWhoseDataDisagreesWithItsShapeIsRefused) {
+  OnnxModelBuilder b = MakeMlp();
+  auto* w1 = b.proto().mutable_graph()->mutable_initializer(0);
+  w1->clear_float_data();
+  w1->set_raw_data(std::string(44, '\0'));  // 11 floats for a [3, 4] tensor
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "W1") && Contains(error, "44 bytes")) << error;
+}
+
+TEST_F(OnnxImportTest, AHugeShapeIsRefusedBeforeAnythingIsAllocated) {
+  OnnxModelBuilder b = MakeMlp();
+  auto* w1 = b.proto().mutable_graph()->mutable_initializer(0);
+  w1->clear_dims();
+  w1->add_dims(int64_t{1} << 62);
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "model.onnx")) << error;
+  EXPECT_NE(error, "");
+}
+
+TEST_F(OnnxImportTest, ExternalDataOutsideTheDirectoryIsRefused) {
+  fs::create_directories(dir_ / "v");
+  std::ofstream(dir_ / "secret.bin", std::ios::binary) << std::string(24, '\0');
+  for (const std::string& location : std::vector<std::string>{"../secret.bin", (dir_ / "secret.bin").string(), "link.bin"}) {
+    OnnxModelBuilder b = MakeMlp();
+    for (auto& init : *b.proto().mutable_graph()->mutable_initializer()) {
+      if (init.name() != "W2") continue;
+      init.clear_float_data();
+      init.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto* e = init.add_external_data();
+      e->set_key("location");
+      e->set_value(location);
+    }
+    b.Write(dir_ / "v");
+    fs::remove(dir_ / "v/link.bin");
+    fs::create_symlink(dir_ / "secret.bin", dir_ / "v/link.bin");
+    StatusOr<Model> model = ReadModelDir(dir_ / "v");
+    ASSERT_FALSE(model.ok()) << location;
+    EXPECT_TRUE(Contains(model.status().message(), "model.onnx")) << model.status().message();
+  }
+}
+
+TEST_F(OnnxImportTest, AnOpsetNewerThanSeventeenIsRefused) {
+  OnnxModelBuilder b(18);
+  b.Input("x", {2});
+  b.Output("y", {2});
+  b.Node("Relu", {"x"}, {"y"});
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "opset 18")) << error;
+}
+
+TEST_F(OnnxImportTest, ReshapeWithPyTorchsZerosAndADynamicBatch) {
+  // x [batch, 2, 3] -> Reshape(x, [0, -1]) -> [batch, 6]: 0 copies the batch dimension.
+  OnnxModelBuilder b;
+  b.Input("x", {-1, 2, 3});
+  b.Output("y", {-1, 6});
+  b.Int64Initializer("shape", {2}, {0, -1});
+  b.Node("Reshape", {"x", "shape"}, {"y"});
+  b.Write(dir_);
+  auto model = ReadModelDir(dir_);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto session = Session::Create(std::move(*model));
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  for (int64_t batch : {1, 3}) {
+    std::vector<float> values(static_cast<size_t>(batch * 6));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE((*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{batch, 2, 3}, values)), &out).ok());
+    EXPECT_EQ(out[0].tensor.shape(), (Shape{batch, 6}));
+    EXPECT_EQ(out[0].tensor.data<float>()[values.size() - 1], static_cast<float>(values.size() - 1));
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

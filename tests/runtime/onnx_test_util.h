@@ -1,0 +1,142 @@
+// Builds small ONNX models in code for the importer's tests and the end-to-end tests, with
+// ONNX's own protobuf classes: what PyTorch's exporter writes, node by node.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace lockstep::testing_onnx {
+
+class OnnxModelBuilder {
+ public:
+  explicit OnnxModelBuilder(int opset = 13) {
+    model_.set_ir_version(8);
+    model_.set_producer_name("lockstep-tests");
+    auto* o = model_.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    model_.mutable_graph()->set_name("test");
+  }
+
+  // A float32 (or `elem`) graph input; -1 dimensions get a dim_param ("batch").
+  void Input(const std::string& name, std::vector<int64_t> dims, int elem = onnx::TensorProto::FLOAT) {
+    SetType(model_.mutable_graph()->add_input(), name, dims, elem);
+  }
+  void Output(const std::string& name, std::vector<int64_t> dims, int elem = onnx::TensorProto::FLOAT) {
+    SetType(model_.mutable_graph()->add_output(), name, dims, elem);
+  }
+  onnx::TensorProto* Initializer(const std::string& name, std::vector<int64_t> dims, const std::vector<float>& values) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return t;
+  }
+  void Int64Initializer(const std::string& name, std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                        const std::string& name = "") {
+    onnx::NodeProto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + std::to_string(model_.graph().node_size()) : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return n;
+  }
+  static void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void FloatAttr(onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void IntsAttr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+
+  onnx::ModelProto& proto() { return model_; }
+  std::string Serialized() const { return model_.SerializeAsString(); }
+  // Writes `dir`/model.onnx (creating `dir`).
+  void Write(const std::filesystem::path& dir) const {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "model.onnx", std::ios::binary) << Serialized();
+  }
+
+ private:
+  static void SetType(onnx::ValueInfoProto* vi, const std::string& name, const std::vector<int64_t>& dims, int elem) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d < 0) dim->set_dim_param("batch");
+      else dim->set_dim_value(d);
+    }
+  }
+  onnx::ModelProto model_;
+};
+
+// The MLP of the serving tests: x [batch, 4] -> Gemm(W1 [3, 4], transB, b1) -> Relu ->
+// MatMul(W2 [3, 2]) -> Add(b2) -> Softmax -> "probabilities" [batch, 2]; as torch.onnx.export
+// writes an nn.Linear / nn.ReLU / nn.Linear / nn.Softmax stack (the second Linear unfused).
+inline OnnxModelBuilder MakeMlp() {
+  OnnxModelBuilder b;
+  b.Input("x", {-1, 4});
+  b.Output("probabilities", {-1, 2});
+  b.Initializer("W1", {3, 4}, {0.5f, -0.25f, 0.125f, 1.0f, -1.0f, 0.75f, 0.5f, 0.25f, 0.1f, 0.2f, -0.3f, 0.4f});
+  b.Initializer("b1", {3}, {0.1f, -0.2f, 0.3f});
+  b.Initializer("W2", {3, 2}, {1.0f, -1.0f, 0.5f, 0.25f, -0.75f, 2.0f});
+  b.Initializer("b2", {2}, {0.05f, -0.05f});
+  auto* gemm = b.Node("Gemm", {"x", "W1", "b1"}, {"h"}, "/fc1/Gemm");
+  OnnxModelBuilder::IntAttr(gemm, "transB", 1);
+  b.Node("Relu", {"h"}, {"onnx::MatMul_7"}, "/relu/Relu");
+  b.Node("MatMul", {"onnx::MatMul_7", "W2"}, {"z"}, "/fc2/MatMul");
+  b.Node("Add", {"z", "b2"}, {"logits"}, "/fc2/Add");
+  auto* softmax = b.Node("Softmax", {"logits"}, {"probabilities"}, "/softmax/Softmax");
+  OnnxModelBuilder::IntAttr(softmax, "axis", -1);
+  return b;
+}
+
+// The same MLP's answer for one row, computed here in double.
+inline std::vector<double> MlpReference(const std::vector<float>& x) {
+  const float w1[3][4] = {{0.5f, -0.25f, 0.125f, 1.0f}, {-1.0f, 0.75f, 0.5f, 0.25f}, {0.1f, 0.2f, -0.3f, 0.4f}};
+  const float b1[3] = {0.1f, -0.2f, 0.3f};
+  const float w2[3][2] = {{1.0f, -1.0f}, {0.5f, 0.25f}, {-0.75f, 2.0f}};
+  const float b2[2] = {0.05f, -0.05f};
+  double h[3], z[2];
+  for (int j = 0; j < 3; ++j) {
+    h[j] = b1[j];
+    for (int k = 0; k < 4; ++k) h[j] += static_cast<double>(x[k]) * w1[j][k];
+    h[j] = h[j] > 0 ? h[j] : 0;
+  }
+  for (int j = 0; j < 2; ++j) {
+    z[j] = b2[j];
+    for (int k = 0; k < 3; ++k) z[j] += h[k] * w2[k][j];
+  }
+  const double m = std::max(z[0], z[1]);
+  const double e0 = std::exp(z[0] - m), e1 = std::exp(z[1] - m);
+  return {e0 / (e0 + e1), e1 / (e0 + e1)};
+}
+
+}  // namespace lockstep::testing_onnx
