@@ -13,6 +13,7 @@
 #include "runtime/onnx/onnx_ops.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/op_registry.h"
+#include "runtime/passes/passes.h"
 
 namespace lockstep {
 namespace {
@@ -116,10 +117,8 @@ std::string Importer::AddNode(const std::string& base, const std::string& op, st
     }
   }
   if (all_constant && elements <= kMaxImportFoldedElements) {
-    StatusOr<std::vector<Tensor>> result = RunOp(*def, values, attrs, ThreadPool::Default());
-    if (result.ok() && (*result)[0].num_elements() <= kMaxImportFoldedElements) {
-      return AddConstant(base, std::move((*result)[0]));
-    }
+    StatusOr<Tensor> result = EvaluateConstantOp(*def, values, attrs, ThreadPool::Default(), kMaxImportFoldedElements);
+    if (result.ok()) return AddConstant(base, std::move(*result));
   }
   const std::string name = UniqueName(base);
   model_.graph.nodes.push_back(NodeDef{name, op, std::move(inputs), std::move(attrs)});

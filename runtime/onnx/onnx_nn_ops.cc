@@ -417,7 +417,8 @@ Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
   return Status::Ok();
 }
 
-// Over the last axis: LayerNormalize, then the scale and the bias.
+// LayerNormalize over the axes from `axis` on, then the scale and the bias; and the Mean and
+// InvStdDev outputs.
 Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", -1));
@@ -443,6 +444,22 @@ Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
   std::string y = ctx.Emit("Mul", {normal, ctx.input(1)}, {}, has_bias ? "scaled" : "");
   if (has_bias) y = ctx.Emit("Add", {y, ctx.input(2)});
   outputs->push_back(y);
+  // Mean and InvStdDev, the optional outputs: over the normalised axes, kept as 1s, in the
+  // stash type (float32). Unused, they are dead nodes that the passes remove.
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  LS_ASSIGN_OR_RETURN(int64_t stash, ctx.IntAttr("stash_type", 1));
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  const AttrMap reduce{{"axes", axes}, {"keep_dims", true}};
+  const std::string mean = ctx.Emit("Mean", {ctx.input(0)}, reduce, "mean");
+  const std::string centred = ctx.Emit("Sub", {ctx.input(0), mean}, {}, "centred");
+  const std::string var = ctx.Emit("Mean", {ctx.Emit("Mul", {centred, centred}, {}, "squares")}, reduce, "variance");
+  const std::string eps = ctx.EmitConstant(Scalar(dtype, epsilon), "epsilon");
+  const std::string sd = ctx.Emit("Sqrt", {ctx.Emit("Add", {var, eps}, {}, "variance_eps")}, {}, "stddev");
+  const std::string inv = ctx.Emit("Reciprocal", {sd}, {}, "inv_stddev");
+  const bool cast = stash == 1 && dtype != DType::kFloat32;
+  outputs->push_back(cast ? ctx.Emit("Cast", {mean}, AttrMap{{"dtype", DType::kFloat32}}, "mean_f32") : mean);
+  outputs->push_back(cast ? ctx.Emit("Cast", {inv}, AttrMap{{"dtype", DType::kFloat32}}, "inv_stddev_f32") : inv);
   return Status::Ok();
 }
 

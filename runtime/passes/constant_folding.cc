@@ -29,34 +29,6 @@ const Tensor& ConstantValue(const Model& model, int node) {
   return model.weights.find(std::get<std::string>(producer.attrs.values().at("weight")))->second;
 }
 
-// Gives a folded node's output at most kMaxFoldedElements elements: a constant whose size
-// shape inference could not tell (a Range, a ConstantOfShape) must not take the machine's
-// memory when a model loads.
-class BoundedAllocator final : public OutputAllocator {
- public:
-  StatusOr<Tensor> Allocate(int, DType dtype, const Shape& shape, size_t) override {
-    if (shape.num_elements() > kMaxFoldedElements) return ResourceExhausted("too large to fold");
-    return Tensor(dtype, shape);
-  }
-};
-
-// Runs a single-output op on constant inputs.
-StatusOr<Tensor> Evaluate(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs, ThreadPool& pool) {
-  std::vector<const Tensor*> pointers;
-  for (const Tensor& t : inputs) pointers.push_back(&t);
-  std::vector<Tensor> outputs(1);
-  BoundedAllocator allocator;
-  KernelContext ctx(pointers, attrs, pool, outputs, &allocator);
-  try {
-    LS_RETURN_IF_ERROR(op.compute(ctx));
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted("out of memory");
-  }
-  // An op that aliases its input allocates nothing.
-  if (outputs[0].num_elements() > kMaxFoldedElements) return ResourceExhausted("too large to fold");
-  return std::move(outputs[0]);
-}
-
 void ReplaceByConst(Model& model, int i, Tensor value) {
   NodeDef& node = model.graph.nodes[static_cast<size_t>(i)];
   std::string weight = UniqueWeightName(model.weights, node.name);
@@ -88,7 +60,7 @@ std::vector<bool> UnreliableShapes(const Model& model, const GraphAnalysis& a) {
 StatusOr<Tensor> StaticShape(const OpDef& op, const NodeDef& node, const TensorSpec& in, ThreadPool& pool) {
   if (!in.shape.IsFullyDefined()) return InvalidArgument("not static");
   // The kernel reads only its input's shape: a view over no memory stands in for the value.
-  return Evaluate(op, {Tensor::View(DType::kFloat32, in.shape, nullptr, nullptr)}, node.attrs, pool);
+  return EvaluateConstantOp(op, {Tensor::View(DType::kFloat32, in.shape, nullptr, nullptr)}, node.attrs, pool, kMaxFoldedElements);
 }
 
 // Reshape(x, constant target) becomes Reshape(x; attr shape), which tells shape inference the
@@ -163,7 +135,7 @@ StatusOr<bool> FoldRound(Model& model, ThreadPool& pool, const OpRegistry& regis
 
     std::vector<Tensor> inputs;
     for (ValueId v : a.inputs[i]) inputs.push_back(ConstantValue(model, v.node));
-    auto result = Evaluate(op, inputs, nodes[i].attrs, pool);
+    auto result = EvaluateConstantOp(op, inputs, nodes[i].attrs, pool, kMaxFoldedElements);
     // A kernel that rejects its constant inputs will reject them at run time too; leave the
     // node in place so that the error surfaces where the user can see which request hit it.
     if (!result.ok()) continue;
@@ -190,6 +162,40 @@ Status FoldConstants(Model& model, ThreadPool& pool, const OpRegistry& registry)
     if (!more) break;
   }
   return Status::Ok();
+}
+
+namespace {
+
+// Refuses outputs of more than `max_elements` elements before they are allocated.
+class BoundedAllocator final : public OutputAllocator {
+ public:
+  explicit BoundedAllocator(int64_t max_elements) : max_elements_(max_elements) {}
+  StatusOr<Tensor> Allocate(int, DType dtype, const Shape& shape, size_t) override {
+    if (shape.num_elements() > max_elements_) return ResourceExhausted("too large to fold");
+    return Tensor(dtype, shape);
+  }
+
+ private:
+  int64_t max_elements_;
+};
+
+}  // namespace
+
+StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                                    ThreadPool& pool, int64_t max_elements) {
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) pointers.push_back(&t);
+  std::vector<Tensor> outputs(1);
+  BoundedAllocator allocator(max_elements);
+  KernelContext ctx(pointers, attrs, pool, outputs, &allocator);
+  try {
+    LS_RETURN_IF_ERROR(op.compute(ctx));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory");
+  }
+  // An op that aliases its input allocates nothing.
+  if (outputs[0].num_elements() > max_elements) return ResourceExhausted("too large to fold");
+  return std::move(outputs[0]);
 }
 
 }  // namespace lockstep

@@ -16,6 +16,12 @@ namespace lockstep {
 // Reshape) at load.
 Status FoldConstants(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
 
+// Runs single-output `op` on constant inputs, as folding does: ResourceExhausted, before any
+// allocation, for an output of more than `max_elements` elements (a Range or ConstantOfShape
+// whose size only its inputs' values tell).
+StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                                    ThreadPool& pool, int64_t max_elements);
+
 // Rewrites MatMul -> BiasAdd -> activation (each link optional but the MatMul, and at least
 // one of the others) into one FusedMatMul, when the intermediate values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());

@@ -169,6 +169,29 @@ TEST_F(OnnxImportTest, AHugeShapeIsRefusedBeforeAnythingIsAllocated) {
   EXPECT_NE(error, "");
 }
 
+TEST_F(OnnxImportTest, AConstantRangeOfAHugeLengthIsNeitherFoldedNorRun) {
+  // Range(0, 2^39, 1) of constants: folding it at load would ask for 4 TiB; it stays a node,
+  // and a run asks for more than a run's budget, which is refused.
+  OnnxModelBuilder b(11);
+  b.Input("x", {1});
+  b.Output("y", {-1});
+  b.Int64Initializer("start", {}, {0});
+  b.Int64Initializer("limit", {}, {int64_t{1} << 39});
+  b.Int64Initializer("delta", {}, {1});
+  b.Node("Range", {"start", "limit", "delta"}, {"r"});
+  b.Node("Cast", {"r"}, {"rf"});
+  OnnxModelBuilder::IntAttr(b.proto().mutable_graph()->mutable_node(1), "to", onnx::TensorProto::FLOAT);
+  b.Node("Add", {"rf", "x"}, {"y"});
+  b.Write(dir_);
+  StatusOr<Model> model = ReadModelDir(dir_);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto session = Session::Create(std::move(*model));
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<NamedTensor> out;
+  const Status run = (*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{1}, {1})), &out);
+  EXPECT_EQ(run.code(), StatusCode::kResourceExhausted) << run.message();
+}
+
 TEST_F(OnnxImportTest, ExternalDataOutsideTheDirectoryIsRefused) {
   fs::create_directories(dir_ / "v");
   std::ofstream(dir_ / "secret.bin", std::ios::binary) << std::string(24, '\0');
