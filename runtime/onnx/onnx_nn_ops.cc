@@ -255,37 +255,55 @@ Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
-// MatMul of two matrices, or of a stack of matrices [..., M, K] by one matrix [K, N] (a dense
-// layer over a sequence): the stack is flattened to rows, multiplied and given its shape back.
+// MatMul as numpy's matmul: two matrices, a stack of matrices [..., M, K] by one constant-shape
+// matrix [K, N] (a dense layer over a sequence: flattened to rows for the matmul core, whose
+// packed weights and fusions then apply), stacks by stacks (BatchMatMul, batch dimensions
+// broadcast), and vectors, which take a dimension of 1 that is squeezed out again.
 Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int rank_a, ctx.InputRank(0));
   LS_ASSIGN_OR_RETURN(int rank_b, ctx.InputRank(1));
+  if (rank_a == 0 || rank_b == 0) return ctx.Error("MatMul of a scalar");
   if (rank_a == 2 && rank_b == 2) {
     outputs->push_back(ctx.Emit("MatMul", {ctx.input(0), ctx.input(1)}));
     return Status::Ok();
   }
-  if (rank_a < 2 || rank_b != 2) {
-    return ctx.Unsupported("MatMul of ranks " + std::to_string(rank_a) + " and " + std::to_string(rank_b) +
-                           " (supported: 2 x 2, and N x 2)");
-  }
   const Shape& a = ctx.InputSpec(0)->shape;
   const Shape& b = ctx.InputSpec(1)->shape;
-  if (b.dim(0) < 0 || b.dim(1) < 0) return ctx.Unsupported("a right-hand matrix whose shape is unknown until run time");
-  const std::string rows = ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{-1, b.dim(0)}}}, "rows");
-  const std::string product = ctx.Emit("MatMul", {rows, ctx.input(1)}, {}, "matmul");
-  Shape out = a;
-  out.set_dim(rank_a - 1, b.dim(1));
-  int unknown = 0;
-  for (int d = 0; d < rank_a - 1; ++d) unknown += a.dim(d) < 0 ? 1 : 0;
-  if (unknown <= 1) {
-    outputs->push_back(ctx.Emit("Reshape", {product}, AttrMap{{"shape", std::vector<int64_t>(out.dims().begin(), out.dims().end())}}));
+  if (rank_a > 2 && rank_b == 2 && b.dim(0) >= 0 && b.dim(1) >= 0) {
+    const std::string rows =
+        ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{-1, b.dim(0)}}}, "rows");
+    const std::string product = ctx.Emit("MatMul", {rows, ctx.input(1)}, {}, "matmul");
+    Shape out = a;
+    out.set_dim(rank_a - 1, b.dim(1));
+    int unknown = 0;
+    for (int d = 0; d < rank_a - 1; ++d) unknown += a.dim(d) < 0 ? 1 : 0;
+    if (unknown <= 1) {
+      outputs->push_back(
+          ctx.Emit("Reshape", {product}, AttrMap{{"shape", std::vector<int64_t>(out.dims().begin(), out.dims().end())}}));
+      return Status::Ok();
+    }
+    // [a's leading dimensions..., N], read from a at run time.
+    const std::string dims = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"end", int64_t{-1}}}, "leading");
+    const std::string n = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {b.dim(1)}), "n");
+    const std::string shape = ctx.Emit("Concat", {dims, n}, AttrMap{{"axis", int64_t{0}}}, "shape");
+    outputs->push_back(ctx.Emit("Reshape", {product, shape}));
     return Status::Ok();
   }
-  // [a's leading dimensions..., N], read from a at run time.
-  const std::string dims = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"end", int64_t{-1}}}, "leading");
-  const std::string n = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {b.dim(1)}), "n");
-  const std::string shape = ctx.Emit("Concat", {dims, n}, AttrMap{{"axis", int64_t{0}}}, "shape");
-  outputs->push_back(ctx.Emit("Reshape", {product, shape}));
+  std::string x = ctx.input(0), y = ctx.input(1);
+  if (rank_a == 1) x = ctx.Emit("ExpandDims", {x}, AttrMap{{"axis", int64_t{0}}}, "a_row");
+  if (rank_b == 1) y = ctx.Emit("ExpandDims", {y}, AttrMap{{"axis", int64_t{-1}}}, "b_column");
+  std::vector<int64_t> squeezed;
+  if (rank_a == 1) squeezed.push_back(-2);
+  if (rank_b == 1) squeezed.push_back(-1);
+  const bool plain = rank_a <= 2 && rank_b <= 2;
+  const std::string product = ctx.Emit(plain ? "MatMul" : "BatchMatMul", {x, y}, {}, squeezed.empty() ? "" : "product");
+  if (squeezed.empty()) {
+    outputs->push_back(product);
+    return Status::Ok();
+  }
+  const int out_rank = std::max(std::max(rank_a, rank_b), 2);
+  for (int64_t& axis : squeezed) axis += out_rank;
+  outputs->push_back(ctx.Emit("Squeeze", {product}, AttrMap{{"axes", squeezed}}));
   return Status::Ok();
 }
 

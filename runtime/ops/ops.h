@@ -12,6 +12,8 @@ void RegisterMathOps(OpRegistry& registry);
 void RegisterActivationOps(OpRegistry& registry);
 // MatMul (transpose flags) and FusedMatMul (MatMul + bias + activation, made by the fusion pass).
 void RegisterMatMulOps(OpRegistry& registry);
+// BatchMatMul: stacks of products ([..., M, K] x [..., K, N], batch dimensions broadcast).
+void RegisterBatchMatMulOps(OpRegistry& registry);
 // Conv2D (NHWC, through the matmul core) and its gradients, Conv2DBackpropInput and
 // Conv2DBackpropFilter.
 void RegisterConvOps(OpRegistry& registry);
@@ -51,6 +53,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
   RegisterActivationOps(registry);
   RegisterMatMulOps(registry);
+  RegisterBatchMatMulOps(registry);
   RegisterConvOps(registry);
   RegisterDepthwiseConvOps(registry);
   RegisterPoolOps(registry);

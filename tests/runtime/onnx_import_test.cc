@@ -15,6 +15,14 @@
 namespace lockstep {
 namespace {
 
+// A tensor of `shape` with values in [-1, 1], different for every shape.
+Tensor PatternTensor(const Shape& shape) {
+  Tensor t(DType::kFloat32, shape);
+  auto v = t.mutable_data<float>();
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(shape.num_elements())) % 200) / 100.0f - 1.0f;
+  return t;
+}
+
 // The one input "x" of a signature.
 std::vector<NamedTensor> Feed(Tensor x) { return {{"x", std::move(x)}}; }
 
@@ -243,6 +251,92 @@ TEST_F(OnnxImportTest, ReshapeWithPyTorchsZerosAndADynamicBatch) {
     ASSERT_TRUE((*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{batch, 2, 3}, values)), &out).ok());
     EXPECT_EQ(out[0].tensor.shape(), (Shape{batch, 6}));
     EXPECT_EQ(out[0].tensor.data<float>()[values.size() - 1], static_cast<float>(values.size() - 1));
+  }
+}
+
+// Self-attention as a transformer encoder exports it, with dynamic batch and sequence axes:
+// projections over the sequence, scores by a batched product, softmax, and the heads split by
+// a Reshape whose target is computed from the input's shape (Shape -> Gather -> Unsqueeze ->
+// Concat). Any batch and sequence length answers, and a batch row is its batch-of-one answer.
+TEST_F(OnnxImportTest, AttentionWithDynamicBatchAndSequence) {
+  OnnxModelBuilder b;
+  b.Input("x", {-1, -1, 4});
+  b.proto().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("sequence");
+  b.Output("heads", {-1, 2, -1, 2});
+  std::vector<float> wq(16), wk(16), wv(16);
+  for (int i = 0; i < 16; ++i) {
+    wq[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+    wk[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+    wv[i] = 0.2f * static_cast<float>(i % 3) - 0.15f;
+  }
+  b.Initializer("Wq", {4, 4}, wq);
+  b.Initializer("Wk", {4, 4}, wk);
+  b.Initializer("Wv", {4, 4}, wv);
+  b.Initializer("scale", {}, {2.0f});
+  b.Int64Initializer("zero", {1}, {0});
+  b.Int64Initializer("one", {1}, {1});
+  b.Int64Initializer("head_dims", {2}, {2, 2});
+  b.Node("MatMul", {"x", "Wq"}, {"q"});
+  b.Node("MatMul", {"x", "Wk"}, {"k"});
+  b.Node("MatMul", {"x", "Wv"}, {"v"});
+  OnnxModelBuilder::IntsAttr(b.Node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 1});
+  b.Node("MatMul", {"q", "kt"}, {"scores"});
+  b.Node("Div", {"scores", "scale"}, {"scaled"});
+  OnnxModelBuilder::IntAttr(b.Node("Softmax", {"scaled"}, {"probs"}), "axis", -1);
+  b.Node("MatMul", {"probs", "v"}, {"attended"});
+  b.Node("Shape", {"x"}, {"dims"});
+  b.Node("Gather", {"dims", "zero"}, {"batch"});
+  b.Node("Gather", {"dims", "one"}, {"sequence"});
+  OnnxModelBuilder::IntAttr(b.Node("Concat", {"batch", "sequence", "head_dims"}, {"split_shape"}), "axis", 0);
+  b.Node("Reshape", {"attended", "split_shape"}, {"split"});
+  OnnxModelBuilder::IntsAttr(b.Node("Transpose", {"split"}, {"heads"}), "perm", {0, 2, 1, 3});
+  b.Write(dir_);
+  auto model = ReadModelDir(dir_);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto session = Session::Create(std::move(*model));
+  ASSERT_TRUE(session.ok()) << session.status().message();
+
+  // The float64 answer for one sequence [s, 4], as [2 heads, s, 2].
+  auto reference = [&](const float* x, int64_t s) {
+    auto project = [&](const std::vector<float>& w) {
+      std::vector<double> p(static_cast<size_t>(s * 4));
+      for (int64_t i = 0; i < s; ++i)
+        for (int j = 0; j < 4; ++j)
+          for (int t = 0; t < 4; ++t) p[i * 4 + j] += static_cast<double>(x[i * 4 + t]) * w[t * 4 + j];
+      return p;
+    };
+    const auto q = project(wq), k = project(wk), v = project(wv);
+    std::vector<double> out(static_cast<size_t>(s * 4));
+    for (int64_t i = 0; i < s; ++i) {
+      std::vector<double> e(static_cast<size_t>(s));
+      double m = -1e300, total = 0;
+      for (int64_t j = 0; j < s; ++j) {
+        for (int t = 0; t < 4; ++t) e[j] += q[i * 4 + t] * k[j * 4 + t];
+        e[j] /= 2;
+        m = std::max(m, e[j]);
+      }
+      for (int64_t j = 0; j < s; ++j) total += (e[j] = std::exp(e[j] - m));
+      for (int64_t j = 0; j < s; ++j)
+        for (int t = 0; t < 4; ++t) out[(t / 2) * s * 2 + i * 2 + t % 2] += e[j] / total * v[j * 4 + t];
+    }
+    return out;
+  };
+  for (auto [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {3, 5}}) {
+    const Tensor x = PatternTensor(Shape{batch, seq, 4});
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE((*session)->Run("serving_default", Feed(x), &out).ok());
+    ASSERT_EQ(out[0].tensor.shape(), (Shape{batch, 2, seq, 2}));
+    for (int64_t r = 0; r < batch; ++r) {
+      const std::vector<double> want = reference(x.data<float>().data() + r * seq * 4, seq);
+      for (size_t e = 0; e < want.size(); ++e) {
+        EXPECT_NEAR(out[0].tensor.data<float>()[r * seq * 4 + e], want[e], 1e-5) << batch << "x" << seq;
+      }
+      std::vector<NamedTensor> one;
+      ASSERT_TRUE((*session)->Run("serving_default", Feed(x.Rows(r, 1).Clone()), &one).ok());
+      EXPECT_EQ(std::memcmp(one[0].tensor.data<float>().data(), out[0].tensor.data<float>().data() + r * seq * 4,
+                            static_cast<size_t>(seq * 4 * 4)), 0)
+          << "row " << r << " of " << batch << "x" << seq;
+    }
   }
 }
 

@@ -76,6 +76,7 @@ std::vector<OpCase> Cases() {
       {"Softmax", {kAnyFloat}, none},
       {"LogSoftmax", {kAnyFloat}, none},
       {"MatMul", {kMatrix, kMatrix}, matmul},
+      {"BatchMatMul", {InputTemplate{DType::kFloat32, 2, 4}, InputTemplate{DType::kFloat32, 2, 4}}, matmul},
       {"FusedMatMul", {kMatrix, kMatrix}, fused},
       {"FusedMatMul", {kMatrix, kMatrix, kVector}, fused},
       {"Identity", {kAnyFloat}, none},
