@@ -178,7 +178,8 @@ Status Size(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 
 Status Gather(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
-  outputs->push_back(ctx.Emit("Gather", {ctx.input(0), ctx.input(1)}, AttrMap{{"axis", axis}}));
+  // ONNX counts a negative index from the end.
+  outputs->push_back(ctx.Emit("Gather", {ctx.input(0), ctx.input(1)}, AttrMap{{"axis", axis}, {"negative_indices", true}}));
   return Status::Ok();
 }
 
@@ -238,6 +239,7 @@ Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
         continue;
       }
       if (i < 3) return ctx.Error("needs starts and ends");
+      if (i == 4) break;  // omitted steps: all 1, the runtime's default
       // An omitted axes before given steps: 0, 1, ... as many as the starts.
       LS_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ctx.ConstantInts(1, "starts (when axes are omitted)"));
       std::vector<int64_t> axes(starts.size());

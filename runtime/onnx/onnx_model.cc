@@ -159,7 +159,29 @@ void CheckModel(const onnx::ModelProto& model, const std::filesystem::path& dir)
   if (model.ir_version() >= 8) checker::check_model_local_functions(model, ctx, lex);
 }
 
+// Window attributes ONNX 1.12's shape inference divides by without checking them (a stride of
+// 0 ends the process with SIGFPE, which no catch can stop): refused before it runs, on every
+// node whatever its op.
+Status CheckWindowAttrs(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
+      for (int64_t v : a.ints()) {
+        if (v < 1 || v > (int64_t{1} << 20)) {
+          return InvalidArgument("node '" + node.name() + "' (" + node.op_type() + "): attribute '" + a.name() +
+                                 "' holds " + std::to_string(v) + ", outside [1, 2^20]");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Importer::CheckAndInfer() {
+  LS_RETURN_IF_ERROR(CheckWindowAttrs(proto_.graph()));
+  // Shapes come from the inputs and initializers alone: an exporter's value_info may hold
+  // sizes traced for one batch, which inference would keep where it only knows a dim_param.
+  proto_.mutable_graph()->clear_value_info();
   // ONNX's checker and inference report by exception; none may cross into the runtime.
   try {
     CheckModel(proto_, dir_);
@@ -327,7 +349,13 @@ bool IsOnnxModelDir(const std::filesystem::path& dir) {
 }
 
 StatusOr<Model> ImportOnnxModel(onnx::ModelProto& model, const std::filesystem::path& dir) {
-  return Importer(model, dir).Run();
+  try {
+    return Importer(model, dir).Run();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory while importing the model");
+  } catch (const std::exception& e) {
+    return Internal(std::string("importing the model: ") + e.what());
+  }
 }
 
 StatusOr<Model> ReadOnnxModel(const std::filesystem::path& dir) { return ReadOnnxModelFile(dir / kOnnxModelFile); }

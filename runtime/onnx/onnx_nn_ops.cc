@@ -247,8 +247,11 @@ Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   if (has_c) {
     std::string c = ctx.input(2);
     if (beta != 1.0f) c = ctx.Emit("Mul", {c, ctx.EmitConstant(Scalar(dtype, beta), "beta")}, {}, "c_scaled");
+    // A row of N values is the matmul core's bias; any other C broadcasts as Add does.
     const auto& spec = ctx.InputSpec(2);
-    const bool row = spec && spec->shape.rank() == 1;
+    const auto& b_spec = ctx.InputSpec(1);
+    const int64_t n = b_spec && b_spec->shape.rank() == 2 ? b_spec->shape.dim(trans_b != 0 ? 0 : 1) : -1;
+    const bool row = spec && spec->shape.rank() == 1 && n >= 0 && spec->shape.dim(0) == n;
     y = ctx.Emit(row ? "BiasAdd" : "Add", {y, c});
   }
   outputs->push_back(y);
@@ -269,7 +272,9 @@ Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   const Shape& a = ctx.InputSpec(0)->shape;
   const Shape& b = ctx.InputSpec(1)->shape;
-  if (rank_a > 2 && rank_b == 2 && b.dim(0) >= 0 && b.dim(1) >= 0) {
+  // Flattening to rows is right only when a's rows are known to have b's K elements (else a
+  // request of another width would be read as more rows instead of refused).
+  if (rank_a > 2 && rank_b == 2 && b.dim(0) >= 0 && b.dim(1) >= 0 && a.dim(rank_a - 1) == b.dim(0)) {
     const std::string rows =
         ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{-1, b.dim(0)}}}, "rows");
     const std::string product = ctx.Emit("MatMul", {rows, ctx.input(1)}, {}, "matmul");
@@ -355,6 +360,13 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     const Tensor* constant = ctx.ConstantInput(1);
     if (constant == nullptr || constant->dtype() != DType::kFloat32) {
       return ctx.Unsupported("dilations " + Ints(w.dilations) + " of a filter that is not a float32 constant");
+    }
+    // The stuffed filter costs its extent in work per output pixel: bounded.
+    constexpr int64_t kMaxExtent = 1024;
+    for (int d = 0; d < 2; ++d) {
+      if (w.kernel[d] < 1 || (w.kernel[d] - 1) * w.dilations[d] + 1 > kMaxExtent) {
+        return ctx.Unsupported("a dilated window of more than " + std::to_string(kMaxExtent) + " pixels");
+      }
     }
     f = ctx.EmitConstant(DilatedFilter(*constant, w), "filter_dilated");
   }

@@ -119,7 +119,8 @@ Status Dropout(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   // random masks at serving time.
   if (ctx.HasInput(2)) {
     const Tensor* training = ctx.ConstantInput(2);
-    if (training == nullptr || training->dtype() != DType::kBool || training->data<bool>()[0]) {
+    if (training == nullptr || training->dtype() != DType::kBool || training->num_elements() != 1 ||
+        training->data<bool>()[0]) {
       return ctx.Unsupported("training_mode must be a constant false (inference)");
     }
   }
@@ -200,31 +201,39 @@ Status PRelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
-// The bound of Clip: an attribute before opset 11, a constant input from then on (an input
-// computed at run time is a Minimum/Maximum node instead).
+// The bounds of Clip: attributes before opset 11, inputs from then on. Constant bounds are the
+// Clip op's attributes; a bound computed at run time makes Maximum then Minimum nodes, in that
+// order, as the spec's min(max(x, lo), hi).
 Status Clip(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  AttrMap attrs;
-  std::string x = ctx.input(0);
   if (ctx.opset() < 11) {
-    LS_ASSIGN_OR_RETURN(float lo, ctx.FloatAttr("min", -std::numeric_limits<float>::infinity()));
-    LS_ASSIGN_OR_RETURN(float hi, ctx.FloatAttr("max", std::numeric_limits<float>::infinity()));
-    attrs.Set("min", static_cast<double>(lo));
-    attrs.Set("max", static_cast<double>(hi));
-  } else {
-    for (size_t i : {size_t{1}, size_t{2}}) {
-      if (!ctx.HasInput(i)) continue;
-      const Tensor* bound = ctx.ConstantInput(i);
-      const char* name = i == 1 ? "min" : "max";
-      if (bound == nullptr || bound->num_elements() != 1) {
-        x = ctx.Emit(i == 1 ? "Maximum" : "Minimum", {x, ctx.input(i)}, {}, name);
-        continue;
-      }
-      StatusOr<double> value = ScalarValue(*bound);
-      if (!value.ok()) return ctx.Error(std::string("the ") + name + " bound: " + value.status().message());
-      attrs.Set(name, *value);
-    }
+    constexpr float kMax = std::numeric_limits<float>::max();
+    LS_ASSIGN_OR_RETURN(float lo, ctx.FloatAttr("min", -kMax));
+    LS_ASSIGN_OR_RETURN(float hi, ctx.FloatAttr("max", kMax));
+    outputs->push_back(
+        ctx.Emit("Clip", {ctx.input(0)}, AttrMap{{"min", static_cast<double>(lo)}, {"max", static_cast<double>(hi)}}));
+    return Status::Ok();
   }
-  outputs->push_back(ctx.Emit("Clip", {x}, std::move(attrs)));
+  bool dynamic = false;
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const Tensor* bound = ctx.ConstantInput(i);
+    dynamic = dynamic || (ctx.HasInput(i) && (bound == nullptr || bound->num_elements() != 1));
+  }
+  if (dynamic) {
+    std::string x = ctx.input(0);
+    if (ctx.HasInput(1)) x = ctx.Emit("Maximum", {x, ctx.input(1)}, {}, ctx.HasInput(2) ? "min" : "");
+    if (ctx.HasInput(2)) x = ctx.Emit("Minimum", {x, ctx.input(2)});
+    outputs->push_back(x);
+    return Status::Ok();
+  }
+  AttrMap attrs;
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (!ctx.HasInput(i)) continue;
+    const char* name = i == 1 ? "min" : "max";
+    StatusOr<double> value = ScalarValue(*ctx.ConstantInput(i));
+    if (!value.ok()) return ctx.Error(std::string("the ") + name + " bound: " + value.status().message());
+    attrs.Set(name, *value);
+  }
+  outputs->push_back(ctx.Emit("Clip", {ctx.input(0)}, std::move(attrs)));
   return Status::Ok();
 }
 
@@ -245,8 +254,9 @@ Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
-// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: Sum with an element-wise
-// op before it (Mul by itself, Abs, Exp) and after it (Sqrt, Log).
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum: Sum with an element-wise op before it
+// (Mul by itself, Abs) and after it (Sqrt, Log). ReduceLogSumExp is not this: exp overflows
+// where the spec's answer is finite, so it is refused until it has a stable form.
 template <const char* kBefore, const char* kAfter>
 Status ComposedReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
@@ -312,7 +322,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Acosh", Direct<kAcosh>}, {"Atanh", Direct<kAtanh>},
       {"ReduceSumSquare", ComposedReduce<kMul, kNone>}, {"ReduceL1", ComposedReduce<kAbs, kNone>},
       {"ReduceL2", ComposedReduce<kMul, kSqrt>}, {"ReduceLogSum", ComposedReduce<kNone, kLog>},
-      {"ReduceLogSumExp", ComposedReduce<kExp, kLog>}, {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>},
+ {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>},
   };
   return table;
 }

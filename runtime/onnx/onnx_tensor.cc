@@ -125,7 +125,12 @@ std::string OnnxElemTypeName(int32_t elem_type) {
   return "elem_type " + std::to_string(elem_type);
 }
 
-OnnxExternalData::OnnxExternalData(std::filesystem::path model_dir) : dir_(std::move(model_dir)) {}
+OnnxExternalData::OnnxExternalData(std::filesystem::path model_dir) {
+  // Absolute, so that a model read from the working directory (an empty parent path) still
+  // has a directory that every location is held inside.
+  std::error_code ec;
+  dir_ = std::filesystem::absolute(model_dir.empty() ? std::filesystem::path(".") : model_dir, ec);
+}
 OnnxExternalData::~OnnxExternalData() = default;
 
 StatusOr<std::span<const std::byte>> OnnxExternalData::Bytes(const std::string& location, uint64_t offset,
@@ -140,10 +145,11 @@ StatusOr<std::span<const std::byte>> OnnxExternalData::Bytes(const std::string& 
   }
   auto it = files_.find(location);
   if (it == files_.end()) {
-    std::error_code ec;
-    const fs::path dir = fs::weakly_canonical(dir_, ec);
-    const fs::path file = fs::weakly_canonical(dir_ / relative, ec);
-    if (ec) return NotFound("external data file '" + location + "': " + ec.message());
+    std::error_code dir_ec, file_ec;
+    const fs::path dir = fs::canonical(dir_, dir_ec);
+    const fs::path file = fs::weakly_canonical(dir_ / relative, file_ec);
+    if (dir_ec || dir.empty()) return NotFound("the model's directory: " + dir_ec.message());
+    if (file_ec) return NotFound("external data file '" + location + "': " + file_ec.message());
     // A symlink below the directory may still point out of it; the resolved path decides.
     auto [d, f] = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
     if (d != dir.end()) return InvalidArgument("external data location '" + location + "' leaves the model's directory");
@@ -192,10 +198,9 @@ StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, OnnxExternalData* exte
   if (*dtype == DType::kString && (is_external || !proto.raw_data().empty())) {
     return fail(InvalidArgument("string tensors must use string_data"));
   }
-  // A tensor of no elements has no data at all; a typed field of the wrong kind is ignored by
-  // ONNX too, but it must then be empty of the one that counts.
+  // The data must fill the shape exactly; checked before anything is allocated, so that a few
+  // bytes of model cannot claim gigabytes.
   const bool has_raw = is_external || !proto.raw_data().empty();
-  Tensor t(*dtype, *shape);
   if (has_raw) {
     const uint64_t wanted = static_cast<uint64_t>(elements) * static_cast<uint64_t>(element_size);
     if (raw.size() != wanted) {
@@ -203,6 +208,7 @@ StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, OnnxExternalData* exte
                                   shape->ToString() + " of " + std::string(DTypeName(*dtype)) + " needs " +
                                   std::to_string(wanted)));
     }
+    Tensor t(*dtype, *shape);
     CopyRaw(raw, t);
     return t;
   }
@@ -211,6 +217,7 @@ StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, OnnxExternalData* exte
     return fail(InvalidArgument("holds " + std::to_string(count) + " values, but shape " + shape->ToString() +
                                 " has " + std::to_string(elements) + " elements"));
   }
+  Tensor t(*dtype, *shape);
   CopyTyped(proto, t);
   return t;
 }

@@ -267,10 +267,12 @@ Status ArgKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// ---- Gather(params, indices int32/int64; attr "axis", default 0, negative counts from the end)
+// ---- Gather(params, indices int32/int64; attr "axis", default 0, a negative one counting from the end;
+// attr "negative_indices": an index in [-size, 0) counts from the end, as ONNX's; default false,
+// as TensorFlow's, where it is an error)
 // -> [params[:axis]..., indices..., params[axis+1:]...] ----
 //
-// An index i < 0 stands for i + params' size along the axis (ONNX's and numpy's rule); an index
+// With negative_indices, an index i < 0 stands for i + params' size along the axis (ONNX's and numpy's rule); an index
 // still outside [0, size) after that is an error. Params may be of any dtype.
 
 struct GatherGeometry {
@@ -317,9 +319,10 @@ std::string IndexString(const Shape& shape, int64_t flat) {
 }
 
 // Checks every index against [0, bound), or [-bound, bound) with `negative` (counted from the
-// end, as Gather's), before a kernel uses any of them.
-template <typename I>
-Status CheckIndices(std::string_view op, const Tensor& indices, int64_t bound, const std::string& what,
+// end, as ONNX's Gather), before a kernel uses any of them. `what()` names the indexed thing,
+// built only for the error (kernels allocate nothing on success).
+template <typename I, typename WhatFn>
+Status CheckIndices(std::string_view op, const Tensor& indices, int64_t bound, const WhatFn& what,
                     bool negative = false) {
   const int64_t low = negative ? -bound : 0;
   const std::span<const I> idx = indices.data<I>();
@@ -327,7 +330,7 @@ Status CheckIndices(std::string_view op, const Tensor& indices, int64_t bound, c
     if (idx[i] < low || idx[i] >= bound) {
       return InvalidArgument(Str(op) + ": indices" + IndexString(indices.shape(), static_cast<int64_t>(i)) +
                              " = " + std::to_string(idx[i]) + " is out of range [" + std::to_string(low) + ", " +
-                             std::to_string(bound) + ") for " + what);
+                             std::to_string(bound) + ") for " + what());
     }
   }
   return Status::Ok();
@@ -342,8 +345,10 @@ template <typename I>
 Status GatherTyped(KernelContext& ctx, const Tensor& params, const Tensor& indices, int axis, Tensor& out) {
   const Shape& ps = params.shape();
   const int64_t size = ps.dim(axis);
-  LS_RETURN_IF_ERROR(CheckIndices<I>("Gather", indices, size, "params " + ps.ToString() + " along axis " +
-                                                                  std::to_string(axis), true));
+  LS_ASSIGN_OR_RETURN(bool negative, ctx.attrs().GetBoolOr("negative_indices", false));
+  LS_RETURN_IF_ERROR(CheckIndices<I>(
+      "Gather", indices, size, [&] { return "params " + ps.ToString() + " along axis " + std::to_string(axis); },
+      negative));
   if (out.num_elements() == 0) return Status::Ok();
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= ps.dim(d);
@@ -424,7 +429,7 @@ Status GatherGradKernel(KernelContext& ctx) {
                            gathered.out.ToString());
   }
   const int64_t vocab = params.shape().dim(0);
-  const std::string what = "params " + params.shape().ToString();
+  auto what = [&] { return "params " + params.shape().ToString(); };
   LS_RETURN_IF_ERROR(indices.dtype() == DType::kInt32
                          ? CheckIndices<int32_t>("GatherGrad", indices, vocab, what, /*negative=*/true)
                          : CheckIndices<int64_t>("GatherGrad", indices, vocab, what, /*negative=*/true));
@@ -488,7 +493,7 @@ Status OneHotKernel(KernelContext& ctx) {
   const std::array<TensorSpec, 1> spec{TensorSpec{indices.dtype(), indices.shape()}};
   LS_ASSIGN_OR_RETURN(std::vector<TensorSpec> out_spec, InferOneHot({spec, ctx.attrs()}));
   const int64_t depth = out_spec[0].shape.dim(out_spec[0].shape.rank() - 1);
-  const std::string what = "depth " + std::to_string(depth);
+  auto what = [&] { return "depth " + std::to_string(depth); };
   LS_RETURN_IF_ERROR(indices.dtype() == DType::kInt32 ? CheckIndices<int32_t>("OneHot", indices, depth, what)
                                                       : CheckIndices<int64_t>("OneHot", indices, depth, what));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, out_spec[0].dtype, out_spec[0].shape));

@@ -200,6 +200,31 @@ TEST_F(OnnxImportTest, AConstantRangeOfAHugeLengthIsNeitherFoldedNorRun) {
   EXPECT_EQ(run.code(), StatusCode::kResourceExhausted) << run.message();
 }
 
+TEST_F(OnnxImportTest, AFewBytesClaimingGigabytesAreRefusedBeforeAllocating) {
+  OnnxModelBuilder b = MakeMlp();
+  auto* w1 = b.proto().mutable_graph()->mutable_initializer(0);
+  w1->clear_float_data();
+  w1->clear_dims();
+  w1->add_dims(int64_t{1} << 30);  // 4 GiB of float32, backed by 4 bytes
+  w1->set_raw_data(std::string(4, '\0'));
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "W1") && Contains(error, "holds 4 bytes")) << error;
+}
+
+// ONNX 1.12's shape inference divides by a convolution's strides unchecked (a SIGFPE no catch
+// stops): the importer refuses such attributes first.
+TEST_F(OnnxImportTest, AZeroStrideIsRefusedBeforeShapeInference) {
+  OnnxModelBuilder b;
+  b.Input("x", {1, 1, 4, 4});
+  b.Output("y", {1, 1, 4, 4});
+  b.Initializer("w", {1, 1, 1, 1}, {1.0f});
+  OnnxModelBuilder::IntsAttr(b.Node("Conv", {"x", "w"}, {"y"}, "conv0"), "strides", {0, 1});
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "node 'conv0' (Conv): attribute 'strides' holds 0")) << error;
+}
+
 TEST_F(OnnxImportTest, ExternalDataOutsideTheDirectoryIsRefused) {
   fs::create_directories(dir_ / "v");
   std::ofstream(dir_ / "secret.bin", std::ios::binary) << std::string(24, '\0');

@@ -366,10 +366,14 @@ TEST(OpsArrayTest, GatherBadIndicesAreErrorsNotCrashes) {
   ExpectError(RunOp("Gather",
                     std::vector<Tensor>{params, Tensor::FromVector<int32_t>({2, 2}, {0, 1, 12, 3})})
                   .status(),
-              StatusCode::kInvalidArgument, "indices[1,0] = 12 is out of range [-10, 10)");
+              StatusCode::kInvalidArgument, "indices[1,0] = 12 is out of range [0, 10)");
   ExpectError(
-      RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int64_t>({1}, {-11})}).status(),
-      StatusCode::kInvalidArgument, "= -11 is out of range [-10, 10)");
+      RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int64_t>({1}, {-1})}).status(),
+      StatusCode::kInvalidArgument, "= -1 is out of range [0, 10)");
+  ExpectError(RunOp("Gather", std::vector<Tensor>{params, Tensor::FromVector<int64_t>({1}, {-11})},
+                    AttrMap{{"negative_indices", true}})
+                  .status(),
+              StatusCode::kInvalidArgument, "= -11 is out of range [-10, 10)");
   ExpectError(RunOp("Gather", std::vector<Tensor>{RandomTensor({0, 4}, 1),
                                                   Tensor::FromVector<int64_t>({1}, {0})})
                   .status(),

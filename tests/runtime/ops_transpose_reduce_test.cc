@@ -275,7 +275,9 @@ TEST(OpsReduceTest, ArgMinArgMaxAttrs) {
 
 TEST(OpsGatherTest, AxisAndNegativeIndices) {
   Tensor p = Tensor::FromVector<float>({2, 3}, {0, 1, 2, 3, 4, 5});
-  auto gather = [&](Tensor idx, int64_t axis) { return RunOk("Gather", {p, idx}, {{"axis", axis}}).at(0); };
+  auto gather = [&](Tensor idx, int64_t axis) {
+    return RunOk("Gather", {p, idx}, {{"axis", axis}, {"negative_indices", true}}).at(0);
+  };
   Tensor cols = gather(I64({2, 0}), 1);
   EXPECT_EQ(cols.shape(), (Shape{2, 2}));
   EXPECT_EQ(Values<float>(cols), (std::vector<float>{2, 0, 5, 3}));
@@ -293,12 +295,16 @@ TEST(OpsGatherTest, AxisAndNegativeIndices) {
   EXPECT_EQ(Values<std::string>(RunOk("Gather", {words, I64({1})}, {{"axis", int64_t{1}}}).at(0)),
             (std::vector<std::string>{"b", "d"}));
   Tensor flags = Tensor::FromVector<bool>({3}, {true, false, true});
-  EXPECT_EQ(Values<bool>(RunOk("Gather", {flags, I64({-2, 2})}).at(0)), (std::vector<bool>{false, true}));
+  EXPECT_EQ(Values<bool>(RunOk("Gather", {flags, I64({-2, 2})}, {{"negative_indices", true}}).at(0)),
+            (std::vector<bool>{false, true}));
+  // Without negative_indices (TensorFlow's Gather, and bundles) a negative index is an error.
+  op_test::ExpectError(RunOp("Gather", std::vector<Tensor>{flags, I64({-1})}).status(), StatusCode::kInvalidArgument,
+                       "out of range [0, 3)");
   // Against the definition on a 4-D case, for each axis.
   Tensor big = RandomTensor({3, 4, 5, 6}, 7);
   Tensor idx = RandomIntTensor<int64_t>({2, 3}, 8, -3, 2);
   for (int axis = 0; axis < 4; ++axis) {
-    Tensor out = RunOk("Gather", {big, idx}, {{"axis", int64_t{axis}}}).at(0);
+    Tensor out = RunOk("Gather", {big, idx}, {{"axis", int64_t{axis}}, {"negative_indices", true}}).at(0);
     ASSERT_EQ(out.shape().rank(), 5);
     for (int64_t flat = 0; flat < out.num_elements(); ++flat) {
       const std::vector<int64_t> c = Coords(out.shape(), flat);
@@ -312,8 +318,9 @@ TEST(OpsGatherTest, AxisAndNegativeIndices) {
   }
 
   ExpectError(KernelStatus("Gather", {p, I64({3})}, {{"axis", int64_t{1}}}), StatusCode::kInvalidArgument,
-              "indices[0] = 3 is out of range [-3, 3)");
-  ExpectError(KernelStatus("Gather", {p, I64({-3})}), StatusCode::kInvalidArgument, "= -3 is out of range [-2, 2)");
+              "indices[0] = 3 is out of range [0, 3)");
+  ExpectError(KernelStatus("Gather", {p, I64({-3})}, {{"negative_indices", true}}), StatusCode::kInvalidArgument,
+              "= -3 is out of range [-2, 2)");
   ExpectError(KernelStatus("Gather", {p, I64({0})}, {{"axis", int64_t{2}}}), StatusCode::kInvalidArgument,
               "axis 2 is out of range");
   auto spec = Infer("Gather", {{DType::kFloat32, {-1, 7, 9}}, {DType::kInt64, {4}}}, {{"axis", int64_t{1}}});

@@ -202,7 +202,7 @@ TEST(ShapeGraphTest, GradientsThroughComputedReshapeAndGather) {
                     return std::make_pair(y, Shape{3, 2});
                   }});
   CheckGradients({"Gather negative", {Shape{4, 3}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
-                    std::string y = g.Op("Gather", {x[0], g.Const("idx", I64({-1, 0, -1}))});
+                    std::string y = g.Op("Gather", {x[0], g.Const("idx", I64({-1, 0, -1}))}, {{"negative_indices", true}});
                     return std::make_pair(y, Shape{3, 3});
                   }});
 }
