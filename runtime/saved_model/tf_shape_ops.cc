@@ -56,7 +56,8 @@ Status StridedSlice(TranslationContext& ctx, std::vector<std::string>* outputs) 
   LS_ASSIGN_OR_RETURN(int64_t shrink_mask, ctx.IntAttr("shrink_axis_mask", 0));
   if (ellipsis_mask != 0 || new_axis_mask != 0) return ctx.Error("ellipsis_mask and new_axis_mask are not supported");
   const size_t n = begin.size();
-  if (end.size() != n || strides.size() != n || n == 0 || n > 8) return ctx.Error("begin, end and strides differ in length");
+  if (end.size() != n || strides.size() != n) return ctx.Error("begin, end and strides differ in length");
+  if (n == 0 || n > 8) return ctx.Error("begin must name 1 to 8 dimensions, got " + std::to_string(n));
   constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max(), kToStart = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> starts(n), ends(n), axes(n), steps(n), squeezed;
   for (size_t i = 0; i < n; ++i) {
@@ -65,11 +66,18 @@ Status StridedSlice(TranslationContext& ctx, std::vector<std::string>* outputs) 
     if (strides[i] == 0) return ctx.Error("a stride is 0");
     if ((shrink_mask & bit) != 0) {
       // One element: [begin, begin + 1), where begin -1 means the last.
+      if (begin[i] == std::numeric_limits<int64_t>::max()) return ctx.Error("begin is out of range");
       starts[i] = begin[i];
       ends[i] = begin[i] == -1 ? kToEnd : begin[i] + 1;
       steps[i] = 1;
       squeezed.push_back(static_cast<int64_t>(i));
       continue;
+    }
+    // Walking backwards from before the start is empty in TensorFlow but clamps to the first
+    // element in the runtime's (ONNX's) Slice; the dimension is not known here, so a begin
+    // that might be out of range is refused rather than answered differently.
+    if (strides[i] < 0 && (begin_mask & bit) == 0 && begin[i] < -1) {
+      return ctx.Error("a negative stride from begin " + std::to_string(begin[i]) + " is not supported");
     }
     steps[i] = strides[i];
     starts[i] = (begin_mask & bit) != 0 ? (strides[i] > 0 ? 0 : kToEnd) : begin[i];

@@ -320,6 +320,13 @@ TEST(SavedModelOpsTest, WhatCannotBeTranslatedIsRefusedByName) {
   });
   EXPECT_NE(e.find("node 'y' (op StridedSlice): ellipsis_mask"), std::string::npos) << e;
   e = error_of([](TfGraph& g) {
+    g.Const<int32_t>("b", {1}, {-3});
+    g.Const<int32_t>("end", {1}, {0});
+    g.Const<int32_t>("s", {1}, {-1});
+    g.Node("y", "StridedSlice", {"x", "b", "end", "s"});
+  });
+  EXPECT_NE(e.find("a negative stride from begin -3 is not supported"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
     g.Const<float>("s", {1}, {1});
     SetBool(g.Node("y", "FusedBatchNormV3", {"x", "s", "s", "s", "s"}), "is_training", true);
   });
