@@ -1,6 +1,5 @@
-// The translators of ONNX's matrix, convolution, pooling, normalisation and softmax ops.
-// ONNX images are NCHW and Lockstep's convolutions and pools NHWC: each such node becomes
-// Transpose -> op -> Transpose, with its filter transposed once at import.
+// The translators of ONNX's matrix, normalisation and softmax ops. (Convolutions and pools are
+// onnx_window_ops.cc.)
 #include <algorithm>
 #include <cmath>
 
@@ -10,15 +9,6 @@
 
 namespace lockstep::onnx_import {
 namespace {
-
-const std::vector<int64_t> kToNhwc{0, 2, 3, 1};
-const std::vector<int64_t> kToNchw{0, 3, 1, 2};
-
-std::string Ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 // `y` reshaped to `like`'s shape: from ONNX's inferred shape when at most one dimension is
 // unknown, else from `like`'s shape at run time.
@@ -62,171 +52,12 @@ Status SoftmaxFamily(OnnxNodeContext& ctx, const char* op, std::vector<std::stri
   return Status::Ok();
 }
 
-// How a convolution or pool is padded, in the terms of Lockstep's NHWC window ops: SAME or
-// VALID, after an explicit Pad node where ONNX's pads are neither (or where SAME's would
-// average differently).
-struct Padding {
-  std::string mode;           // "SAME" or "VALID"
-  std::vector<int64_t> pads;  // non-empty: pad NCHW first by [0,0,t,l, 0,0,b,r]
-};
-
-// The geometry of one 2-D window op as read from the node; a 1-D one ([N, C, L]) is read as
-// 2-D with a height of 1.
-struct Window {
-  bool one_d = false;
-  std::vector<int64_t> image;    // [H, W], -1 where unknown
-  std::vector<int64_t> kernel;   // [kh, kw]
-  std::vector<int64_t> strides;  // [sh, sw]
-  std::vector<int64_t> dilations{1, 1};
-};
-
-StatusOr<Window> ReadWindow(const OnnxNodeContext& ctx, std::vector<int64_t> kernel) {
-  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
-  if (rank != 3 && rank != 4) {
-    return ctx.Unsupported("only 1-D and 2-D windows are supported (input rank " + std::to_string(rank) + ")");
-  }
-  Window w;
-  w.one_d = rank == 3;
-  const Shape& x = ctx.InputSpec(0)->shape;
-  w.image = w.one_d ? std::vector<int64_t>{1, x.dim(2)} : std::vector<int64_t>{x.dim(2), x.dim(3)};
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> k, ctx.IntsAttr("kernel_shape"));
-  if (k) kernel = *k;
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> s, ctx.IntsAttr("strides"));
-  std::vector<int64_t> strides = s ? *s : std::vector<int64_t>(kernel.size(), 1);
-  if (kernel.size() != static_cast<size_t>(rank - 2) || strides.size() != kernel.size()) {
-    return ctx.Error("kernel_shape " + Ints(kernel) + " and strides " + Ints(strides) + " do not fit the input's rank");
-  }
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dilations, ctx.IntsAttr("dilations"));
-  if (dilations) {
-    if (dilations->size() != kernel.size() || std::any_of(dilations->begin(), dilations->end(), [](int64_t d) { return d < 1; })) {
-      return ctx.Error("dilations " + Ints(*dilations) + " do not fit the input's rank");
-    }
-    w.dilations = w.one_d ? std::vector<int64_t>{1, (*dilations)[0]} : *dilations;
-  }
-  w.kernel = w.one_d ? std::vector<int64_t>{1, kernel[0]} : kernel;
-  w.strides = w.one_d ? std::vector<int64_t>{1, strides[0]} : strides;
-  return w;
-}
-
-// ONNX's pads, auto_pad and (for pools) ceil_mode as Lockstep padding. `same_allowed`: whether
-// padding equal to SAME's may run as SAME (not for an average that counts the padding).
-StatusOr<Padding> ReadPadding(const OnnxNodeContext& ctx, const Window& window, bool same_allowed, bool ceil_mode) {
-  LS_ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttr("auto_pad", "NOTSET"));
-  // The window's extent, its taps spread by the dilations.
-  Window w = window;
-  for (int d = 0; d < 2; ++d) w.kernel[d] = w.kernel[d] + (w.kernel[d] - 1) * (w.dilations[d] - 1);
-  std::vector<int64_t> pads(4, 0);  // [t, l, b, r]
-  auto same_pads = [&](bool lower) -> Status {
-    for (int d = 0; d < 2; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("explicit SAME padding of an image whose size is unknown until run time");
-      const int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-      const int64_t total = std::max<int64_t>((out - 1) * w.strides[d] + w.kernel[d] - in, 0);
-      pads[d] = lower ? total - total / 2 : total / 2;
-      pads[2 + d] = total - pads[d];
-    }
-    return Status::Ok();
-  };
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    if (auto_pad == "SAME_UPPER" && same_allowed && !ceil_mode) return Padding{"SAME", {}};
-    LS_RETURN_IF_ERROR(same_pads(auto_pad == "SAME_LOWER"));
-  } else if (auto_pad == "NOTSET") {
-    LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.IntsAttr("pads"));
-    if (given) {
-      if (given->size() != (w.one_d ? 2u : 4u)) return ctx.Error("pads " + Ints(*given) + " do not fit the input's rank");
-      pads = w.one_d ? std::vector<int64_t>{0, (*given)[0], 0, (*given)[1]} : *given;
-    }
-  } else if (auto_pad != "VALID") {
-    return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-  }
-  for (int64_t p : pads) {
-    if (p < 0) return ctx.Error("pads must not be negative, got " + Ints(pads));
-  }
-  if (ceil_mode) {
-    // The last window may start inside the image and run past its end: pad the end so that it
-    // fits (what it covers there is never the maximum).
-    for (int d = 0; d < 2; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("ceil_mode for an image whose size is unknown until run time");
-      const int64_t span = in + pads[d] + pads[2 + d] - w.kernel[d];
-      if (span < 0) continue;
-      const int64_t out = (span + w.strides[d] - 1) / w.strides[d] + 1;
-      pads[2 + d] += std::max<int64_t>((out - 1) * w.strides[d] + w.kernel[d] - (in + pads[d] + pads[2 + d]), 0);
-    }
-  }
-  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return Padding{"VALID", {}};
-  if (same_allowed) {
-    const std::vector<int64_t> given = pads;
-    if (same_pads(false).ok() && pads == given) return Padding{"SAME", {}};
-    pads = given;
-  }
-  return Padding{"VALID", {0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}};
-}
-
-// x (NCHW, or NCL as NC1L) padded as `padding` says, then moved to NHWC.
-std::string ToNhwc(OnnxNodeContext& ctx, const Window& w, const Padding& padding, double pad_value) {
-  std::string x = ctx.input(0);
-  if (w.one_d) x = ctx.Emit("ExpandDims", {x}, AttrMap{{"axis", int64_t{2}}}, "as_2d");
-  if (!padding.pads.empty()) {
-    const std::string pads = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{8}, padding.pads), "pads");
-    x = ctx.Emit("Pad", {x, pads}, AttrMap{{"mode", std::string("constant")}, {"value", pad_value}}, "pad");
-  }
-  return ctx.Emit("Transpose", {x}, AttrMap{{"perm", kToNhwc}}, "nhwc");
-}
-
-// y (NHWC) back to NCHW, or to NCL for a 1-D op.
-std::string FromNhwc(OnnxNodeContext& ctx, const Window& w, const std::string& y) {
-  if (!w.one_d) return ctx.Emit("Transpose", {y}, AttrMap{{"perm", kToNchw}});
-  const std::string nchw = ctx.Emit("Transpose", {y}, AttrMap{{"perm", kToNchw}}, "nchw");
-  return ctx.Emit("Squeeze", {nchw}, AttrMap{{"axes", std::vector<int64_t>{2}}});
-}
-
-template <bool kMax>
-Status Pool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, {}));
-  if (w.dilations != std::vector<int64_t>{1, 1}) return ctx.Unsupported("dilations " + Ints(w.dilations) + " (only 1)");
-  LS_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
-  LS_ASSIGN_OR_RETURN(int64_t include_pad, ctx.IntAttr("count_include_pad", 0));
-  if (!kMax && ceil_mode != 0) return ctx.Unsupported("ceil_mode 1 for an average");
-  // An average that counts the padding pads explicitly with zeros; one that does not may only
-  // run as SAME (Lockstep's average leaves SAME's padding out).
-  LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, kMax || include_pad == 0, ceil_mode != 0));
-  if (!kMax && include_pad == 0 && !padding.pads.empty()) {
-    return ctx.Unsupported("pads other than SAME's, left out of the average");
-  }
-  const double pad_value = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
-  const std::string x = ToNhwc(ctx, w, padding, pad_value);
-  AttrMap attrs{{"ksize", w.kernel}, {"strides", w.strides}, {"padding", padding.mode}};
-  const std::string y = ctx.Emit(kMax ? "MaxPool2D" : "AvgPool2D", {x}, std::move(attrs), "pool");
-  outputs->push_back(FromNhwc(ctx, w, y));
-  return Status::Ok();
-}
-
-template <const char* kReduce>
-Status GlobalPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
-  if (rank < 3) return ctx.Error("input must have rank >= 3");
-  std::vector<int64_t> axes;
-  for (int d = 2; d < rank; ++d) axes.push_back(d);
-  outputs->push_back(ctx.Emit(kReduce, {ctx.input(0)}, AttrMap{{"axes", axes}, {"keep_dims", true}}));
-  return Status::Ok();
-}
-constexpr char kMean[] = "Mean";
-constexpr char kMax[] = "Max";
-
 }  // namespace
 
 Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return SoftmaxFamily(ctx, "Softmax", outputs); }
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return SoftmaxFamily(ctx, "LogSoftmax", outputs);
 }
-Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return Pool<true>(ctx, outputs); }
-Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return Pool<false>(ctx, outputs); }
-Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  return GlobalPool<kMean>(ctx, outputs);
-}
-Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return GlobalPool<kMax>(ctx, outputs); }
-
 // Y = alpha * A' B' + beta * C: MatMul with transpose flags, then scale and the bias (BiasAdd
 // when C is a row vector, which the fusion pass folds into the matmul core's epilogue).
 Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
@@ -309,98 +140,6 @@ Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const int out_rank = std::max(std::max(rank_a, rank_b), 2);
   for (int64_t& axis : squeezed) axis += out_rank;
   outputs->push_back(ctx.Emit("Squeeze", {product}, AttrMap{{"axes", squeezed}}));
-  return Status::Ok();
-}
-
-// A float32 filter [M, C, KH, KW] with its taps `dilations` apart, zeros between.
-Tensor DilatedFilter(const Tensor& f, const Window& w) {
-  const Shape& s = f.shape();
-  const int64_t m = s.dim(0), c = s.dim(1), kh = w.kernel[0], kw = w.kernel[1];
-  const int64_t dh = w.dilations[0], dw = w.dilations[1];
-  const int64_t eh = kh + (kh - 1) * (dh - 1), ew = kw + (kw - 1) * (dw - 1);
-  Tensor out(DType::kFloat32, Shape{m, c, eh, ew});
-  const auto in = f.data<float>();
-  auto dst = out.mutable_data<float>();
-  for (int64_t i = 0; i < m * c; ++i) {
-    for (int64_t y = 0; y < kh; ++y) {
-      for (int64_t x = 0; x < kw; ++x) dst[static_cast<size_t>((i * eh + y * dh) * ew + x * dw)] = in[static_cast<size_t>((i * kh + y) * kw + x)];
-    }
-  }
-  return out;
-}
-
-// The filter [M, C/g, (KH,) KW] goes to [KH, KW, C, M] for Conv2D (g = 1), or [KH, KW, C, M/C]
-// for DepthwiseConv2D (g = C: output channel c * M/C + j reads input channel c); a constant
-// filter is transposed once, by constant folding.
-Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  const auto& w_spec = ctx.InputSpec(1);
-  if (!w_spec || !w_spec->shape.IsFullyDefined()) return ctx.Unsupported("a filter whose shape is unknown until run time");
-  const Shape& fs = w_spec->shape;
-  if (fs.rank() < 3) return ctx.Error("the filter must have rank 3 or 4, got " + fs.ToString());
-  std::vector<int64_t> kernel(fs.dims().begin() + 2, fs.dims().end());
-  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, kernel));
-  if ((w.one_d ? std::vector<int64_t>{kernel[0]} : w.kernel) != kernel) {
-    return ctx.Error("kernel_shape does not match the filter " + fs.ToString());
-  }
-  LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
-  const int64_t channels = ctx.InputSpec(0)->shape.dim(1);
-  const int64_t m = fs.dim(0);
-  if (group < 1 || channels < 0 || channels % group != 0 || m % group != 0 || fs.dim(1) != channels / group) {
-    return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
-                     " input channels and the filter " + fs.ToString());
-  }
-  const bool depthwise = group > 1 && group == channels;
-  LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, true, false));
-  const std::string x = ToNhwc(ctx, w, padding, 0.0);
-  std::string f = ctx.input(1);
-  if (w.one_d) f = ctx.Emit("ExpandDims", {f}, AttrMap{{"axis", int64_t{2}}}, "filter_2d");
-  if (w.dilations != std::vector<int64_t>{1, 1}) {
-    // A dilated filter is the filter with zeros between its taps: adding exact zeros leaves
-    // every sum as it was.
-    const Tensor* constant = ctx.ConstantInput(1);
-    if (constant == nullptr || constant->dtype() != DType::kFloat32) {
-      return ctx.Unsupported("dilations " + Ints(w.dilations) + " of a filter that is not a float32 constant");
-    }
-    // The stuffed filter costs its extent in work per output pixel: bounded.
-    constexpr int64_t kMaxExtent = 1024;
-    for (int d = 0; d < 2; ++d) {
-      if (w.kernel[d] < 1 || (w.kernel[d] - 1) * w.dilations[d] + 1 > kMaxExtent) {
-        return ctx.Unsupported("a dilated window of more than " + std::to_string(kMaxExtent) + " pixels");
-      }
-    }
-    f = ctx.EmitConstant(DilatedFilter(*constant, w), "filter_dilated");
-  }
-  f = ctx.Emit("Transpose", {f}, AttrMap{{"perm", std::vector<int64_t>{2, 3, 1, 0}}}, "filter_hwio");
-  const int64_t kh = w.kernel[0] + (w.kernel[0] - 1) * (w.dilations[0] - 1);
-  const int64_t kw = w.kernel[1] + (w.kernel[1] - 1) * (w.dilations[1] - 1);
-  AttrMap attrs{{"strides", w.strides}, {"padding", padding.mode}};
-  std::string y;
-  if (group == 1) {
-    y = ctx.Emit("Conv2D", {x, f}, std::move(attrs), "conv");
-  } else if (depthwise) {
-    f = ctx.Emit("Reshape", {f}, AttrMap{{"shape", std::vector<int64_t>{kh, kw, channels, m / channels}}}, "filter_depthwise");
-    y = ctx.Emit("DepthwiseConv2D", {x, f}, std::move(attrs), "conv");
-  } else {
-    // Groups: each a convolution of its slice of the input channels with its slice of the
-    // filters, side by side along the channels.
-    const int64_t cin = channels / group, cout = m / group;
-    const std::string axis = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {3}), "channel_axis");
-    std::vector<std::string> parts;
-    for (int64_t g = 0; g < group; ++g) {
-      const std::string tag = "group_" + std::to_string(g);
-      auto slice = [&](const std::string& v, int64_t begin, int64_t size, const char* what) {
-        const std::string b = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {begin}), tag + "/" + what + "_begin");
-        const std::string e = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {begin + size}), tag + "/" + what + "_end");
-        return ctx.Emit("Slice", {v, b, e, axis}, {}, tag + "/" + what);
-      };
-      const std::string xg = slice(x, g * cin, cin, "input");
-      const std::string fg = slice(f, g * cout, cout, "filter");
-      parts.push_back(ctx.Emit("Conv2D", {xg, fg}, attrs, tag + "/conv"));
-    }
-    y = ctx.Emit("Concat", std::move(parts), AttrMap{{"axis", int64_t{3}}}, "conv");
-  }
-  if (ctx.HasInput(2)) y = ctx.Emit("BiasAdd", {y, ctx.input(2)}, {}, "bias");
-  outputs->push_back(FromNhwc(ctx, w, y));
   return Status::Ok();
 }
 

@@ -299,7 +299,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Abs", Direct<kAbs>}, {"Add", Binary<kAdd>}, {"And", Binary<kAnd>}, {"ArgMax", ArgReduce<kArgMax>},
       {"ArgMin", ArgReduce<kArgMin>}, {"AveragePool", AveragePool}, {"BatchNormalization", BatchNormalization},
       {"Cast", Cast}, {"Ceil", Direct<kCeil>}, {"Clip", Clip}, {"Concat", Concat}, {"Constant", Constant},
-      {"ConstantOfShape", ConstantOfShape}, {"Conv", Conv}, {"Cos", Direct<kCos>}, {"Div", Binary<kDiv>},
+      {"ConstantOfShape", ConstantOfShape}, {"Conv", Conv}, {"ConvTranspose", ConvTranspose}, {"Cos", Direct<kCos>}, {"Div", Binary<kDiv>},
       {"Dropout", Dropout}, {"Elu", Elu}, {"Equal", Binary<kEqual>}, {"Erf", Direct<kErf>}, {"Exp", Direct<kExp>},
       {"Expand", Direct<kExpand>}, {"Flatten", Flatten}, {"Floor", Direct<kFloor>}, {"Gather", Gather},
       {"Gemm", Gemm}, {"GlobalAveragePool", GlobalAveragePool}, {"GlobalMaxPool", GlobalMaxPool},

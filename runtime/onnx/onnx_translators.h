@@ -1,5 +1,5 @@
-// Internal to runtime/onnx/: the translators of onnx_array_ops.cc and onnx_nn_ops.cc that the
-// table in onnx_ops.cc lists, and helpers the files share.
+// Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc and
+// onnx_window_ops.cc that the table in onnx_ops.cc lists, and helpers the files share.
 #pragma once
 
 #include <string>
@@ -37,14 +37,16 @@ Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_nn_ops.cc
 Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
-Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
-Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
-Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
-Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
-Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_window_ops.cc
+Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 
 }  // namespace lockstep::onnx_import

@@ -4,6 +4,11 @@
 //   Conv2D                 out  = col · F
 //   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
 //   Conv2DBackpropFilter   dF   = colᵀ · dy
+//   Conv2DTranspose        Conv2DBackpropInput as an op of its own (a "deconvolution"):
+//                          x [N, H, W, Cin] and a filter [KH, KW, Cout, Cin] give the
+//                          [N, (H - 1) * sh + KH, (W - 1) * sw + KW, Cout] whose VALID Conv2D
+//                          with that filter has x's shape. Padding and output padding are the
+//                          caller's crops and pads around it.
 // Attrs (all three): strides [sh, sw] (default [1, 1]), padding "SAME" / "VALID" (window.h),
 // precision "float32" / "bfloat16" (op_util.h). The input is float32; the filter float32 or
 // bfloat16 (a bf16 filter, or precision bfloat16, makes every product bf16 with float32
@@ -64,6 +69,32 @@ StatusOr<std::vector<TensorSpec>> InferBackpropInput(const ShapeInferenceContext
   LS_RETURN_IF_ERROR(CheckInputCount("Conv2DBackpropInput", ctx.inputs.size(), 3, 3));
   LS_RETURN_IF_ERROR(ConvGeometry("Conv2DBackpropInput", ctx.attrs, ctx.inputs[2], ctx.inputs[1]).status());
   return Single(ctx.inputs[2].dtype, ctx.inputs[2].shape);
+}
+
+// The output of Conv2DTranspose: the input of the VALID convolution it is the gradient of.
+// Its attrs may not choose a padding (VALID is the op's definition).
+StatusOr<TensorSpec> TransposeOutput(const AttrMap& attrs, const TensorSpec& x, const TensorSpec& filter) {
+  constexpr std::string_view op = "Conv2DTranspose";
+  if (attrs.Has("padding")) return InvalidArgument(Str(op) + ": takes no attr 'padding' (crop its output instead)");
+  LS_RETURN_IF_ERROR(CheckReal(op, "input", x.dtype));
+  LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", x.shape, 4));
+  LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cout, Cin]", filter.shape, 4));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  int64_t cin;
+  if (!MergeDim(x.shape.dim(3), filter.shape.dim(3), &cin)) {
+    return InvalidArgument(Str(op) + ": input channels of input " + x.shape.ToString() + " differ from filter " +
+                           filter.shape.ToString());
+  }
+  auto full = [](int64_t in, int64_t k, int64_t s) { return in < 0 || k < 0 ? int64_t{-1} : in == 0 ? 0 : (in - 1) * s + k; };
+  return TensorSpec{x.dtype, Shape{x.shape.dim(0), full(x.shape.dim(1), filter.shape.dim(0), strides.first),
+                                   full(x.shape.dim(2), filter.shape.dim(1), strides.second), filter.shape.dim(2)}};
+}
+
+StatusOr<std::vector<TensorSpec>> InferConv2DTranspose(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Conv2DTranspose", ctx.inputs.size(), 2, 2));
+  LS_ASSIGN_OR_RETURN(TensorSpec out, TransposeOutput(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  LS_RETURN_IF_ERROR(ConvGeometry("Conv2DTranspose", ctx.attrs, out, ctx.inputs[1]).status());
+  return std::vector<TensorSpec>{out};
 }
 
 StatusOr<std::vector<TensorSpec>> InferBackpropFilter(const ShapeInferenceContext& ctx) {
@@ -315,17 +346,15 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
 
 // ---- Conv2DBackpropInput(dy, filter, input) ----
 
-Status BackpropInputKernel(KernelContext& ctx) {
-  const Tensor& dy = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  const Tensor& like = ctx.input(2);
-  LS_ASSIGN_OR_RETURN(Geometry g,
-                      ConvGeometry("Conv2DBackpropInput", ctx.attrs(), {like.dtype(), like.shape()},
-                                   {filter.dtype(), filter.shape()}));
-  LS_RETURN_IF_ERROR(CheckDType("Conv2DBackpropInput", "dy", dy.dtype(), like.dtype()));
-  LS_RETURN_IF_ERROR(CheckOutputGradient("Conv2DBackpropInput", dy.shape(), g));
-  LS_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0, like.dtype(), like.shape()));
-  if (like.dtype() == DType::kFloat64) {
+// dx = the gradient of a convolution with `filter` whose input is like `like`, for its output
+// gradient dy: Conv2DBackpropInput's and Conv2DTranspose's kernel.
+Status InputGradient(KernelContext& ctx, std::string_view op, const Tensor& dy, const Tensor& filter,
+                     const TensorSpec& like) {
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(op, ctx.attrs(), like, {filter.dtype(), filter.shape()}));
+  LS_RETURN_IF_ERROR(CheckDType(op, "dy", dy.dtype(), like.dtype));
+  LS_RETURN_IF_ERROR(CheckOutputGradient(op, dy.shape(), g));
+  LS_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0, like.dtype, like.shape));
+  if (like.dtype == DType::kFloat64) {
     Float64Conv(g, ConvProduct::kInputGradient, nullptr, filter.data<double>().data(),
                 dy.data<double>().data(), dx->mutable_data<double>().data(), dx->num_elements());
     return Status::Ok();
@@ -365,6 +394,18 @@ Status BackpropInputKernel(KernelContext& ctx) {
     Col2ImAdd(g, dcol, row0, m, pdx);
   });
   return Status::Ok();
+}
+
+Status BackpropInputKernel(KernelContext& ctx) {
+  const Tensor& like = ctx.input(2);
+  return InputGradient(ctx, "Conv2DBackpropInput", ctx.input(0), ctx.input(1), {like.dtype(), like.shape()});
+}
+
+Status Conv2DTransposeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& filter = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(TensorSpec out, TransposeOutput(ctx.attrs(), {x.dtype(), x.shape()}, {filter.dtype(), filter.shape()}));
+  return InputGradient(ctx, "Conv2DTranspose", x, filter, out);
 }
 
 // ---- Conv2DBackpropFilter(input, dy, filter) ----
@@ -439,6 +480,7 @@ void RegisterConvOps(OpRegistry& registry) {
   conv.pack_constant = PackFilter;
   (void)registry.Register(std::move(conv));
   (void)registry.Register(SimpleOpDef("Conv2DBackpropInput", 3, InferBackpropInput, BackpropInputKernel));
+  (void)registry.Register(SimpleOpDef("Conv2DTranspose", 2, InferConv2DTranspose, Conv2DTransposeKernel));
   (void)registry.Register(SimpleOpDef("Conv2DBackpropFilter", 3, InferBackpropFilter, BackpropFilterKernel));
 }
 

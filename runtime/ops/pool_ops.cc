@@ -2,7 +2,10 @@
 //   MaxPool2DGrad(x, dy)      each window's dy goes to the element the forward pass picked
 //   AvgPool2DGrad(dy, x)      each window's dy is shared equally by the elements it averaged
 // Attrs: ksize [kh, kw], strides (default ksize, as Keras), padding "SAME" / "VALID"
-// (window.h); 4-element NHWC lists [1, h, w, 1] are accepted. float32, and float64 for
+// (window.h); 4-element NHWC lists [1, h, w, 1] are accepted. The forward pools also take
+// dilations [dh, dw] (default [1, 1]; ONNX's): the window's taps lie dh rows and dw columns
+// apart, and the window's extent, (k - 1) * d + 1, is what SAME and VALID see. The gradients
+// take no dilations. float32, and float64 for
 // gradient checks. The gradients run image by image in parallel: windows of one image may
 // overlap, windows of two images never do, so no two threads write one element and each sum
 // keeps one order.
@@ -29,20 +32,46 @@ constexpr std::string_view PoolGradName(Pool p) {
   return p == Pool::kMax ? "MaxPool2DGrad" : "AvgPool2DGrad";
 }
 
-StatusOr<Geometry> PoolGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input) {
+// A pool's window: the geometry of its extent, and the distance between its taps.
+struct PoolWindow {
+  Geometry g;  // g.kh and g.kw are the extents
+  int64_t dh = 1, dw = 1;
+};
+
+StatusOr<PoolWindow> ReadPoolWindow(std::string_view op, const AttrMap& attrs, const TensorSpec& input,
+                                    bool dilations_allowed) {
   LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
   LS_ASSIGN_OR_RETURN(auto ksize, SpatialPair(op, attrs, "ksize", std::nullopt));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", ksize));
+  LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair(op, attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
+  if (!dilations_allowed && dilations != std::pair<int64_t, int64_t>{1, 1}) {
+    return InvalidArgument(Str(op) + ": dilations are not supported");
+  }
+  // Bounded so that the extent cannot overflow; a window past 2^20 taps is no image's.
+  constexpr int64_t kMaxSpread = int64_t{1} << 20;
+  if (ksize.first > kMaxSpread || ksize.second > kMaxSpread || dilations.first > kMaxSpread ||
+      dilations.second > kMaxSpread) {
+    return InvalidArgument(Str(op) + ": ksize and dilations must be at most 2^20");
+  }
   LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
-  return MakeGeometry(op, input.shape, ksize.first, ksize.second, strides, same,
-                      input.shape.rank() == 4 ? input.shape.dim(3) : 0);
+  PoolWindow w;
+  w.dh = dilations.first;
+  w.dw = dilations.second;
+  LS_ASSIGN_OR_RETURN(w.g, MakeGeometry(op, input.shape, (ksize.first - 1) * w.dh + 1, (ksize.second - 1) * w.dw + 1,
+                                         strides, same, input.shape.rank() == 4 ? input.shape.dim(3) : 0));
+  return w;
+}
+
+StatusOr<Geometry> PoolGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input) {
+  LS_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(op, attrs, input, /*dilations_allowed=*/false));
+  return w.g;
 }
 
 template <Pool P>
 StatusOr<std::vector<TensorSpec>> InferPool(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount(PoolName(P), ctx.inputs.size(), 1, 1));
-  LS_ASSIGN_OR_RETURN(Geometry g, PoolGeometry(PoolName(P), ctx.attrs, ctx.inputs[0]));
-  return Single(ctx.inputs[0].dtype, g.out);
+  LS_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(PoolName(P), ctx.attrs, ctx.inputs[0], true));
+  return Single(ctx.inputs[0].dtype, w.g.out);
 }
 
 // The gradients give the shape of the forward input: MaxPool2DGrad's input 0, AvgPool2DGrad's 1.
@@ -62,21 +91,30 @@ bool Replaces(T candidate, T best) {
   return candidate > best || candidate != candidate;
 }
 
+// The first tap at or after 0 of a window that starts at `start` with taps `step` apart.
+int64_t FirstTap(int64_t start, int64_t step) {
+  return start >= 0 ? start : start + (-start + step - 1) / step * step;
+}
+
 // Output rows [begin, end) of the flattened (n, oh) index. Channels are innermost, so every
 // step is a vectorisable loop over C. MaxPool skips the padding (it is not -inf, it is absent);
 // AvgPool divides by the number of real elements under the window, as TensorFlow does (SAME
 // padding leaves at least one under every window, VALID all of them).
 template <Pool P, typename T>
-void PoolRows(const Geometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+void PoolRows(const PoolWindow& pw, const T* in, T* out, int64_t begin, int64_t end) {
+  const Geometry& g = pw.g;
   const int64_t c = g.c;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / g.wh.out;
     const int64_t oh = row % g.wh.out;
+    const int64_t h_lo = FirstTap(oh * g.sh - g.wh.pad_before, pw.dh), h_hi = g.row_end(oh);
     for (int64_t ow = 0; ow < g.ww.out; ++ow) {
+      const int64_t w_lo = FirstTap(ow * g.sw - g.ww.pad_before, pw.dw), w_hi = g.col_end(ow);
       T* __restrict o = out + (row * g.ww.out + ow) * c;
       std::fill(o, o + c, P == Pool::kMax ? -std::numeric_limits<T>::infinity() : T(0));
-      for (int64_t ih = g.row_begin(oh); ih < g.row_end(oh); ++ih) {
-        for (int64_t iw = g.col_begin(ow); iw < g.col_end(ow); ++iw) {
+      int64_t count = 0;
+      for (int64_t ih = h_lo; ih < h_hi; ih += pw.dh) {
+        for (int64_t iw = w_lo; iw < w_hi; iw += pw.dw, ++count) {
           const T* __restrict p = in + ((n * g.h + ih) * g.w + iw) * c;
           for (int64_t k = 0; k < c; ++k) {
             if constexpr (P == Pool::kMax) {
@@ -88,8 +126,8 @@ void PoolRows(const Geometry& g, const T* in, T* out, int64_t begin, int64_t end
         }
       }
       if constexpr (P == Pool::kAvg) {
-        const T count = static_cast<T>((g.row_end(oh) - g.row_begin(oh)) * (g.col_end(ow) - g.col_begin(ow)));
-        for (int64_t k = 0; k < c; ++k) o[k] /= count;
+        // A dilated window may hold no real element: 0/0, as an average of nothing is.
+        for (int64_t k = 0; k < c; ++k) o[k] /= static_cast<T>(count);
       }
     }
   }
@@ -98,16 +136,18 @@ void PoolRows(const Geometry& g, const T* in, T* out, int64_t begin, int64_t end
 template <Pool P>
 Status PoolKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
-  LS_ASSIGN_OR_RETURN(Geometry g, PoolGeometry(PoolName(P), ctx.attrs(), {input.dtype(), input.shape()}));
+  LS_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(PoolName(P), ctx.attrs(), {input.dtype(), input.shape()}, true));
+  const Geometry& g = w.g;
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
   if (out->num_elements() == 0) return Status::Ok();
-  const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * g.kh * g.kw);
+  const int64_t taps = ((g.kh - 1) / w.dh + 1) * ((g.kw - 1) / w.dw + 1);
+  const int64_t row_cost = std::max<int64_t>(1, g.ww.out * g.c * taps);
   return DispatchReal(input.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* in = input.data<T>().data();
     T* po = out->mutable_data<T>().data();
     ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
-                           [&](int64_t begin, int64_t end) { PoolRows<P>(g, in, po, begin, end); });
+                           [&](int64_t begin, int64_t end) { PoolRows<P>(w, in, po, begin, end); });
     return Status::Ok();
   });
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "runtime/import/constants.h"
+#include "runtime/import/dilated_filter.h"
 #include "runtime/saved_model/tensor_proto.h"
 #include "runtime/saved_model/tf_translators.h"
 
@@ -226,19 +227,27 @@ Status WindowAttrs(const TranslationContext& ctx, bool has_ksize, AttrMap* attrs
 constexpr char kConv2D[] = "Conv2D";
 constexpr char kDepthwiseConv2D[] = "DepthwiseConv2D";
 
-// Conv2D and DepthwiseConv2dNative: the same attrs, undilated.
+// Conv2D and DepthwiseConv2dNative: the same attrs. Dilations [1, dh, dw, 1] spread a constant
+// filter [KH, KW, ...] (runtime/import/dilated_filter.h).
 template <const char* kOp>
 Status Convolution(TranslationContext& ctx, std::vector<std::string>* outputs) {
   LS_RETURN_IF_ERROR(CheckInputs(ctx, 2));
   AttrMap attrs;
   LS_RETURN_IF_ERROR(WindowAttrs(ctx, false, &attrs));
+  std::vector<int64_t> dilations{1, 1, 1, 1};
   if (ctx.node().attr().count("dilations") != 0) {
-    LS_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ctx.IntListAttr("dilations"));
-    for (int64_t d : dilations) {
-      if (d != 1) return ctx.Error("dilated convolutions are not supported");
-    }
+    LS_ASSIGN_OR_RETURN(dilations, ctx.IntListAttr("dilations"));
   }
-  outputs->push_back(ctx.Emit(kOp, ctx.inputs(), std::move(attrs)));
+  if (dilations.size() != 4 || dilations[0] != 1 || dilations[3] != 1) return ctx.Error("dilations must be [1, h, w, 1]");
+  std::vector<std::string> inputs = ctx.inputs();
+  if (dilations[1] != 1 || dilations[2] != 1) {
+    const Tensor* filter = ctx.ConstantInput(1);
+    if (filter == nullptr) return ctx.Error("dilations of a filter that is not a constant are not supported");
+    StatusOr<Tensor> spread = DilateFilter(*filter, 0, dilations[1], dilations[2]);
+    if (!spread.ok()) return ctx.Error(spread.status().message());
+    inputs[1] = ctx.EmitConstant(std::move(*spread), "filter_dilated");
+  }
+  outputs->push_back(ctx.Emit(kOp, std::move(inputs), std::move(attrs)));
   return Status::Ok();
 }
 

@@ -301,13 +301,14 @@ TEST(OpsConvTest, DepthwiseConv2DErrorsAndInference) {
 struct PoolCase {
   int64_t n, h, w, c, kh, kw, sh, sw;
   bool same;
+  int64_t dh = 1, dw = 1;  // dilations: the taps' distance
 };
 
 void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape,
              std::vector<double>* want, std::vector<double>* tol) {
   int64_t oh, ow, pt, pl;
-  TfWindow(p.h, p.kh, p.sh, p.same, &oh, &pt);
-  TfWindow(p.w, p.kw, p.sw, p.same, &ow, &pl);
+  TfWindow(p.h, (p.kh - 1) * p.dh + 1, p.sh, p.same, &oh, &pt);
+  TfWindow(p.w, (p.kw - 1) * p.dw + 1, p.sw, p.same, &ow, &pl);
   *shape = Shape{p.n, oh, ow, p.c};
   const auto x = ToDouble(input);
   want->clear();
@@ -320,7 +321,7 @@ void PoolRef(bool max, const PoolCase& p, const Tensor& input, Shape* shape,
           int count = 0;
           for (int64_t i = 0; i < p.kh; ++i)
             for (int64_t j = 0; j < p.kw; ++j) {
-              const int64_t ih = y * p.sh - pt + i, iw = z * p.sw - pl + j;
+              const int64_t ih = y * p.sh - pt + i * p.dh, iw = z * p.sw - pl + j * p.dw;
               if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
               const double v = x[((b * p.h + ih) * p.w + iw) * p.c + q];
               best = std::max(best, v);
@@ -340,6 +341,10 @@ TEST(OpsConvTest, PoolingMatchesReference) {
       {1, 6, 11, 17, 3, 2, 2, 3, true}, {1, 6, 11, 17, 3, 2, 2, 3, false},
       {0, 4, 4, 3, 2, 2, 2, 2, true},   {1, 1, 1, 33, 3, 3, 1, 1, true},
       {3, 9, 9, 16, 5, 5, 2, 2, true},  {8, 32, 32, 16, 2, 2, 2, 2, false},
+      // Dilated (ONNX's pools): taps 2 or 3 apart, SAME padding over the extent, strides
+      // smaller and larger than the dilation.
+      {2, 9, 10, 3, 3, 2, 1, 1, false, 2, 3}, {2, 9, 10, 3, 3, 2, 1, 2, true, 2, 3},
+      {1, 7, 7, 5, 2, 2, 3, 3, true, 3, 3},   {1, 12, 5, 4, 4, 1, 2, 1, false, 3, 1},
   };
   uint64_t seed = 100;
   for (bool max : {true, false}) {
@@ -351,6 +356,7 @@ TEST(OpsConvTest, PoolingMatchesReference) {
       AttrMap attrs{{"ksize", std::vector<int64_t>{p.kh, p.kw}},
                     {"strides", std::vector<int64_t>{p.sh, p.sw}},
                     {"padding", std::string(p.same ? "SAME" : "VALID")}};
+      if (p.dh != 1 || p.dw != 1) attrs.Set("dilations", std::vector<int64_t>{p.dh, p.dw});
       Tensor out = RunOk(max ? "MaxPool2D" : "AvgPool2D", {input}, attrs).at(0);
       ExpectNear(out, shape, want, tol, std::string(max ? "max " : "avg ") + shape.ToString());
     }
@@ -398,6 +404,71 @@ TEST(OpsConvTest, PoolingErrors) {
                    {{"ksize", std::vector<int64_t>{2, 2}}, {"padding", std::string("SAME")}});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].shape, (Shape{-1, 4, -1, 3}));
+  // A dilated window's extent is what must fit: 3 taps 2 apart span 5 rows.
+  const AttrMap dilated{{"ksize", std::vector<int64_t>{3, 1}}, {"strides", std::vector<int64_t>{1, 1}},
+                        {"dilations", std::vector<int64_t>{2, 1}}};
+  out = Infer("MaxPool2D", {{DType::kFloat32, {-1, 7, 4, 3}}}, dilated);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 3, 4, 3}));
+  ExpectError(RunOp("MaxPool2D", std::vector<Tensor>{RandomTensor({1, 4, 4, 1}, 1)}, dilated).status(),
+              StatusCode::kInvalidArgument, "larger than the input");
+  ExpectError(RunOp("AvgPool2D", std::vector<Tensor>{x}, {{"ksize", std::vector<int64_t>{2, 2}},
+                                                          {"dilations", std::vector<int64_t>{0, 1}}})
+                  .status(),
+              StatusCode::kInvalidArgument, "dilations");
+  // The gradients have no dilations: training a dilated pool is an error, not a wrong answer.
+  Tensor dy = RandomTensor({1, 3, 4, 3}, 2);
+  ExpectError(RunOp("MaxPool2DGrad", std::vector<Tensor>{RandomTensor({1, 7, 4, 3}, 1), dy}, dilated).status(),
+              StatusCode::kInvalidArgument, "dilations are not supported");
+}
+
+// ---- Conv2DTranspose ----
+
+// Conv2DTranspose is the input gradient of the VALID convolution whose input is its output.
+TEST(OpsConvTest, Conv2DTransposeIsTheInputGradientOfAValidConvolution) {
+  struct Case {
+    Shape x, filter;  // filter [KH, KW, Cout, Cin]
+    std::vector<int64_t> strides;
+    Shape out;
+  };
+  const Case cases[] = {
+      {{2, 3, 4, 5}, {3, 3, 2, 5}, {1, 1}, {2, 5, 6, 2}},
+      {{1, 3, 3, 2}, {3, 2, 4, 2}, {3, 2}, {1, 9, 6, 4}},
+      {{3, 1, 7, 1}, {1, 4, 3, 1}, {1, 2}, {3, 1, 16, 3}},
+  };
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    const Tensor x = RandomTensor(c.x, seed++);
+    const Tensor f = RandomTensor(c.filter, seed++);
+    const AttrMap attrs{{"strides", c.strides}};
+    const Tensor y = RunOk("Conv2DTranspose", {x, f}, attrs).at(0);
+    ASSERT_EQ(y.shape(), c.out);
+    const Tensor like(DType::kFloat32, c.out);
+    const Tensor want = RunOk("Conv2DBackpropInput", {x, f, like}, attrs).at(0);
+    EXPECT_EQ(std::vector<float>(y.data<float>().begin(), y.data<float>().end()),
+              std::vector<float>(want.data<float>().begin(), want.data<float>().end()));
+    auto spec = Infer("Conv2DTranspose", {{DType::kFloat32, {-1, c.x.dim(1), -1, c.x.dim(3)}}, {DType::kFloat32, c.filter}},
+                      attrs);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ((*spec)[0].shape, (Shape{-1, c.out.dim(1), -1, c.out.dim(3)}));
+  }
+  // By hand: one input pixel per stride spreads the filter; overlaps add.
+  const Tensor x = Tensor::FromVector<float>({1, 1, 2, 1}, {1, 10});
+  const Tensor f = Tensor::FromVector<float>({1, 3, 1, 1}, {1, 2, 3});
+  const Tensor y = RunOk("Conv2DTranspose", {x, f}, {{"strides", std::vector<int64_t>{1, 2}}}).at(0);
+  EXPECT_EQ(std::vector<float>(y.data<float>().begin(), y.data<float>().end()), (std::vector<float>{1, 2, 13, 20, 30}));
+}
+
+TEST(OpsConvTest, Conv2DTransposeErrors) {
+  const Tensor x = RandomTensor({1, 3, 3, 2}, 1);
+  ExpectError(RunOp("Conv2DTranspose", std::vector<Tensor>{x, RandomTensor({2, 2, 3, 4}, 2)}).status(),
+              StatusCode::kInvalidArgument, "input channels");
+  ExpectError(RunOp("Conv2DTranspose", std::vector<Tensor>{x, RandomTensor({2, 2, 3, 2}, 2)},
+                    {{"padding", std::string("SAME")}})
+                  .status(),
+              StatusCode::kInvalidArgument, "takes no attr 'padding'");
+  ExpectError(RunOp("Conv2DTranspose", std::vector<Tensor>{RandomTensor({3, 3, 2}, 1), RandomTensor({2, 2, 3, 2}, 2)}).status(),
+              StatusCode::kInvalidArgument, "rank 4");
 }
 
 }  // namespace

@@ -163,6 +163,36 @@ TEST(SavedModelOpsTest, ConvolutionAndPooling) {
   EXPECT_EQ(Values<float>(out["AvgPool"]), (std::vector<float>{5, -2.5}));
 }
 
+// A dilated Conv2D (atrous, as Keras's dilation_rate exports it): a 2x2 filter [1, 2; 3, 4]
+// with taps 2 apart over x[r][c] = 5r + c + 1 gives x[i][j] + 2 x[i][j+2] + 3 x[i+2][j] +
+// 4 x[i+2][j+2] = 92 + 10 (5i + j). With SAME padding the 3x3 extent keeps the 5x5 size.
+TEST(SavedModelOpsTest, DilatedConvolution) {
+  std::vector<float> x(25);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
+  for (const char* padding : {"VALID", "SAME"}) {
+    TfGraph g;
+    g.Placeholder("image", {-1, 5, 5, 1});
+    g.Const<float>("filter", {2, 2, 1, 1}, {1, 2, 3, 4});
+    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"image", "filter"});
+    SetInts(conv, "strides", {1, 1, 1, 1});
+    SetString(conv, "padding", padding);
+    SetInts(conv, "dilations", {1, 2, 2, 1});
+    g.Output("y", "y:0", tensorflow::DT_FLOAT, 4);
+    auto out = ImportAndRun(g.Build(), "image", Tensor::FromVector<float>(Shape{1, 5, 5, 1}, x));
+    ASSERT_EQ(out.size(), 1u);
+    const bool same = std::string(padding) == "SAME";
+    ASSERT_EQ(out["y"].shape(), same ? (Shape{1, 5, 5, 1}) : (Shape{1, 3, 3, 1}));
+    const int64_t width = same ? 5 : 3;
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        // SAME pads the 3x3 extent by one on each side: VALID's (i, j) is SAME's (i + 1, j + 1).
+        const int64_t at = same ? (i + 1) * width + j + 1 : i * width + j;
+        EXPECT_EQ(out["y"].data<float>()[at], 92 + 10 * (5 * i + j)) << padding << " " << i << "," << j;
+      }
+    }
+  }
+}
+
 // Two channels, depth multiplier 2, a 2x2 window over a 2x2 image (VALID): each output is one
 // channel's four pixels weighted by one of its filters. Pixels (c0, c1): (1, 10), (2, 20),
 // (3, 30), (4, 40). Filters: c0 m0 all ones (10); c0 m1 only the top-left tap (1); c1 m0 -1 on
@@ -301,13 +331,20 @@ TEST(SavedModelOpsTest, WhatCannotBeTranslatedIsRefusedByName) {
   });
   EXPECT_NE(e.find("op Conv3D is not supported"), std::string::npos) << e;
   e = error_of([](TfGraph& g) {
-    g.Const<float>("f", {1, 1, 1, 1}, {1});
-    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "f"});
+    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "x"});
     SetInts(conv, "strides", {1, 1, 1, 1});
     SetString(conv, "padding", "VALID");
     SetInts(conv, "dilations", {1, 2, 2, 1});
   });
-  EXPECT_NE(e.find("node 'y' (op Conv2D): dilated"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'y' (op Conv2D): dilations of a filter that is not a constant"), std::string::npos) << e;
+  e = error_of([](TfGraph& g) {
+    g.Const<float>("f", {1, 1, 1, 1}, {1});
+    tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "f"});
+    SetInts(conv, "strides", {1, 1, 1, 1});
+    SetString(conv, "padding", "VALID");
+    SetInts(conv, "dilations", {2, 1, 1, 1});
+  });
+  EXPECT_NE(e.find("dilations must be [1, h, w, 1]"), std::string::npos) << e;
   e = error_of([](TfGraph& g) {
     tensorflow::NodeDef* conv = g.Node("y", "Conv2D", {"x", "x"});
     SetInts(conv, "strides", {1, 1, 1, 1});
