@@ -262,8 +262,10 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     auto existing = models_.find(m.name);
     std::unique_ptr<ModelEntry> entry;
     // A model whose base path changed is another source: its versions are unrelated to the
-    // loaded ones, so it starts over (a gap in availability, documented in the README).
-    if (existing != models_.end() && existing->second->config.base_path == m.base_path) {
+    // loaded ones, so it starts over (a gap in availability, documented in the README). So
+    // does one whose precision changed: every loaded version computes otherwise.
+    if (existing != models_.end() && existing->second->config.base_path == m.base_path &&
+        existing->second->config.bf16_products == m.bf16_products) {
       entry = std::move(existing->second);
       models_.erase(existing);
       // A changed source or policy retries failed versions; moving a label or a traffic weight
@@ -395,7 +397,8 @@ void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, st
     }
     if (!load) continue;
     ve = VersionEntry{};  // START
-    load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v)});
+    load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v),
+                           entry.config.bf16_products});
     load_cv_.notify_one();
   }
   // Forget versions that ended and whose directory is gone; their history is of no use.
@@ -503,7 +506,9 @@ void ModelManager::LoadLoop() {
 
     const std::string fingerprint = DirFingerprint(task.dir);
     const auto load_start = std::chrono::steady_clock::now();
-    StatusOr<ServableHandle> loaded = LoadVersion(task.model, task.version, task.dir, options_.session_options);
+    SessionOptions session_options = options_.session_options;
+    session_options.bf16_products = task.bf16_products;
+    StatusOr<ServableHandle> loaded = LoadVersion(task.model, task.version, task.dir, session_options);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
     Garbage garbage;

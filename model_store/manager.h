@@ -160,6 +160,7 @@ class ModelManager {
     uint64_t incarnation;
     int64_t version;
     std::filesystem::path dir;
+    bool bf16_products;
   };
 
   void PollLoop();

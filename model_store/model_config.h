@@ -54,6 +54,9 @@ struct ModelConfig {
   // Empty: requests that name no version and no label get the highest available version.
   std::vector<TrafficArm> traffic;
   std::optional<ShadowTraffic> shadow;
+  // Serve float32 matrix products and convolutions on the bf16 matmul core
+  // (SessionOptions::bf16_products).
+  bool bf16_products = false;
 
   bool operator==(const ModelConfig&) const = default;
 };

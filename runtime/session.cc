@@ -328,6 +328,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   compiled->max_bytes_per_run = options.max_bytes_per_run;
   LS_RETURN_IF_ERROR(AnalyzeGraph(model).status());
   if (options.optimize) LS_RETURN_IF_ERROR(OptimizeGraph(model, *compiled->pool));
+  if (options.bf16_products) LS_RETURN_IF_ERROR(UseBf16Products(model));
   compiled->model = std::move(model);
   LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
   for (const Signature& sig : compiled->model.graph.signatures) {

@@ -36,6 +36,10 @@ struct SessionOptions {
   // The most bytes the kernels of one Run may ask for, all outputs together; a request
   // that needs more fails with ResourceExhausted instead of taking the machine's memory.
   size_t max_bytes_per_run = size_t{4} << 30;
+  // Serve a float32 model's matrix products and convolutions on the bf16 matmul core
+  // (UseBf16Products in runtime/passes/passes.h): faster where the CPU has bf16 instructions,
+  // at bf16's precision (about 3 significant digits per operand).
+  bool bf16_products = false;
 };
 
 class Session {

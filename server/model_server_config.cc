@@ -75,6 +75,12 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
       const auto& shadow = m.traffic_split().shadow();
       model.shadow = ShadowTraffic{shadow.label(), shadow.version(), shadow.percent()};
     }
+    if (m.matmul_precision() == "bfloat16") {
+      model.bf16_products = true;
+    } else if (!m.matmul_precision().empty() && m.matmul_precision() != "float32") {
+      return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
+                             "'): matmul_precision '" + m.matmul_precision() + "' is not float32 or bfloat16");
+    }
     config.models.push_back(std::move(model));
   }
   LS_RETURN_IF_ERROR(ValidateStoreConfig(config));

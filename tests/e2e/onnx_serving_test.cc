@@ -20,8 +20,10 @@ class OnnxServingTest : public ::testing::Test {
     MakeMlp().Write(base_ / "1");
     // model_platform "onnx" in a config file, as a Triton or KServe user would name it.
     const fs::path config = dir_.path() / "models.config";
+    // The same files again as a second model served on the bf16 matmul core.
     std::ofstream(config) << "model_config_list { config { name: \"mlp\" base_path: \"" << base_.string()
-                          << "\" model_platform: \"onnx\" } }\n";
+                          << "\" model_platform: \"onnx\" } config { name: \"mlp_bf16\" base_path: \""
+                          << base_.string() << "\" matmul_precision: \"bfloat16\" } }\n";
     server_ = std::make_unique<ServerProcess>(
         dir_.path(), std::vector<std::string>{"--model_config_file=" + config.string(),
                                               "--file_system_poll_wait_seconds=1"});
@@ -77,6 +79,23 @@ TEST_F(OnnxServingTest, PredictOverRestAndGrpcUnderTheModelsOwnNames) {
   ASSERT_EQ(p.float_val_size(), 2);
   EXPECT_NEAR(p.float_val(0), first[0], 1e-6);
   EXPECT_EQ(response.model_spec().version().value(), 1);
+}
+
+// matmul_precision "bfloat16": the model's products take bf16-rounded operands, so it answers
+// as the bf16 reference does and not as float32 does (the input and weights are not bf16
+// numbers).
+TEST_F(OnnxServingTest, AModelServedOnTheBf16MatmulCore) {
+  const std::vector<float> x{1.1f, 2.3f, -0.7f, 0.9f};
+  const std::string body = R"({"instances": [[1.1, 2.3, -0.7, 0.9]]})";
+  HttpResult r = Post("/v1/models/mlp:predict", body);
+  ASSERT_EQ(r.status, 200) << r.body << server_->Log();
+  const double float32 = ParseBody(r)["predictions"][0][0].get<double>();
+  EXPECT_NEAR(float32, MlpReference(x)[0], 1e-6);
+  r = Post("/v1/models/mlp_bf16:predict", body);
+  ASSERT_EQ(r.status, 200) << r.body << server_->Log();
+  const double bf16 = ParseBody(r)["predictions"][0][0].get<double>();
+  EXPECT_NEAR(bf16, MlpReference(x, true)[0], 1e-6);
+  EXPECT_GT(std::fabs(bf16 - float32), 1e-4) << "bf16 " << bf16 << " float32 " << float32;
 }
 
 TEST_F(OnnxServingTest, ABrokenVersionNeverReplacesTheOneServing) {

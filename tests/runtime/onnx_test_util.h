@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+#include "runtime/bfloat16.h"
 
 namespace lockstep::testing_onnx {
 
@@ -118,8 +119,12 @@ inline OnnxModelBuilder MakeMlp() {
   return b;
 }
 
-// The same MLP's answer for one row, computed here in double.
-inline std::vector<double> MlpReference(const std::vector<float>& x) {
+// The same MLP's answer for one row, computed here in double; with `bf16_products`, each
+// product's operands rounded to bfloat16 first, as the bf16 matmul core computes.
+inline std::vector<double> MlpReference(const std::vector<float>& x, bool bf16_products = false) {
+  auto operand = [bf16_products](double v) {
+    return bf16_products ? static_cast<double>(Bfloat16ToFloat(FloatToBfloat16(static_cast<float>(v)))) : v;
+  };
   const float w1[3][4] = {{0.5f, -0.25f, 0.125f, 1.0f}, {-1.0f, 0.75f, 0.5f, 0.25f}, {0.1f, 0.2f, -0.3f, 0.4f}};
   const float b1[3] = {0.1f, -0.2f, 0.3f};
   const float w2[3][2] = {{1.0f, -1.0f}, {0.5f, 0.25f}, {-0.75f, 2.0f}};
@@ -127,12 +132,13 @@ inline std::vector<double> MlpReference(const std::vector<float>& x) {
   double h[3], z[2];
   for (int j = 0; j < 3; ++j) {
     h[j] = b1[j];
-    for (int k = 0; k < 4; ++k) h[j] += static_cast<double>(x[k]) * w1[j][k];
+    for (int k = 0; k < 4; ++k) h[j] += operand(x[k]) * operand(w1[j][k]);
     h[j] = h[j] > 0 ? h[j] : 0;
   }
   for (int j = 0; j < 2; ++j) {
     z[j] = b2[j];
-    for (int k = 0; k < 3; ++k) z[j] += h[k] * w2[k][j];
+    // The hidden layer reaches the second product as float32.
+    for (int k = 0; k < 3; ++k) z[j] += operand(static_cast<float>(h[k])) * operand(w2[k][j]);
   }
   const double m = std::max(z[0], z[1]);
   const double e0 = std::exp(z[0] - m), e1 = std::exp(z[1] - m);

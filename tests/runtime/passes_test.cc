@@ -182,6 +182,64 @@ TEST(Passes, FusionMakesOneNodeAndRespectsOtherConsumers) {
   EXPECT_EQ(std::get<std::string>(exported.graph.FindNode("biased")->attrs.values().at("activation")), "none");
 }
 
+// bf16 products: the session computes what the same graph with precision "bfloat16" on each
+// float32 matrix product and convolution computes (bit for bit), which differs from float32;
+// a float64 product and a node that chose its own precision are left alone.
+TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
+  auto build = [](bool by_hand) {
+    GraphBuilder g;
+    std::mt19937 rng(3);
+    const AttrMap bf16{{"precision", std::string("bfloat16")}};
+    const AttrMap none;
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 5});
+    std::string h = g.Op("MatMul", {x, g.Const("w", RandomTensor(Shape{5, 8}, rng))}, by_hand ? bf16 : none, "mm");
+    h = g.Op("Relu", {g.Op("BiasAdd", {h, g.Const("b", RandomTensor(Shape{8}, rng))}, {}, "biased")}, {}, "h");
+    std::string image = g.Op("Reshape", {h}, AttrMap{{"shape", std::vector<int64_t>{-1, 2, 2, 2}}}, "image");
+    AttrMap conv{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
+    if (by_hand) conv.Set("precision", std::string("bfloat16"));
+    std::string y = g.Op("Conv2D", {image, g.Const("f", RandomTensor(Shape{2, 2, 2, 3}, rng))}, conv, "conv");
+    y = g.Op("Reshape", {y}, AttrMap{{"shape", std::vector<int64_t>{-1, 12}}}, "y");
+    // Chose float32 itself: stays float32 either way.
+    std::string z = g.Op("MatMul", {y, g.Const("v", RandomTensor(Shape{12, 2}, rng))},
+                         AttrMap{{"precision", std::string("float32")}}, "z");
+    std::string d = g.Input("d", DType::kFloat64, Shape{-1, 2});
+    std::string dz = g.Op("MatMul", {d, g.Const("dw", Tensor::FromVector<double>(Shape{2, 1}, {0.1, 0.3}))}, {}, "dz");
+    Signature sig = OneInOneOut("x", Shape{-1, 5}, z, Shape{-1, 2});
+    sig.inputs.push_back({"d", d, DType::kFloat64, Shape{-1, 2}});
+    sig.outputs.push_back({"conv", y, DType::kFloat32, Shape{-1, 12}});
+    sig.outputs.push_back({"dz", dz, DType::kFloat64, Shape{-1, 1}});
+    g.AddSignature(sig);
+    return std::move(g).Build();
+  };
+  Model m = build(false);
+  const Status used = UseBf16Products(m);
+  ASSERT_TRUE(used.ok()) << used.ToString();
+  EXPECT_EQ(std::get<std::string>(m.graph.FindNode("mm")->attrs.values().at("precision")), "bfloat16");
+  EXPECT_EQ(std::get<std::string>(m.graph.FindNode("conv")->attrs.values().at("precision")), "bfloat16");
+  EXPECT_EQ(std::get<std::string>(m.graph.FindNode("z")->attrs.values().at("precision")), "float32");
+  EXPECT_FALSE(m.graph.FindNode("dz")->attrs.Has("precision"));
+
+  std::mt19937 rng(9);
+  const std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{4, 5}, rng)},
+                                           {"d", Tensor::FromVector<double>(Shape{1, 2}, {1.0 / 3, 2.0 / 3})}};
+  auto run = [&](Model model, bool bf16_products) {
+    SessionOptions options;
+    options.bf16_products = bf16_products;
+    auto session = Session::Create(std::move(model), options);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+    return out;
+  };
+  const std::vector<NamedTensor> asked = run(build(false), true);
+  const std::vector<NamedTensor> by_hand = run(build(true), false);
+  const std::vector<NamedTensor> float32 = run(build(false), false);
+  ASSERT_EQ(asked.size(), 3u);
+  for (size_t i = 0; i < asked.size(); ++i) EXPECT_TRUE(asked[i].tensor.BitwiseEqual(by_hand[i].tensor)) << asked[i].name;
+  EXPECT_FALSE(asked[1].tensor.BitwiseEqual(float32[1].tensor));  // conv: rounded operands
+  EXPECT_TRUE(asked[2].tensor.BitwiseEqual(float32[2].tensor));   // dz: float64, untouched
+}
+
 TEST(Passes, DeadNodeEliminationKeepsSignatureInputs) {
   GraphBuilder g;
   std::string x = g.Input("x", DType::kFloat32, Shape{-1});

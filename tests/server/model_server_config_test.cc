@@ -20,7 +20,7 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
       config { name: 'b' base_path: '/models/b' model_version_policy { all {} } }
       config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
                model_version_policy { latest { num_versions: 3 } } }
-      config { name: 'd' base_path: '/models/d' }
+      config { name: 'd' base_path: '/models/d' matmul_precision: 'bfloat16' }
     })pb",
                                                                                     "models.config");
   ASSERT_TRUE(proto.ok()) << proto.status().ToString();
@@ -45,6 +45,8 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
   EXPECT_EQ(config->models[3].policy.kind, VersionPolicy::kLatest);  // the default: latest 1
   EXPECT_EQ(config->models[3].policy.num_versions, 1u);
   EXPECT_EQ(config->models[3].platform, "tensorflow");
+  EXPECT_TRUE(config->models[3].bf16_products);
+  EXPECT_FALSE(a.bf16_products);
 }
 
 TEST(ModelServerConfigTest, ParseErrorsNameFileLineAndColumn) {
@@ -79,6 +81,10 @@ TEST(ModelServerConfigTest, RefusesImpossibleConfigs) {
   EXPECT_EQ(error("model_config_list { config { name: 'a' base_path: '/m' traffic_split { arms { weight: 1 } } } }")
                 .message(),
             "model 'a': traffic_split.arms[0] names no label and no positive version");
+  EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' matmul_precision: 'float16' } }")
+                .message()
+                .find("(model 'a'): matmul_precision 'float16' is not float32 or bfloat16"),
+            std::string::npos);
 }
 
 TEST(ModelServerConfigTest, SingleModelFromFlags) {
