@@ -25,32 +25,33 @@ class AttrMap {
   AttrMap(std::initializer_list<std::pair<const std::string, AttrValue>> init) : values_(init) {}
 
   void Set(const std::string& name, AttrValue value) { values_[name] = std::move(value); }
-  bool Has(const std::string& name) const { return values_.count(name) > 0; }
-  const std::map<std::string, AttrValue>& values() const { return values_; }
+  bool Has(std::string_view name) const { return values_.find(name) != values_.end(); }
+  const std::map<std::string, AttrValue, std::less<>>& values() const { return values_; }
 
   // Typed reads. The *Or forms return `fallback` when the attr is absent; all fail with a
-  // message naming the attr when it is present with another type.
-  StatusOr<int64_t> GetInt(const std::string& name) const;
-  StatusOr<int64_t> GetIntOr(const std::string& name, int64_t fallback) const;
-  StatusOr<double> GetFloatOr(const std::string& name, double fallback) const;
-  StatusOr<std::string> GetString(const std::string& name) const;
-  StatusOr<std::string> GetStringOr(const std::string& name, std::string fallback) const;
+  // message naming the attr when it is present with another type. Names are views, so a
+  // kernel's per-call read of an attr with a long name allocates nothing.
+  StatusOr<int64_t> GetInt(std::string_view name) const;
+  StatusOr<int64_t> GetIntOr(std::string_view name, int64_t fallback) const;
+  StatusOr<double> GetFloatOr(std::string_view name, double fallback) const;
+  StatusOr<std::string> GetString(std::string_view name) const;
+  StatusOr<std::string> GetStringOr(std::string_view name, std::string fallback) const;
   // A view of the stored string (or of `fallback`), valid while the map is unchanged: kernels
   // read their string attrs per call without copying.
-  StatusOr<std::string_view> GetStringViewOr(const std::string& name, std::string_view fallback) const;
-  StatusOr<bool> GetBoolOr(const std::string& name, bool fallback) const;
+  StatusOr<std::string_view> GetStringViewOr(std::string_view name, std::string_view fallback) const;
+  StatusOr<bool> GetBoolOr(std::string_view name, bool fallback) const;
   // A view of the stored list, valid while the map is unchanged (kernels read it per call
   // without copying).
-  StatusOr<std::span<const int64_t>> GetInts(const std::string& name) const;
-  StatusOr<DType> GetDType(const std::string& name) const;
-  StatusOr<Shape> GetShape(const std::string& name) const;
+  StatusOr<std::span<const int64_t>> GetInts(std::string_view name) const;
+  StatusOr<DType> GetDType(std::string_view name) const;
+  StatusOr<Shape> GetShape(std::string_view name) const;
 
   friend bool operator==(const AttrMap& a, const AttrMap& b) { return a.values_ == b.values_; }
 
  private:
   template <typename T>
-  StatusOr<T> Get(const std::string& name, const char* type_name) const;
-  std::map<std::string, AttrValue> values_;
+  StatusOr<T> Get(std::string_view name, const char* type_name) const;
+  std::map<std::string, AttrValue, std::less<>> values_;
 };
 
 }  // namespace lockstep

@@ -70,6 +70,7 @@ class Importer final : public OnnxGraphSink {
   Status AddOutputs(Signature& sig);
   std::string UniqueName(const std::string& base);
   StatusOr<std::string> Value(const std::string& onnx_name, const onnx::NodeProto* consumer) const;
+  std::optional<TensorSpec> InferredSpec(const std::string& value) const;
 
   onnx::ModelProto& proto_;
   const std::filesystem::path dir_;
@@ -84,7 +85,24 @@ class Importer final : public OnnxGraphSink {
   std::map<std::string, const Tensor*> constants_;
   // ONNX value name -> what shape inference says of it.
   std::map<std::string, std::optional<TensorSpec>> specs_;
+  // Lockstep node -> what the runtime's shape inference says of its outputs, where it knows
+  // every input's. ONNX's inference gives up on some values its rules cannot follow (a Slice
+  // with computed bounds, and whatever comes after it), where the runtime's still knows the
+  // rank: translators see that instead.
+  std::map<std::string, std::vector<TensorSpec>, std::less<>> inferred_;
 };
+
+std::optional<TensorSpec> Importer::InferredSpec(const std::string& value) const {
+  std::string_view node = value;
+  size_t output = 0;
+  if (const size_t colon = value.rfind(':'); colon != std::string::npos) {
+    node = std::string_view(value).substr(0, colon);
+    output = static_cast<size_t>(std::stoul(value.substr(colon + 1)));
+  }
+  auto it = inferred_.find(node);
+  if (it == inferred_.end() || output >= it->second.size()) return std::nullopt;
+  return it->second[output];
+}
 
 std::string Importer::UniqueName(const std::string& base) {
   std::string name = SafeName(base);
@@ -97,6 +115,7 @@ std::string Importer::AddConstant(const std::string& base, Tensor value) {
   auto [it, inserted] = model_.weights.insert_or_assign(name, std::move(value));
   model_.graph.nodes.push_back(NodeDef{name, std::string(kConstOp), {}, AttrMap{{"weight", name}}});
   constants_[name] = &it->second;
+  inferred_[name] = {TensorSpec{it->second.dtype(), it->second.shape()}};
   return name;
 }
 
@@ -121,6 +140,18 @@ std::string Importer::AddNode(const std::string& base, const std::string& op, st
     if (result.ok()) return AddConstant(base, std::move(*result));
   }
   const std::string name = UniqueName(base);
+  if (def != nullptr && def->infer != nullptr) {
+    std::vector<TensorSpec> specs;
+    for (const std::string& in : inputs) {
+      std::optional<TensorSpec> spec = InferredSpec(in);
+      if (!spec) break;
+      specs.push_back(std::move(*spec));
+    }
+    if (specs.size() == inputs.size()) {
+      StatusOr<std::vector<TensorSpec>> out = def->infer(ShapeInferenceContext{specs, attrs});
+      if (out.ok()) inferred_[name] = std::move(*out);
+    }
+  }
   model_.graph.nodes.push_back(NodeDef{name, op, std::move(inputs), std::move(attrs)});
   return name;
 }
@@ -234,6 +265,7 @@ Status Importer::AddInputs(Signature& sig) {
     model_.graph.nodes.push_back(
         NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", *dtype}, {"shape", spec->shape}}});
     values_[vi.name()] = name;
+    inferred_[name] = {TensorSpec{*dtype, spec->shape}};
     sig.inputs.push_back(TensorBinding{vi.name(), name, *dtype, spec->shape});
   }
   return Status::Ok();
@@ -270,6 +302,7 @@ Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
     specs.push_back(spec == specs_.end() ? std::nullopt : spec->second);
     // An initializer's shape is its own, whatever value_info says.
     if (const Tensor* c = ConstantValue(inputs.back())) specs.back() = TensorSpec{c->dtype(), c->shape()};
+    if (!specs.back()) specs.back() = InferredSpec(inputs.back());
   }
   const std::string base = !node.name().empty() ? node.name() : node.output_size() > 0 ? node.output(0) : node.op_type();
   OnnxNodeContext ctx(*this, node, opset, std::move(inputs), std::move(specs), base);

@@ -1,13 +1,10 @@
 // A warmed-up training step allocates nothing: the input pipeline's next batch, the forward
 // and backward run of the training graph on two replicas, the all-reduce, gradient clipping
-// and the optimiser's update, for an MLP with layer norm and dropout and for the digits CNN. Every heap
-// allocation through operator new is counted (this binary replaces it); a tensor's storage is counted through
-// its shared control block.
+// and the optimiser's update, for an MLP with layer norm and dropout and for the digits CNN.
+// Allocations are counted by counting_new.h.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
+#include "tests/alloc/counting_new.h"
 
 #include "training/config.h"
 #include "training/data/csv_reader.h"
@@ -16,55 +13,6 @@
 #include "training/initializers.h"
 #include "training/mirrored_step.h"
 #include "training/optimizer.h"
-
-namespace {
-std::atomic<int64_t> allocations{0};
-
-void* Allocate(std::size_t n, std::size_t align = 0) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  return Allocate(n);
-}
-void* operator new[](std::size_t n) {
-  return Allocate(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return Allocate(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return Allocate(n, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
 
 namespace lockstep::training {
 namespace {
@@ -115,7 +63,7 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
   // allocations it made.
   auto epoch = [&](int64_t e) -> int64_t {
     pipeline.StartEpoch(e);
-    const int64_t before = allocations.load();
+    const int64_t before = alloc_test::Allocations();
     int64_t steps = 0;
     while (const Batch* b = pipeline.Next()) {
       const double lr = ScheduledLearningRate(config.optimizer.schedule, 0.001, optimizer->steps(), 1000);
@@ -132,7 +80,7 @@ TEST_P(TrainingStepAllocTest, AWarmedUpStepAllocatesNothing) {
       ++steps;
     }
     EXPECT_GT(steps, 30);
-    return allocations.load() - before;
+    return alloc_test::Allocations() - before;
   };
   EXPECT_GT(epoch(0), 0) << "the warm-up epoch makes the session's scratch, kernel buffers and outputs";
   epoch(1);

@@ -20,13 +20,15 @@
 
 #include "onnx/onnx_pb.h"
 #include "runtime/onnx/onnx_model.h"
-#include "runtime/onnx/onnx_tensor.h"
 #include "runtime/session.h"
+#include "tests/runtime/onnx_case_runner.h"
 
 namespace lockstep {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_onnx::RunDataSet;
+using testing_onnx::TestDataSets;
 
 const char* kTestData = "/usr/share/libonnx-testdata/data";
 const char* kSuites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
@@ -48,38 +50,6 @@ std::string FirstLine(std::string s) {
     if (c == '|') c = '/';
   }
   return s.size() > 160 ? s.substr(0, 157) + "..." : s;
-}
-
-StatusOr<Tensor> ReadTensorFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  onnx::TensorProto proto;
-  if (!proto.ParseFromIstream(&in)) return InvalidArgument(path.string() + ": not a TensorProto");
-  return TensorFromOnnx(proto, nullptr);
-}
-
-template <typename T>
-bool CloseEnough(T got, T want) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::abs(static_cast<double>(got) - static_cast<double>(want)) <= 1e-7 + 1e-3 * std::abs(static_cast<double>(want));
-}
-
-// "" when `got` matches `want`, else what differs.
-std::string Compare(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype()) {
-    return "dtype " + std::string(DTypeName(got.dtype())) + ", expected " + std::string(DTypeName(want.dtype()));
-  }
-  if (!(got.shape() == want.shape())) return "shape " + got.shape().ToString() + ", expected " + want.shape().ToString();
-  for (int64_t i = 0; i < got.num_elements(); ++i) {
-    bool ok = true;
-    switch (got.dtype()) {
-      case DType::kFloat32: ok = CloseEnough(got.data<float>()[i], want.data<float>()[i]); break;
-      case DType::kFloat64: ok = CloseEnough(got.data<double>()[i], want.data<double>()[i]); break;
-      default: return got.BitwiseEqual(want) ? "" : "values differ: " + got.DebugString(8) + ", expected " + want.DebugString(8);
-    }
-    if (!ok) return "element " + std::to_string(i) + " differs: " + got.DebugString(8) + ", expected " + want.DebugString(8);
-  }
-  return "";
 }
 
 // The op a case tests: its one node's op, else the ops of its graph.
@@ -111,28 +81,11 @@ CaseResult RunCase(const std::string& suite, const fs::path& dir) {
   options.pool = &ThreadPool::Default();
   StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model), options);
   if (!session.ok()) return refuse(session.status());
-  const Signature& sig = (*session)->signatures()[0];
-  std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_")) sets.push_back(e.path());
-  }
-  std::sort(sets.begin(), sets.end());
-  for (const fs::path& set : sets) {
-    std::vector<NamedTensor> inputs;
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      StatusOr<Tensor> t = ReadTensorFile(set / ("input_" + std::to_string(i) + ".pb"));
-      if (!t.ok()) return refuse(t.status().WithPrefix("test input " + std::to_string(i)));
-      inputs.push_back({sig.inputs[i].key, std::move(*t)});
-    }
-    std::vector<NamedTensor> outputs;
-    Status run = (*session)->Run(sig.name, inputs, &outputs);
-    if (!run.ok()) return wrong(set.filename().string() + ": the run failed: " + run.message());
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      StatusOr<Tensor> want = ReadTensorFile(set / ("output_" + std::to_string(k) + ".pb"));
-      if (!want.ok()) return refuse(want.status().WithPrefix("expected output " + std::to_string(k)));
-      const std::string diff = Compare(outputs[k].tensor, *want);
-      if (!diff.empty()) return wrong(set.filename().string() + " output '" + outputs[k].name + "': " + diff);
-    }
+  for (const fs::path& set : TestDataSets(dir)) {
+    std::string diff;
+    const Status run = RunDataSet(**session, set, &diff);
+    if (!run.ok()) return refuse(run);
+    if (!diff.empty()) return wrong(set.filename().string() + " " + diff);
   }
   return r;
 }

@@ -1,0 +1,81 @@
+// Models exported from PyTorch with torch.onnx.export (tests/data/onnx/pytorch/, made by
+// bench/onnx/export_models.py): an MLP, a CNN with batch normalisation, depthwise and residual
+// blocks, a GELU residual block with LayerNorm, and a 2-layer transformer encoder with dynamic
+// batch and sequence length. Each answers as PyTorch did, on every batch size and sequence
+// length of its data sets; and keeps the runtime's promises on them: a batched row is its
+// batch-1 answer bit for bit, whatever the thread count.
+#include <gtest/gtest.h>
+
+#include "runtime/onnx/onnx_model.h"
+#include "runtime/thread_pool.h"
+#include "tests/runtime/onnx_case_runner.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_onnx::ReadInputs;
+using testing_onnx::RunDataSet;
+using testing_onnx::TestDataSets;
+
+const fs::path kModels = fs::path(LOCKSTEP_SOURCE_DIR) / "tests/data/onnx/pytorch";
+const char* kNames[] = {"mlp", "cnn", "residual_gelu", "transformer"};
+
+std::unique_ptr<Session> Load(const std::string& name, ThreadPool* pool) {
+  StatusOr<Model> model = ReadOnnxModel(kModels / name);
+  EXPECT_TRUE(model.ok()) << name << ": " << model.status().ToString();
+  if (!model.ok()) return nullptr;
+  SessionOptions options;
+  options.pool = pool;
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model), options);
+  EXPECT_TRUE(session.ok()) << name << ": " << session.status().ToString();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+TEST(OnnxPyTorchTest, EveryModelAnswersAsPyTorchDid) {
+  for (const char* name : kNames) {
+    std::unique_ptr<Session> session = Load(name, &ThreadPool::Default());
+    ASSERT_NE(session, nullptr);
+    const std::vector<fs::path> sets = TestDataSets(kModels / name);
+    ASSERT_GE(sets.size(), 3u) << name;
+    for (const fs::path& set : sets) {
+      std::string diff;
+      const Status read = RunDataSet(*session, set, &diff);
+      ASSERT_TRUE(read.ok()) << read.ToString();
+      EXPECT_EQ(diff, "") << name << "/" << set.filename().string();
+    }
+  }
+}
+
+// Every row of every data set run alone (batch 1), on one thread and on three: the same bits as
+// its row of the batched answer on one thread.
+TEST(OnnxPyTorchTest, ABatchedRowIsItsBatchOneAnswerOnAnyThreadCount) {
+  ThreadPool one(1), three(3);
+  for (const char* name : kNames) {
+    std::unique_ptr<Session> serial = Load(name, &one), parallel = Load(name, &three);
+    ASSERT_NE(serial, nullptr);
+    ASSERT_NE(parallel, nullptr);
+    const std::string signature = serial->signatures()[0].name;
+    for (const fs::path& set : TestDataSets(kModels / name)) {
+      StatusOr<std::vector<NamedTensor>> inputs = ReadInputs(*serial, set);
+      ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+      std::vector<NamedTensor> batched, row_answer;
+      ASSERT_TRUE(serial->Run(signature, *inputs, &batched).ok());
+      const int64_t rows = (*inputs)[0].tensor.shape().dim(0);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<NamedTensor> row{{(*inputs)[0].name, (*inputs)[0].tensor.Rows(r, 1)}};
+        for (Session* session : {serial.get(), parallel.get()}) {
+          ASSERT_TRUE(session->Run(signature, row, &row_answer).ok());
+          for (size_t k = 0; k < batched.size(); ++k) {
+            EXPECT_TRUE(row_answer[k].tensor.BitwiseEqual(batched[k].tensor.Rows(r, 1)))
+                << name << "/" << set.filename().string() << " row " << r << " output " << batched[k].name
+                << (session == serial.get() ? " (1 thread)" : " (3 threads)");
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
