@@ -63,6 +63,17 @@ LS_OP_NAME(Atanh); LS_OP_NAME(Expand); LS_OP_NAME(Tile); LS_OP_NAME(Range);
 LS_OP_NAME(Minimum); LS_OP_NAME(Maximum);
 #undef LS_OP_NAME
 
+// Whether the node is Pow of a real base by a constant exponent of exactly 2 that broadcasts
+// to nothing (one element, rank at most the base's).
+bool IsSquare(const OnnxNodeContext& ctx) {
+  const Tensor* e = ctx.ConstantInput(1);
+  const auto& base = ctx.InputSpec(0);
+  if (e == nullptr || e->num_elements() != 1 || !base || e->shape().rank() > base->shape.rank()) return false;
+  if (base->dtype != DType::kFloat32 && base->dtype != DType::kFloat64) return false;
+  StatusOr<double> v = ScalarValue(*e);
+  return v.ok() && *v == 2.0;
+}
+
 // The binary element-wise ops. Before opset 7 they broadcast only when asked (broadcast = 1),
 // B's dimensions lined up with A's from `axis` on (else from the end, as numpy does); the
 // trailing dimensions B lacks are added as 1s. Pow from opset 12 takes an exponent of another
@@ -81,6 +92,11 @@ Status Binary(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     for (int64_t k = axis + rank_b; k < rank_a; ++k) {
       b = ctx.Emit("ExpandDims", {b}, AttrMap{{"axis", int64_t{-1}}}, "b_dim_" + std::to_string(k));
     }
+  }
+  if (std::string_view(kOp) == "Pow" && IsSquare(ctx)) {
+    // x^2 (LayerNorm's variance as PyTorch exports it) is a product: no pow per element.
+    outputs->push_back(ctx.Emit("Mul", {ctx.input(0), ctx.input(0)}));
+    return Status::Ok();
   }
   if (std::string_view(kOp) == "Pow" && ctx.InputSpec(0) && ctx.InputSpec(1) &&
       ctx.InputSpec(0)->dtype != ctx.InputSpec(1)->dtype) {

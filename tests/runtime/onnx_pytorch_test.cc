@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/onnx/onnx_model.h"
+#include "runtime/passes/passes.h"
 #include "runtime/thread_pool.h"
 #include "tests/runtime/onnx_case_runner.h"
 
@@ -45,6 +46,31 @@ TEST(OnnxPyTorchTest, EveryModelAnswersAsPyTorchDid) {
       EXPECT_EQ(diff, "") << name << "/" << set.filename().string();
     }
   }
+}
+
+// The exported CNN, once optimised, keeps one Transpose into NHWC at its input and one back
+// before its NCHW head (GlobalAveragePool): those between its convolutions cancel.
+TEST(OnnxPyTorchTest, TheCnnsLayoutChangesCancelBetweenConvolutions) {
+  StatusOr<Model> model = ReadOnnxModel(kModels / "cnn");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto transposes = [](const Model& m) {
+    int n = 0;
+    for (const NodeDef& node : m.graph.nodes) n += node.op == "Transpose";
+    return n;
+  };
+  const int before = transposes(*model);
+  ASSERT_TRUE(OptimizeGraph(*model, ThreadPool::Default()).ok());
+  EXPECT_GT(before, 8);
+  std::string where;
+  for (const NodeDef& node : model->graph.nodes) {
+    for (const std::string& in : node.inputs) {
+      const NodeDef* producer = model->graph.FindNode(in);
+      if (node.op == "Transpose" || (producer != nullptr && producer->op == "Transpose")) {
+        where += " " + (producer ? producer->op : in) + "->" + node.op + "(" + node.name + ")";
+      }
+    }
+  }
+  EXPECT_LE(transposes(*model), 2) << "of " << before << ":" << where;
 }
 
 // Every row of every data set run alone (batch 1), on one thread and on three: the same bits as

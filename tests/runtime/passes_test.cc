@@ -240,6 +240,69 @@ TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
   EXPECT_TRUE(asked[2].tensor.BitwiseEqual(float32[2].tensor));   // dz: float64, untouched
 }
 
+// An NHWC op between two NCHW element-wise ones, as the ONNX importer lays out Conv -> Relu ->
+// Conv -> Add(residual): the Transposes sink below Relu, Add and a scalar Mul and cancel, and the
+// outputs are the same bits as without the pass.
+TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
+  const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+  GraphBuilder g;
+  std::mt19937 rng(5);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 4, 4, 3});  // NHWC, as a convolution's output
+  auto nchw = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nchw}}, name); };
+  auto nhwc = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nhwc}}, name); };
+  std::string a = g.Op("Relu", {nchw(x, "t1")}, {}, "relu");
+  std::string b = g.Op("Tanh", {nhwc(a, "t2")}, {}, "nhwc_op");  // stands for the next convolution
+  std::string sum = g.Op("Add", {nchw(b, "t3"), a}, {}, "residual");
+  std::string half = g.Op("Mul", {sum, g.Const("half", Tensor::Scalar<float>(0.5f))}, {}, "scaled");
+  std::string y = g.Op("Sigmoid", {nhwc(half, "t4")}, {}, "y");
+  // An explicit NCHW padding (a strided convolution's) between two: its pads follow their axes.
+  std::string z = g.Input("z", DType::kFloat32, Shape{-1, 4, 5, 3});
+  std::string pads = g.Const("pads", Tensor::FromVector<int64_t>(Shape{8}, {0, 0, 1, 0, 0, 0, 0, 2}));
+  std::string padded = g.Op("Pad", {nchw(z, "t5"), pads}, AttrMap{{"mode", std::string("constant")}}, "pad");
+  std::string w = g.Op("Tanh", {nhwc(padded, "t6")}, {}, "w");
+  Signature sig = OneInOneOut("x", Shape{-1, 4, 4, 3}, y, Shape{-1, 4, 4, 3});
+  sig.inputs.push_back({"z", z, DType::kFloat32, Shape{-1, 4, 5, 3}});
+  sig.outputs.push_back({"w", w, DType::kFloat32, Shape{-1, 5, 7, 3}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  const Model original = m;
+  ASSERT_TRUE(SinkTransposes(m).ok());
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  EXPECT_EQ(CountOps(m, "Transpose"), 0);
+
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 4, 4, 3}, rng)}, {"z", RandomTensor(Shape{2, 4, 5, 3}, rng)}};
+  auto run = [&](Model model) {
+    SessionOptions options;
+    options.optimize = false;
+    auto session = Session::Create(std::move(model), options);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+    return out;
+  };
+  const std::vector<NamedTensor> sunk = run(m), plain = run(original);
+  ASSERT_EQ(sunk.size(), 2u);
+  EXPECT_EQ(sunk[1].tensor.shape(), (Shape{2, 5, 7, 3}));
+  for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(sunk[k].tensor.BitwiseEqual(plain[k].tensor)) << sunk[k].name;
+}
+
+// A Transpose that something else reads too stays where it is: moving the op below it would
+// add a Transpose, not remove one. A transposed value that is a signature output stays one.
+TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 2, 3});
+  std::string t = g.Op("Transpose", {x}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1}}}, "t");
+  std::string r = g.Op("Relu", {t}, {}, "relu");
+  std::string back = g.Op("Transpose", {r}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1}}}, "back");
+  Signature sig = OneInOneOut("x", Shape{-1, 2, 3}, back, Shape{-1, 2, 3});
+  sig.outputs.push_back({"t", t, DType::kFloat32, Shape{-1, 3, 2}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  ASSERT_TRUE(SinkTransposes(m).ok());
+  EXPECT_EQ(m.graph.FindNode("relu")->op, "Relu");
+  EXPECT_EQ(m.graph.FindNode("t")->op, "Transpose");
+}
+
 TEST(Passes, DeadNodeEliminationKeepsSignatureInputs) {
   GraphBuilder g;
   std::string x = g.Input("x", DType::kFloat32, Shape{-1});
