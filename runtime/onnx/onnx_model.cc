@@ -56,6 +56,14 @@ class Importer final : public OnnxGraphSink {
   std::string AddNode(const std::string& base, const std::string& op, std::vector<std::string> inputs,
                       AttrMap attrs) override;
   std::string AddConstant(const std::string& base, Tensor value) override;
+  const onnx::NodeProto* Producer(const std::string& onnx_name) const override {
+    auto it = producers_.find(onnx_name);
+    return it == producers_.end() ? nullptr : it->second;
+  }
+  std::string Translated(const std::string& onnx_name) const override {
+    auto it = values_.find(onnx_name);
+    return it == values_.end() ? std::string() : it->second;
+  }
   const Tensor* ConstantValue(const std::string& value) const override {
     auto it = constants_.find(value);
     return it == constants_.end() ? nullptr : it->second;
@@ -79,6 +87,8 @@ class Importer final : public OnnxGraphSink {
   std::set<std::string> used_names_;
   // ONNX value name -> Lockstep value.
   std::map<std::string, std::string> values_;
+  // ONNX value name -> the node that computes it.
+  std::map<std::string, const onnx::NodeProto*> producers_;
   // ONNX outputs a translator did not compute -> why, for the error if something uses one.
   std::map<std::string, std::string> missing_;
   // Lockstep value -> its constant value (owned by model_.weights).
@@ -362,6 +372,9 @@ StatusOr<Model> Importer::Run() && {
   sig.name = std::string(kDefaultSignature);
   sig.method_name = "tensorflow/serving/predict";
   LS_RETURN_IF_ERROR(AddInputs(sig));
+  for (const onnx::NodeProto& node : proto_.graph().node()) {
+    for (const std::string& out : node.output()) producers_[out] = &node;
+  }
   for (const onnx::NodeProto& node : proto_.graph().node()) LS_RETURN_IF_ERROR(TranslateNode(node, opset));
   LS_RETURN_IF_ERROR(AddOutputs(sig));
   model_.graph.signatures.push_back(std::move(sig));

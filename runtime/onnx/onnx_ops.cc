@@ -8,6 +8,7 @@
 #include <map>
 
 #include "runtime/import/constants.h"
+#include "runtime/onnx/onnx_patterns.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/onnx/onnx_translators.h"
 
@@ -63,6 +64,21 @@ LS_OP_NAME(Atanh); LS_OP_NAME(Expand); LS_OP_NAME(Tile); LS_OP_NAME(Range);
 LS_OP_NAME(Minimum); LS_OP_NAME(Maximum);
 #undef LS_OP_NAME
 
+// A pattern of ONNX nodes ending at this Mul or Div that runs as one op (onnx_patterns.h), when
+// there is one: its output; else "".
+std::string FusedPattern(OnnxNodeContext& ctx, std::string_view op) {
+  const auto& spec = ctx.InputSpec(0);
+  if (!spec || spec->dtype != DType::kFloat32) return "";
+  if (op == "Mul") {
+    if (std::optional<std::string> x = MatchErfGelu(ctx)) return ctx.Emit("Gelu", {ctx.sink().Translated(*x)});
+  } else if (op == "Div") {
+    if (std::optional<LayerNormMatch> ln = MatchLayerNorm(ctx)) {
+      return ctx.Emit("LayerNormalize", {ctx.sink().Translated(ln->x)}, AttrMap{{"epsilon", ln->epsilon}});
+    }
+  }
+  return "";
+}
+
 // Whether the node is Pow of a real base by a constant exponent of exactly 2 that broadcasts
 // to nothing (one element, rank at most the base's).
 bool IsSquare(const OnnxNodeContext& ctx) {
@@ -92,6 +108,10 @@ Status Binary(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     for (int64_t k = axis + rank_b; k < rank_a; ++k) {
       b = ctx.Emit("ExpandDims", {b}, AttrMap{{"axis", int64_t{-1}}}, "b_dim_" + std::to_string(k));
     }
+  }
+  if (const std::string fused = FusedPattern(ctx, kOp); !fused.empty()) {
+    outputs->push_back(fused);
+    return Status::Ok();
   }
   if (std::string_view(kOp) == "Pow" && IsSquare(ctx)) {
     // x^2 (LayerNorm's variance as PyTorch exports it) is a product: no pow per element.

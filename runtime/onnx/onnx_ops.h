@@ -29,6 +29,11 @@ class OnnxGraphSink {
   virtual std::string AddConstant(const std::string& base, Tensor value) = 0;
   // The value of `value` when it is a constant, else null.
   virtual const Tensor* ConstantValue(const std::string& value) const = 0;
+  // For translators that recognise a pattern of several ONNX nodes ending at theirs
+  // (onnx_patterns.h): the node that produces ONNX value `onnx_name` (null for a graph input or
+  // an initializer), and the Lockstep value it was translated into (empty if none yet).
+  virtual const onnx::NodeProto* Producer(const std::string& onnx_name) const = 0;
+  virtual std::string Translated(const std::string& onnx_name) const = 0;
 };
 
 class OnnxNodeContext {
@@ -44,6 +49,7 @@ class OnnxNodeContext {
   size_t num_inputs() const { return inputs_.size(); }
   bool HasInput(size_t i) const { return i < inputs_.size() && !inputs_[i].empty(); }
   const std::string& input(size_t i) const { return inputs_[i]; }
+  OnnxGraphSink& sink() const { return sink_; }
   // The value of input `i` when it is a constant, else null.
   const Tensor* ConstantInput(size_t i) const;
   // Input i's dtype and shape as ONNX inferred them (-1 for unknown dimensions).

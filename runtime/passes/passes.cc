@@ -3,10 +3,10 @@
 namespace lockstep {
 
 Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry) {
-  // Transposes sink first, so that folding and fusion see the graph without them; folding
+  // Layout changes sink first, so that folding and fusion see the graph without them; folding
   // then exposes constant biases and weights to fusion; dead-node elimination last removes
   // what all of them left behind.
-  LS_RETURN_IF_ERROR(SinkTransposes(model, registry));
+  LS_RETURN_IF_ERROR(SinkLayoutChanges(model, registry));
   LS_RETURN_IF_ERROR(FoldConstants(model, pool, registry));
   LS_RETURN_IF_ERROR(FuseMatMul(model, registry));
   LS_RETURN_IF_ERROR(EliminateDeadNodes(model, registry));

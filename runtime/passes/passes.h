@@ -26,10 +26,12 @@ StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& 
 // one of the others) into one FusedMatMul, when the intermediate values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
-// Moves Transposes below element-wise ops (op(T(x)) = T(op(x))) and composes Transposes that
-// meet, dropping those that cancel: the Transpose pairs an NCHW model's importer puts around
-// each NHWC convolution vanish between two convolutions. Never adds a Transpose.
-Status SinkTransposes(Model& model, const OpRegistry& registry = OpRegistry::Global());
+// Moves layout changes (Transpose, Reshape) below element-wise ops, Pad and bias additions, and
+// composes those that meet, dropping Transposes that cancel (layout_sinking.cc): the Transpose
+// pairs an NCHW model's importer puts around each NHWC convolution vanish between two
+// convolutions, and a sequence's dense layer gets its bias and activation next to its matmul,
+// where FuseMatMul finds them. Never adds a copy.
+Status SinkLayoutChanges(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 // Removes nodes that no signature needs and weights no node refers to.
 Status EliminateDeadNodes(Model& model, const OpRegistry& registry = OpRegistry::Global());

@@ -77,7 +77,7 @@ TEST_F(OnnxImportTest, MlpAsPyTorchExportsItAnswersAsComputedByHand) {
   // Gemm + Relu, and MatMul + Add of a row vector, run in the matmul core's epilogue.
   int fused = 0;
   for (const NodeDef& n : (*session)->model().graph.nodes) fused += n.op == "FusedMatMul";
-  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(fused, 2);
 
   const std::vector<std::vector<float>> rows = {{1, 2, 3, 4}, {-1, 0.5f, 2, -3}, {0, 0, 0, 0}};
   std::vector<float> flat;

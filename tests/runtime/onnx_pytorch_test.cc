@@ -6,6 +6,8 @@
 // batch-1 answer bit for bit, whatever the thread count.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/passes/passes.h"
 #include "runtime/thread_pool.h"
@@ -71,6 +73,24 @@ TEST(OnnxPyTorchTest, TheCnnsLayoutChangesCancelBetweenConvolutions) {
     }
   }
   EXPECT_LE(transposes(*model), 2) << "of " << before << ":" << where;
+}
+
+// The transformer's GELUs and LayerNorms, which PyTorch spells out in primitive ops, run as
+// Gelu (in its matmul's epilogue) and LayerNormalize; every dense layer is one FusedMatMul.
+TEST(OnnxPyTorchTest, TheTransformersGeluAndLayerNormRunAsOneOpEach) {
+  StatusOr<Model> model = ReadOnnxModel(kModels / "transformer");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(OptimizeGraph(*model, ThreadPool::Default()).ok());
+  std::map<std::string, int> ops;
+  for (const NodeDef& node : model->graph.nodes) ++ops[node.op];
+  EXPECT_EQ(ops["LayerNormalize"], 4);
+  EXPECT_EQ(ops["Erf"] + ops["Sqrt"] + ops["Gelu"] + ops["MatMul"], 0);
+  int gelu = 0;
+  for (const NodeDef& node : model->graph.nodes) {
+    if (node.op == "FusedMatMul" && std::get<std::string>(node.attrs.values().at("activation")) == "gelu") ++gelu;
+  }
+  EXPECT_EQ(gelu, 2);
+  EXPECT_EQ(ops["FusedMatMul"], 2 * 4 + 1);  // per layer: q/k/v, out, two feed-forward; the head
 }
 
 // Every row of every data set run alone (batch 1), on one thread and on three: the same bits as

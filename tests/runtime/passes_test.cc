@@ -5,6 +5,7 @@
 #include "graph_test_util.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/session.h"
+#include "runtime/thread_pool.h"
 
 namespace lockstep {
 namespace {
@@ -251,7 +252,7 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
   auto nchw = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nchw}}, name); };
   auto nhwc = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nhwc}}, name); };
   std::string a = g.Op("Relu", {nchw(x, "t1")}, {}, "relu");
-  std::string b = g.Op("Tanh", {nhwc(a, "t2")}, {}, "nhwc_op");  // stands for the next convolution
+  std::string b = g.Op("Softmax", {nhwc(a, "t2")}, {}, "nhwc_op");  // stands for the next convolution
   std::string sum = g.Op("Add", {nchw(b, "t3"), a}, {}, "residual");
   std::string half = g.Op("Mul", {sum, g.Const("half", Tensor::Scalar<float>(0.5f))}, {}, "scaled");
   std::string y = g.Op("Sigmoid", {nhwc(half, "t4")}, {}, "y");
@@ -266,10 +267,9 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
   g.AddSignature(sig);
   Model m = std::move(g).Build();
   const Model original = m;
-  ASSERT_TRUE(SinkTransposes(m).ok());
+  ASSERT_TRUE(SinkLayoutChanges(m).ok());
   ASSERT_TRUE(EliminateDeadNodes(m).ok());
   EXPECT_EQ(CountOps(m, "Transpose"), 0);
-
   std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 4, 4, 3}, rng)}, {"z", RandomTensor(Shape{2, 4, 5, 3}, rng)}};
   auto run = [&](Model model) {
     SessionOptions options;
@@ -286,6 +286,39 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
   for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(sunk[k].tensor.BitwiseEqual(plain[k].tensor)) << sunk[k].name;
 }
 
+// A dense layer over a sequence, as the ONNX importer lays it out (rows -> MatMul -> Reshape
+// back -> Add(bias row first, as PyTorch exports it) -> Relu): the bias and the activation move
+// above the Reshape, and the whole layer becomes one FusedMatMul, with the same bits.
+TEST(Passes, ASequencesDenseLayerFusesAcrossItsReshape) {
+  GraphBuilder g;
+  std::mt19937 rng(8);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 3, 4});
+  std::string rows = g.Op("Reshape", {x}, AttrMap{{"shape", std::vector<int64_t>{-1, 4}}}, "rows");
+  std::string mm = g.Op("MatMul", {rows, g.Const("w", RandomTensor(Shape{4, 5}, rng))}, {}, "mm");
+  std::string back = g.Op("Reshape", {mm}, AttrMap{{"shape", std::vector<int64_t>{-1, 3, 5}}}, "back");
+  std::string biased = g.Op("Add", {g.Const("b", RandomTensor(Shape{5}, rng)), back}, {}, "biased");
+  std::string y = g.Op("Relu", {biased}, {}, "y");
+  g.AddSignature(OneInOneOut("x", Shape{-1, 3, 4}, y, Shape{-1, 3, 5}));
+  Model m = std::move(g).Build();
+  const Model original = m;
+  ThreadPool pool(1);
+  ASSERT_TRUE(OptimizeGraph(m, pool).ok());
+  EXPECT_EQ(CountOps(m, "FusedMatMul"), 1);
+  EXPECT_EQ(CountOps(m, "MatMul") + CountOps(m, "Add") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
+
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 3, 4}, rng)}};
+  auto run = [&](Model model, bool optimize) {
+    SessionOptions options;
+    options.optimize = optimize;
+    auto session = Session::Create(std::move(model), options);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+    return out[0].tensor;
+  };
+  EXPECT_TRUE(run(original, true).BitwiseEqual(run(original, false)));
+}
+
 // A Transpose that something else reads too stays where it is: moving the op below it would
 // add a Transpose, not remove one. A transposed value that is a signature output stays one.
 TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
@@ -298,7 +331,7 @@ TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
   sig.outputs.push_back({"t", t, DType::kFloat32, Shape{-1, 3, 2}});
   g.AddSignature(sig);
   Model m = std::move(g).Build();
-  ASSERT_TRUE(SinkTransposes(m).ok());
+  ASSERT_TRUE(SinkLayoutChanges(m).ok());
   EXPECT_EQ(m.graph.FindNode("relu")->op, "Relu");
   EXPECT_EQ(m.graph.FindNode("t")->op, "Transpose");
 }
