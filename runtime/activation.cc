@@ -27,6 +27,11 @@ StatusOr<Activation> ParseActivation(std::string_view name) {
 
 void ApplyActivation(Activation a, std::span<float> values) {
   if (a == Activation::kNone) return;
+  // GELU's own loop, so that it vectorises (the switch per element would keep it scalar).
+  if (a == Activation::kGelu) {
+    for (float& v : values) v = Gelu(v);
+    return;
+  }
   for (float& v : values) v = ApplyActivation(a, v);
 }
 

@@ -22,7 +22,7 @@ StatusOr<std::vector<TensorSpec>> InferFloatUnary(std::string_view name,
 }
 
 // The activation is a template argument so that the switch inside ApplyActivation folds away
-// and the loop is a plain map (vectorised for Relu; libm calls for the others).
+// and the loop is a plain map (vectorised for Relu and GELU; libm calls for the others).
 template <Activation A, typename T>
 void MapActivation(const T* in, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = ApplyActivation(A, in[i]);
