@@ -4,6 +4,9 @@
 //   Conv2D                 out  = col · F
 //   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
 //   Conv2DBackpropFilter   dF   = colᵀ · dy
+//   FusedConv2D            Conv2D with a bias [Cout] and an activation in the Gemm's epilogue
+//                          (attr "activation", as FusedMatMul's; the fusion pass makes it
+//                          from Conv2D -> BiasAdd -> activation, float32 only)
 //   Conv2DTranspose        Conv2DBackpropInput as an op of its own (a "deconvolution"):
 //                          x [N, H, W, Cin] and a filter [KH, KW, Cout, Cin] give the
 //                          [N, (H - 1) * sh + KH, (W - 1) * sw + KW, Cout] whose VALID Conv2D
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
@@ -60,6 +64,32 @@ StatusOr<std::vector<TensorSpec>> InferConv2D(const ShapeInferenceContext& ctx) 
   LS_RETURN_IF_ERROR(CheckInputCount("Conv2D", ctx.inputs.size(), 2, 2));
   LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2D", ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
   return Single(ctx.inputs[0].dtype, g.out);
+}
+
+// FusedConv2D's epilogue: its bias (input 2, when given, [Cout] float32) and activation.
+StatusOr<GemmEpilogue> FusedConvEpilogue(const AttrMap& attrs, std::span<const TensorSpec> in, int64_t cout) {
+  constexpr std::string_view op = "FusedConv2D";
+  LS_RETURN_IF_ERROR(CheckDType(op, "input", in[0].dtype, DType::kFloat32));
+  GemmEpilogue epilogue;
+  LS_ASSIGN_OR_RETURN(std::string_view name, attrs.GetStringViewOr("activation", "none"));
+  LS_ASSIGN_OR_RETURN(epilogue.activation, ParseActivation(name));
+  if (in.size() == 3) {
+    LS_RETURN_IF_ERROR(CheckDType(op, "bias", in[2].dtype, DType::kFloat32));
+    LS_RETURN_IF_ERROR(CheckRank(op, "bias", in[2].shape, 1));
+    int64_t n;
+    if (!MergeDim(cout, in[2].shape.dim(0), &n)) {
+      return InvalidArgument(Str(op) + ": bias length " + std::to_string(in[2].shape.dim(0)) +
+                             " differs from the output channels " + std::to_string(cout));
+    }
+  }
+  return epilogue;
+}
+
+StatusOr<std::vector<TensorSpec>> InferFusedConv2D(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("FusedConv2D", ctx.inputs.size(), 2, 3));
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("FusedConv2D", ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  LS_RETURN_IF_ERROR(FusedConvEpilogue(ctx.attrs, ctx.inputs, g.out.dim(3)).status());
+  return Single(DType::kFloat32, g.out);
 }
 
 // Conv2DBackpropInput(dy, filter, input) -> the input's shape;
@@ -268,10 +298,11 @@ void Float64Conv(const Geometry& g, ConvProduct which, const double* x, const do
 
 // ---- Conv2D ----
 
-Status Conv2DKernel(KernelContext& ctx) {
+// Conv2D, and FusedConv2D when `epilogue` is given.
+Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& epilogue) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2D", ctx.attrs(), {input.dtype(), input.shape()},
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(op, ctx.attrs(), {input.dtype(), input.shape()},
                                                {filter.dtype(), filter.shape()}));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
   if (input.dtype() == DType::kFloat64) {
@@ -299,6 +330,7 @@ Status Conv2DKernel(KernelContext& ctx) {
   gemm.n = cout;
   gemm.k = kdim;
   gemm.packed_b = packed;
+  gemm.epilogue = epilogue;
   gemm.lda = kdim;
   gemm.ldc = cout;
 
@@ -332,6 +364,19 @@ Status Conv2DKernel(KernelContext& ctx) {
     Gemm(args, pool);
   });
   return Status::Ok();
+}
+
+Status Conv2DKernel(KernelContext& ctx) { return ConvForward(ctx, "Conv2D", GemmEpilogue{}); }
+
+Status FusedConv2DKernel(KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  TensorSpec specs[3];  // an array, not a vector: this runs per request
+  for (int i = 0; i < n && i < 3; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
+  const Shape& filter = ctx.input(1).shape();
+  LS_ASSIGN_OR_RETURN(GemmEpilogue epilogue, FusedConvEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(std::min(n, 3))),
+                                                               filter.rank() == 4 ? filter.dim(3) : -1));
+  if (n == 3) epilogue.bias = ctx.input(2).data<float>().data();
+  return ConvForward(ctx, "FusedConv2D", epilogue);
 }
 
 StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int input, const Tensor& filter) {
@@ -480,6 +525,10 @@ void RegisterConvOps(OpRegistry& registry) {
   conv.pack_constant = PackFilter;
   (void)registry.Register(std::move(conv));
   (void)registry.Register(SimpleOpDef("Conv2DBackpropInput", 3, InferBackpropInput, BackpropInputKernel));
+  OpDef fused = SimpleOpDef("FusedConv2D", 2, InferFusedConv2D, FusedConv2DKernel);
+  fused.max_inputs = 3;
+  fused.pack_constant = PackFilter;
+  (void)registry.Register(std::move(fused));
   (void)registry.Register(SimpleOpDef("Conv2DTranspose", 2, InferConv2DTranspose, Conv2DTransposeKernel));
   (void)registry.Register(SimpleOpDef("Conv2DBackpropFilter", 3, InferBackpropFilter, BackpropFilterKernel));
 }

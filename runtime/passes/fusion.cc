@@ -21,6 +21,7 @@ std::string ActivationOf(std::string_view op) {
 
 Status FuseMatMul(Model& model, const OpRegistry& registry) {
   if (registry.Find("FusedMatMul") == nullptr) return Status::Ok();
+  const OpDef* fused_conv = registry.Find("FusedConv2D");
   LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeGraph(model, registry));
   auto& nodes = model.graph.nodes;
   const int n = static_cast<int>(nodes.size());
@@ -44,7 +45,9 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
 
   std::vector<bool> removed(n, false);
   for (int i : a.topological_order) {
-    if (nodes[i].op != "MatMul" || removed[i]) continue;
+    const bool conv = nodes[i].op == "Conv2D";
+    if ((nodes[i].op != "MatMul" && !conv) || removed[i]) continue;
+    if (conv && (fused_conv == nullptr || a.outputs[i][0].dtype != DType::kFloat32)) continue;
     // BiasAdd's bias must be its second input, with the MatMul as the first.
     int bias_node = -1, act_node = -1, last = i;
     int c = sole_consumer(i);
@@ -62,7 +65,7 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
 
     NodeDef fused;
     fused.name = nodes[last].name;  // consumers keep referring to the same name
-    fused.op = "FusedMatMul";
+    fused.op = conv ? "FusedConv2D" : "FusedMatMul";
     fused.inputs = nodes[i].inputs;
     if (bias_node >= 0) fused.inputs.push_back(nodes[bias_node].inputs[1]);
     fused.attrs = nodes[i].attrs;
