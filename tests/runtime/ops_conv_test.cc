@@ -459,6 +459,20 @@ TEST(OpsConvTest, Conv2DTransposeIsTheInputGradientOfAValidConvolution) {
   EXPECT_EQ(std::vector<float>(y.data<float>().begin(), y.data<float>().end()), (std::vector<float>{1, 2, 13, 20, 30}));
 }
 
+TEST(OpsConvTest, FusedConv2DChecksItsEpilogue) {
+  const TensorSpec x{DType::kFloat32, {-1, 5, 5, 2}}, f{DType::kFloat32, {3, 3, 2, 4}};
+  const AttrMap attrs{{"padding", std::string("SAME")}, {"activation", std::string("relu")}};
+  auto out = Infer("FusedConv2D", {x, f, {DType::kFloat32, {4}}}, attrs);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].shape, (Shape{-1, 5, 5, 4}));
+  ExpectError(Infer("FusedConv2D", {x, f, {DType::kFloat32, {3}}}, attrs).status(), StatusCode::kInvalidArgument,
+              "bias length 3 differs from the output channels 4");
+  ExpectError(Infer("FusedConv2D", {x, f}, {{"activation", std::string("swish")}}).status(),
+              StatusCode::kInvalidArgument, "swish");
+  ExpectError(Infer("FusedConv2D", {{DType::kFloat64, {-1, 5, 5, 2}}, {DType::kFloat64, {3, 3, 2, 4}}}).status(),
+              StatusCode::kInvalidArgument, "FusedConv2D");
+}
+
 TEST(OpsConvTest, Conv2DTransposeErrors) {
   const Tensor x = RandomTensor({1, 3, 3, 2}, 1);
   ExpectError(RunOp("Conv2DTranspose", std::vector<Tensor>{x, RandomTensor({2, 2, 3, 4}, 2)}).status(),

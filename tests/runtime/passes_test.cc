@@ -319,6 +319,48 @@ TEST(Passes, ASequencesDenseLayerFusesAcrossItsReshape) {
   EXPECT_TRUE(run(original, true).BitwiseEqual(run(original, false)));
 }
 
+// Conv2D -> BiasAdd -> Relu becomes one FusedConv2D, with the same bits on 1 and 3 threads; a
+// convolution whose output something else reads stays unfused.
+TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
+  auto build = [](bool export_conv) {
+    GraphBuilder g;
+    std::mt19937 rng(11);
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 5, 3});
+    const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
+    std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 3, 4}, rng))}, attrs, "conv");
+    std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
+    std::string y = g.Op("Relu", {biased}, {}, "y");
+    Signature sig = OneInOneOut("x", Shape{-1, 6, 5, 3}, y, Shape{-1, 6, 5, 4});
+    if (export_conv) sig.outputs.push_back({"conv", conv, DType::kFloat32, Shape{-1, 6, 5, 4}});
+    g.AddSignature(sig);
+    return std::move(g).Build();
+  };
+  Model m = build(false);
+  ThreadPool one(1), three(3);
+  ASSERT_TRUE(OptimizeGraph(m, one).ok());
+  EXPECT_EQ(CountOps(m, "FusedConv2D"), 1);
+  EXPECT_EQ(CountOps(m, "Conv2D") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
+  Model kept = build(true);
+  ASSERT_TRUE(OptimizeGraph(kept, one).ok());
+  EXPECT_EQ(CountOps(kept, "FusedConv2D"), 0);
+
+  std::mt19937 rng(12);
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 6, 5, 3}, rng)}};
+  auto run = [&](bool optimize, ThreadPool* pool) {
+    SessionOptions options;
+    options.optimize = optimize;
+    options.pool = pool;
+    auto session = Session::Create(build(false), options);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+    return out[0].tensor;
+  };
+  const Tensor plain = run(false, &one);
+  EXPECT_TRUE(run(true, &one).BitwiseEqual(plain));
+  EXPECT_TRUE(run(true, &three).BitwiseEqual(plain));
+}
+
 // A Transpose that something else reads too stays where it is: moving the op below it would
 // add a Transpose, not remove one. A transposed value that is a signature output stays one.
 TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
