@@ -41,9 +41,9 @@ Status EliminateDeadNodes(Model& model, const OpRegistry& registry = OpRegistry:
 Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
 
 // The one pass that changes values, run only when asked (SessionOptions::bf16_products): every
-// float32 MatMul, FusedMatMul, Conv2D and Conv2DTranspose that does not choose its precision
-// computes in bfloat16 on the matmul core (each operand rounded to bf16, float32 sums), as
-// mixed-precision training does. Constant weights are then packed as bf16 once. Stacked
+// float32 MatMul, FusedMatMul, Conv2D, FusedConv2D and Conv2DTranspose that does not choose its
+// precision computes in bfloat16 on the matmul core (each operand rounded to bf16, float32
+// sums), as mixed-precision training does. Constant weights are then packed as bf16 once. Stacked
 // products (BatchMatMul, attention's) and depthwise convolutions stay float32.
 Status UseBf16Products(Model& model, const OpRegistry& registry = OpRegistry::Global());
 

@@ -199,6 +199,8 @@ TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
     AttrMap conv{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
     if (by_hand) conv.Set("precision", std::string("bfloat16"));
     std::string y = g.Op("Conv2D", {image, g.Const("f", RandomTensor(Shape{2, 2, 2, 3}, rng))}, conv, "conv");
+    // With a bias, so that a session fuses it into a FusedConv2D before choosing precisions.
+    y = g.Op("BiasAdd", {y, g.Const("fb", RandomTensor(Shape{3}, rng))}, {}, "conv_biased");
     y = g.Op("Reshape", {y}, AttrMap{{"shape", std::vector<int64_t>{-1, 12}}}, "y");
     // Chose float32 itself: stays float32 either way.
     std::string z = g.Op("MatMul", {y, g.Const("v", RandomTensor(Shape{12, 2}, rng))},
