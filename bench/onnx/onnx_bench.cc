@@ -1,0 +1,117 @@
+// Latency of Session::Run on an imported ONNX model, in process, on a pool of N threads (the
+// caller counted). bench/onnx/ort_bench.js measures onnxruntime the same way and prints the same
+// JSON line; bench/onnx/run_onnx_bench.sh runs both side by side.
+//
+//   bench_onnx --model m.onnx --input x --shape 32,784 --threads 1 --iterations 200
+//              [--input-file in.f32] [--dump out.f32] [--bf16-products 1]
+//
+// --input-file: raw float32 input (else a fixed-seed normal one); --dump: the first output, raw
+// float32, for a cross-check against onnxruntime; --bf16-products 1: the model's products on the
+// bf16 matmul core (SessionOptions::bf16_products, the server's matmul_precision "bfloat16").
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/onnx/onnx_model.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
+
+using namespace lockstep;
+
+namespace {
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "bench_onnx: %s\n", message.c_str());
+  std::exit(1);
+}
+
+std::vector<int64_t> ParseShape(const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    dims.push_back(std::stoll(text.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  return dims;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path, input_name = "x", shape_text, input_file, dump_file;
+  int threads = 1, iterations = 100;
+  bool bf16_products = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) Die("missing value for " + arg);
+    std::string value = argv[++i];
+    if (arg == "--model") model_path = value;
+    else if (arg == "--input") input_name = value;
+    else if (arg == "--shape") shape_text = value;
+    else if (arg == "--threads") threads = std::stoi(value);
+    else if (arg == "--iterations") iterations = std::stoi(value);
+    else if (arg == "--input-file") input_file = value;
+    else if (arg == "--dump") dump_file = value;
+    else if (arg == "--bf16-products") bf16_products = value == "1";
+    else Die("unknown argument " + arg);
+  }
+  if (model_path.empty() || shape_text.empty()) Die("--model and --shape are required");
+
+  StatusOr<Model> model = ReadOnnxModelFile(model_path);
+  if (!model.ok()) Die("import failed: " + model.status().ToString());
+  ThreadPool pool(threads);
+  auto session = Session::Create(std::move(*model), SessionOptions{.pool = &pool, .bf16_products = bf16_products});
+  if (!session.ok()) Die("session failed: " + session.status().ToString());
+
+  std::vector<int64_t> dims = ParseShape(shape_text);
+  StatusOr<Shape> shape = Shape::FromDims(dims);
+  if (!shape.ok()) Die("bad --shape " + shape_text);
+  Tensor input(DType::kFloat32, *shape);
+  std::span<float> values = input.mutable_data<float>();
+  if (!input_file.empty()) {
+    std::ifstream in(input_file, std::ios::binary);
+    in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size_bytes()));
+    if (in.gcount() != static_cast<std::streamsize>(values.size_bytes())) Die("short input file " + input_file);
+  } else {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal;
+    for (float& v : values) v = normal(rng);
+  }
+
+  std::vector<NamedTensor> inputs = {{input_name, input}};
+  std::vector<NamedTensor> outputs;
+  auto run = [&] {
+    Status status = (*session)->Run("serving_default", inputs, &outputs);
+    if (!status.ok()) Die("run failed: " + status.ToString());
+  };
+  const int warmup = std::max(3, iterations / 10);
+  for (int i = 0; i < warmup; ++i) run();
+  std::vector<double> us;
+  us.reserve(iterations);
+  for (int i = 0; i < iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  if (!dump_file.empty()) {
+    std::span<const float> out = outputs.front().tensor.data<float>();
+    std::ofstream(dump_file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
+  }
+  std::printf("{\"median_us\": %.1f, \"p10_us\": %.1f, \"p90_us\": %.1f, \"runs\": %d}\n", Percentile(us, 0.5),
+              Percentile(us, 0.1), Percentile(us, 0.9), iterations);
+  return 0;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// Latency of onnxruntime (onnxruntime-node, CPU) on one ONNX model, in process: the peer of
+// bench_onnx, printing the same JSON line {median_us, p10_us, p90_us, runs}.
+//
+//   node bench/onnx/ort_bench.js --modules DIR/node_modules --model m.onnx --input x \
+//       --shape 32,784 --threads 1 --iterations 200 [--input-file in.f32] [--dump out.f32]
+//
+// onnxruntime-node is required from --modules, else from $ORT_NODE_MODULES, else by the usual
+// resolution. --input-file: raw float32 input (else fixed-seed normal); --dump: the first output
+// as raw float32, for the cross-check against bench_onnx.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+function parseArgs(argv) {
+  const args = {input: 'x', threads: 1, iterations: 100};
+  for (let i = 2; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '').replace(/-(\w)/g, (_, c) => c.toUpperCase());
+    if (i + 1 >= argv.length) throw new Error(`missing value for ${argv[i]}`);
+    args[key] = argv[i + 1];
+  }
+  if (!args.model || !args.shape) throw new Error('--model and --shape are required');
+  args.threads = Number(args.threads);
+  args.iterations = Number(args.iterations);
+  return args;
+}
+
+function loadOrt(modules) {
+  const dir = modules || process.env.ORT_NODE_MODULES;
+  return require(dir ? path.resolve(dir, 'onnxruntime-node') : 'onnxruntime-node');
+}
+
+// Normal values from a fixed seed (mulberry32 + Box-Muller).
+function randomNormal(n, seed) {
+  let a = seed >>> 0;
+  const uniform = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; ++i) {
+    out[i] = Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
+  }
+  return out;
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.round(p * (sorted.length - 1))];
+}
+
+async function main() {
+  const args = parseArgs(process.argv);
+  const ort = loadOrt(args.modules);
+  const dims = args.shape.split(',').map(Number);
+  const count = dims.reduce((a, b) => a * b, 1);
+  let data;
+  if (args.inputFile) {
+    const buf = fs.readFileSync(args.inputFile);
+    if (buf.length !== count * 4) throw new Error(`${args.inputFile}: ${buf.length} bytes, want ${count * 4}`);
+    data = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+  } else {
+    data = randomNormal(count, 42);
+  }
+
+  const session = await ort.InferenceSession.create(args.model, {
+    intraOpNumThreads: args.threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    executionProviders: ['cpu'],
+  });
+  const feeds = {[args.input]: new ort.Tensor('float32', data, dims)};
+
+  let outputs;
+  const warmup = Math.max(3, Math.floor(args.iterations / 10));
+  for (let i = 0; i < warmup; ++i) outputs = await session.run(feeds);
+  const us = [];
+  for (let i = 0; i < args.iterations; ++i) {
+    const start = process.hrtime.bigint();
+    outputs = await session.run(feeds);
+    us.push(Number(process.hrtime.bigint() - start) / 1000);
+  }
+
+  if (args.dump) {
+    const out = outputs[session.outputNames[0]].data;
+    fs.writeFileSync(args.dump, Buffer.from(out.buffer, out.byteOffset, out.byteLength));
+  }
+  us.sort((a, b) => a - b);
+  const round = (v) => Math.round(v * 10) / 10;
+  console.log(JSON.stringify({
+    median_us: round(percentile(us, 0.5)),
+    p10_us: round(percentile(us, 0.1)),
+    p90_us: round(percentile(us, 0.9)),
+    runs: args.iterations,
+  }));
+}
+
+main().catch((err) => {
+  console.error(`ort_bench: ${err.stack || err}`);
+  process.exit(1);
+});
