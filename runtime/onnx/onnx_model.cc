@@ -218,8 +218,52 @@ Status CheckWindowAttrs(const onnx::GraphProto& graph) {
   return Status::Ok();
 }
 
+// ONNX 1.12's shape inference trusts some attributes it should check, and a hostile model
+// then crashes it (found by the onnx_model fuzz target): LayerNormalization's Mean and
+// InvStdDev shapes are written from `axis` on, out of bounds for an axis below -rank. Those two
+// outputs are taken off such nodes while ONNX infers (Lockstep's own inference gives their
+// shapes; the translator checks the axis), and put back by the destructor.
+class ShapeInferenceGuard {
+ public:
+  explicit ShapeInferenceGuard(onnx::GraphProto& graph) : graph_(graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      onnx::NodeProto& node = *graph.mutable_node(i);
+      if (node.op_type() != "LayerNormalization" || node.output_size() <= 1) continue;
+      std::vector<std::string> extra(node.output().begin() + 1, node.output().end());
+      node.mutable_output()->DeleteSubrange(1, node.output_size() - 1);
+      removed_.emplace_back(i, std::move(extra));
+    }
+  }
+  ~ShapeInferenceGuard() {
+    for (auto& [i, extra] : removed_) {
+      for (std::string& out : extra) graph_.mutable_node(i)->add_output(std::move(out));
+    }
+  }
+  ShapeInferenceGuard(const ShapeInferenceGuard&) = delete;
+  ShapeInferenceGuard& operator=(const ShapeInferenceGuard&) = delete;
+
+ private:
+  onnx::GraphProto& graph_;
+  std::vector<std::pair<int, std::vector<std::string>>> removed_;
+};
+
+// Subgraphs (If, Loop, Scan) are not run by Lockstep; ONNX would infer inside them first, out of
+// the guard's reach, so a model holding one is refused before.
+Status CheckNoSubgraphs(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) {
+        return Unimplemented("node '" + node.name() + "' (" + node.op_type() + "): attribute '" + a.name() +
+                             "' holds a subgraph; control flow is not supported");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Importer::CheckAndInfer() {
   LS_RETURN_IF_ERROR(CheckWindowAttrs(proto_.graph()));
+  LS_RETURN_IF_ERROR(CheckNoSubgraphs(proto_.graph()));
   // Shapes come from the inputs and initializers alone: an exporter's value_info may hold
   // sizes traced for one batch, which inference would keep where it only knows a dim_param.
   proto_.mutable_graph()->clear_value_info();
@@ -229,6 +273,7 @@ Status Importer::CheckAndInfer() {
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("not a valid ONNX model: ") + e.what());
   }
+  ShapeInferenceGuard guard(*proto_.mutable_graph());
   try {
     onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true};
     onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
