@@ -22,12 +22,10 @@ class Graph {
   }
   // Whether `name` is a one-element constant within `tolerance` (relative) of `value`.
   bool IsScalar(const std::string& name, double value, double tolerance = 1e-6) const {
-    const std::string v = sink_.Translated(name);
-    const Tensor* t = v.empty() ? nullptr : sink_.ConstantValue(v);
-    if (t == nullptr || t->num_elements() != 1) return false;
-    StatusOr<double> d = ScalarValue(*t);
-    return d.ok() && std::abs(*d - value) <= tolerance * std::abs(value);
+    const std::optional<double> d = Scalar(name);
+    return d && std::abs(*d - value) <= tolerance * std::abs(value);
   }
+  // The value of `name` when it is a one-element constant.
   std::optional<double> Scalar(const std::string& name) const {
     const std::string v = sink_.Translated(name);
     const Tensor* t = v.empty() ? nullptr : sink_.ConstantValue(v);
