@@ -7,7 +7,8 @@ Run with Debian's Python (python3-torch, python3-onnx, python3-numpy):
       OUTDIR/{mlp,cnn,transformer}/model.onnx, OUTDIR/models.json, and per batch a shared
       random input (OUTDIR/<model>/input_b<batch>.f32, raw float32) with PyTorch's output on it
       (OUTDIR/<model>/torch_b<batch>.f32), which bench/onnx/run_onnx_bench.sh feeds to both
-      runtimes and cross-checks against.
+      runtimes and cross-checks against; models.json also gives each model's product FLOPs per
+      batch (PyTorch's profiler count of its matmuls and convolutions).
 
   /usr/bin/python3 bench/onnx/export_models.py --tests OUTDIR
       small models in the ONNX backend test-suite layout: OUTDIR/<name>/model.onnx and
@@ -89,6 +90,19 @@ def randomize_bn(model, gen):
                 m.bias.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
 
 
+# The products: what a matmul core or convolution runs. Elementwise ops are left out of the count.
+PRODUCT_OPS = {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::conv1d",
+               "aten::conv2d", "aten::convolution", "aten::linear"}
+
+
+def product_flops(model, x):
+    """Floating-point operations of the model's products on x (2 per multiply-add), as PyTorch's
+    profiler counts them; with the measured peak this says how close to the machine a runtime is."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True) as prof:
+        model(torch.from_numpy(x))
+    return int(sum(e.flops for e in prof.key_averages() if e.key in PRODUCT_OPS and e.flops))
+
+
 def reference(model, x):
     """PyTorch's output on x: the same (non-fused) path as the export traced."""
     return model(torch.from_numpy(x)).detach().numpy().astype(np.float32)
@@ -128,7 +142,7 @@ def write_bench(outdir, batches, seq):
         tail = [seq if d == "seq" else d for d in tail]
         path = os.path.join(outdir, name, "model.onnx")
         export(model, torch.zeros([2] + tail), path, axes)
-        shapes = {}
+        shapes, flops = {}, {}
         for batch in batches:
             shape = [batch] + tail
             x = rng.standard_normal(shape).astype(np.float32)
@@ -136,8 +150,9 @@ def write_bench(outdir, batches, seq):
             y = reference(model, x)
             y.tofile(os.path.join(outdir, name, f"torch_b{batch}.f32"))
             shapes[str(batch)] = shape
+            flops[str(batch)] = product_flops(model, x)
         listing.append({"name": name, "model": f"{name}/model.onnx", "input": "x", "outputs": ["y"],
-                        "shapes": shapes})
+                        "shapes": shapes, "product_flops": flops})
     with open(os.path.join(outdir, "models.json"), "w") as f:
         json.dump({"torch": torch.__version__, "opset": OPSET, "models": listing}, f, indent=2)
         f.write("\n")

@@ -4,15 +4,20 @@
 //
 //   bench_onnx --model m.onnx --input x --shape 32,784 --threads 1 --iterations 200
 //              [--input-file in.f32] [--dump out.f32] [--bf16-products 1]
+//   bench_onnx --peak-seconds 1 --threads 2
 //
 // --input-file: raw float32 input (else a fixed-seed normal one); --dump: the first output, raw
 // float32, for a cross-check against onnxruntime; --bf16-products 1: the model's products on the
 // bf16 matmul core (SessionOptions::bf16_products, the server's matmul_precision "bfloat16").
+// --peak-seconds: instead, the machine's float32 FMA peak on `threads` threads
+// (bench/matmul/peak.h), `{"peak_gflops": ...}` or null where it cannot be measured, so that the
+// script can say what fraction of it each runtime reaches.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +25,9 @@
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
+#ifdef LOCKSTEP_BENCH_HAS_PEAK
+#include "bench/matmul/peak.h"
+#endif
 
 using namespace lockstep;
 
@@ -53,6 +61,7 @@ int main(int argc, char** argv) {
   std::string model_path, input_name = "x", shape_text, input_file, dump_file;
   int threads = 1, iterations = 100;
   bool bf16_products = false;
+  double peak_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) Die("missing value for " + arg);
@@ -65,7 +74,17 @@ int main(int argc, char** argv) {
     else if (arg == "--input-file") input_file = value;
     else if (arg == "--dump") dump_file = value;
     else if (arg == "--bf16-products") bf16_products = value == "1";
+    else if (arg == "--peak-seconds") peak_seconds = std::stod(value);
     else Die("unknown argument " + arg);
+  }
+  if (peak_seconds > 0) {
+    std::optional<double> peak;
+#ifdef LOCKSTEP_BENCH_HAS_PEAK
+    peak = bench::MeasurePeakGflops(bench::PeakKind::kFma, threads, peak_seconds);
+#endif
+    if (peak) std::printf("{\"peak_gflops\": %.1f}\n", *peak);
+    else std::printf("{\"peak_gflops\": null}\n");
+    return 0;
   }
   if (model_path.empty() || shape_text.empty()) Die("--model and --shape are required");
 

@@ -13,7 +13,12 @@
 # matmul_precision "bfloat16"). The first round cross-checks the float32 outputs of both
 # against PyTorch's and fails loudly on a mismatch, and measures how far the bf16 answers move
 # (largest difference from PyTorch's, and how often each output row's arg max stays the same).
-# Prints markdown tables; the target is ours/onnxruntime <= 0.8 on every row, in float32.
+# Prints markdown tables; the target is ours/onnxruntime <= 0.8 on every row, in float32. Beside
+# each float32 row: both runtimes' product rates (the models' matmul and convolution FLOPs, counted
+# by PyTorch's profiler, over the latency) as a fraction of this machine's FMA peak on that many
+# threads (measured by bench_onnx --peak-seconds before the runs), and the fraction of the peak
+# that 0.8x onnxruntime's latency would take: above 100 % the row's target is out of reach of
+# any implementation of those products.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -114,6 +119,20 @@ print(f"run_onnx_bench: {label}: outputs agree (max |lockstep - onnxruntime| = {
 EOF
 }
 
+flops_of() {  # model batch -> the model's product FLOPs at that batch, from models.json
+  $py -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print(next(m for m in d['models'] if m['name']==sys.argv[2])['product_flops'][sys.argv[3]])" \
+    "$work/models/models.json" "$1" "$2"
+}
+
+peaks=$work/peaks.txt  # threads peak_gflops (or null)
+: >"$peaks"
+for threads in 1 2; do
+  peak=$("$ours" --peak-seconds 1 --threads "$threads" | $py -c 'import json,sys; print(json.load(sys.stdin)["peak_gflops"])')
+  echo "run_onnx_bench: float32 FMA peak on $threads threads: $peak GFLOP/s" >&2
+  echo "$threads $peak" >>"$peaks"
+done
+
 results=$work/results.txt
 : >"$results"
 for model in $models; do
@@ -134,7 +153,7 @@ for model in $models; do
         fi
         if ! out=$("$ours" "${common[@]}" "${dump_ours[@]}" 2>&1); then
           echo "run_onnx_bench: $label: bench_onnx failed: $out" >&2
-          echo "$model $threads $batch FAILED FAILED FAILED - - -" >>"$results"
+          echo "$model $threads $batch FAILED FAILED FAILED - - - 0" >>"$results"
           continue 2
         fi
         m_ours=$(median_of <<<"$out")
@@ -151,30 +170,35 @@ for model in $models; do
         best_ort=$($py -c "import sys; print(min(float(v) for v in sys.argv[1:] if v))" "$m_ort" "$best_ort")
       done
       echo "run_onnx_bench: $label: lockstep ${best_ours} us, onnxruntime ${best_ort} us" >&2
-      echo "$model $threads $batch $best_ours $best_ort $best_bf16 $accuracy" >>"$results"
+      echo "$model $threads $batch $best_ours $best_ort $best_bf16 $accuracy $(flops_of "$model" "$batch")" >>"$results"
     done
   done
 done
 
 echo "onnxruntime-node $ort_version, torch $($py -c 'import torch; print(torch.__version__)'), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $rounds rounds, best median per runtime"
 echo
-$py - "$results" <<'EOF'
+$py - "$results" "$peaks" <<'EOF'
 import sys
 rows = [line.split() for line in open(sys.argv[1])]
-print("| model | threads | batch | ours µs | onnxruntime µs | ratio (ours/ort) | ≤ 0.8 |")
-print("|---|---:|---:|---:|---:|---:|:---:|")
-for model, threads, batch, ours, ort, *_ in rows:
+peaks = {t: (None if p == "None" else float(p)) for t, p in (line.split() for line in open(sys.argv[2]))}
+print("| model | threads | batch | ours µs | onnxruntime µs | ratio (ours/ort) | ≤ 0.8 | ours % of peak | onnxruntime % of peak | 0.8 × onnxruntime needs |")
+print("|---|---:|---:|---:|---:|---:|:---:|---:|---:|---:|")
+for model, threads, batch, ours, ort, *rest in rows:
     if ours == "FAILED":
-        print(f"| {model} | {threads} | {batch} | import/run failed | | | no |")
+        print(f"| {model} | {threads} | {batch} | import/run failed | | | no | | | |")
         continue
     ratio = float(ours) / float(ort)
-    print(f"| {model} | {threads} | {batch} | {float(ours):.0f} | {float(ort):.0f} | {ratio:.2f} | {'yes' if ratio <= 0.8 else 'no'} |")
+    peak, flops = peaks.get(threads), float(rest[-1])
+    def share(us):  # the products' rate at this latency, as a percentage of the peak
+        return f"{100 * flops / (us * 1e3) / peak:.0f} %" if peak else "n/a"
+    print(f"| {model} | {threads} | {batch} | {float(ours):.0f} | {float(ort):.0f} | {ratio:.2f} | "
+          f"{'yes' if ratio <= 0.8 else 'no'} | {share(float(ours))} | {share(float(ort))} | {share(0.8 * float(ort))} |")
 print()
 print("bf16 matmul core (matmul_precision \"bfloat16\"):")
 print()
 print("| model | threads | batch | ours bf16 µs | bf16 / float32 | bf16 / onnxruntime | max abs diff from PyTorch, bf16 (float32) | same arg max as PyTorch |")
 print("|---|---:|---:|---:|---:|---:|---|---:|")
-for model, threads, batch, ours, ort, bf16, d16, d32, same in rows:
+for model, threads, batch, ours, ort, bf16, d16, d32, same, _ in rows:
     if ours == "FAILED":
         continue
     print(f"| {model} | {threads} | {batch} | {float(bf16):.0f} | {float(bf16) / float(ours):.2f} | "
