@@ -124,7 +124,9 @@ class ModelManager {
                                    std::optional<std::string_view> label = std::nullopt,
                                    std::string_view routing_key = {}) const;
 
-  // The current snapshot (what Resolve reads), e.g. for metadata listings.
+  // The current snapshot (what Resolve reads), e.g. for metadata listings. Keep the pointer
+  // while reading through it: in `for (x : manager.Snapshot()->models)` it is gone before the
+  // loop body runs (C++20), and a version that loads meanwhile frees the snapshot.
   std::shared_ptr<const ServingSnapshot> Snapshot() const;
 
   // The versions of `model` (or just `version`) the manager has handled and whose directory

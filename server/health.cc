@@ -7,7 +7,9 @@ namespace lockstep {
 Status ServerHealth::Ready() const {
   if (draining_.load()) return Status(StatusCode::kUnavailable, "the server is draining");
   if (!started_.load()) return Status(StatusCode::kUnavailable, "the server is starting");
-  for (const auto& [name, model] : manager_.Snapshot()->models) {
+  // Held: `for (... : manager_.Snapshot()->models)` would free it before the loop body runs.
+  const std::shared_ptr<const ServingSnapshot> snapshot = manager_.Snapshot();
+  for (const auto& [name, model] : snapshot->models) {
     if (model.versions.empty()) {
       return Status(StatusCode::kUnavailable, "model '" + name + "' has no version available");
     }

@@ -78,7 +78,10 @@ void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
     VersionStatusInfo info;
   };
   std::vector<Row> rows;
-  for (const auto& [model, unused] : manager.Snapshot()->models) {
+  // Held: `for (... : manager.Snapshot()->models)` would free it before the loop body runs,
+  // and a version loading meanwhile replaces it.
+  const std::shared_ptr<const ServingSnapshot> snapshot = manager.Snapshot();
+  for (const auto& [model, unused] : snapshot->models) {
     StatusOr<std::vector<VersionStatusInfo>> versions = manager.GetModelStatus(model);
     if (!versions.ok()) continue;
     for (VersionStatusInfo& v : *versions) rows.push_back({model, std::move(v)});
