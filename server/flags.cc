@@ -24,8 +24,8 @@ const FlagSpec kFlags[] = {
     {"rest_api_port", &ServerFlags::rest_api_port,
      "Port for the HTTP/REST API; 0 turns REST off. Must differ from --port."},
     {"rest_api_num_threads", &ServerFlags::rest_api_num_threads,
-     "Threads that serve REST connections and run their requests (0: 4 x CPUs; with --enable_batching, at least "
-     "max_batch_size / 2, up to 256, since a request waiting for its batch holds its thread)."},
+     "Threads that serve REST connections and run their requests (0: 4 x CPUs). A request waiting for its batch "
+     "holds none."},
     {"rest_api_timeout_in_ms", &ServerFlags::rest_api_timeout_in_ms,
      "Timeout for reading a REST request and writing its response, and for an idle keep-alive connection."},
     {"rest_api_enable_cors_support", &ServerFlags::rest_api_enable_cors_support,
@@ -34,7 +34,7 @@ const FlagSpec kFlags[] = {
      "Largest REST request body accepted; larger ones get HTTP 413.", true},
     {"rest_api_max_connections", &ServerFlags::rest_api_max_connections,
      "Lockstep's: open REST connections at most; one more is closed as soon as it is accepted (0: no cap)."},
-    {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Most threads serving gRPC calls (0: no cap). A call that finds them all busy is refused with RESOURCE_EXHAUSTED."},
+    {"grpc_max_threads", &ServerFlags::grpc_max_threads, "Accepted for TF Serving's command lines; caps nothing: gRPC calls hold no thread here (see server/README.md)."},
     {"grpc_socket_path", &ServerFlags::grpc_socket_path,
      "Also serve the gRPC API on this Unix socket (relative or absolute path), with the same credentials as "
      "--port. Admin calls over it count as local."},

@@ -21,7 +21,7 @@ struct ServerFlags {
   bool rest_api_enable_cors_support = false;
   int64_t rest_api_max_request_bytes = int64_t{64} << 20;  // Lockstep's: 413 beyond it
   int64_t rest_api_max_connections = 4096;                 // Lockstep's: more are closed at once
-  int grpc_max_threads = 0;      // 0: no cap (upstream: 4 x CPUs; see model_server.cc)
+  int grpc_max_threads = 0;      // accepted, caps nothing: calls hold no thread (see model_server.cc)
   std::string grpc_socket_path;     // also serve gRPC on this Unix socket; empty: TCP only
   std::string grpc_channel_arguments;  // "key=value,..." for gRPC's server (see ParseGrpcChannelArguments)
   std::string model_name = "default";

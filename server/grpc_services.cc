@@ -23,9 +23,8 @@ grpc::Status ToGrpcStatus(const Status& status) {
 namespace {
 
 // The gRPC deadline bounds the request as TF Serving's RunOptions timeout does: a request
-// whose deadline has passed is not run. (ServerContext::IsCancelled is not asked: on the
-// synchronous server it polls the call's completion queue, which cost 25 us a request.)
-Status CheckStillWanted(const grpc::ServerContext& context) {
+// whose deadline has passed is not run.
+Status CheckStillWanted(const grpc::ServerContextBase& context) {
   if (context.deadline() < std::chrono::system_clock::now()) {
     return Status(StatusCode::kDeadlineExceeded, "the request's deadline passed before it could run");
   }
@@ -34,25 +33,25 @@ Status CheckStillWanted(const grpc::ServerContext& context) {
 
 // The call's deadline on the steady clock, which the batch queues use (gRPC's is on the system
 // clock); none (max) when the client set none.
-std::chrono::steady_clock::time_point SteadyDeadline(const grpc::ServerContext& context) {
+std::chrono::steady_clock::time_point SteadyDeadline(const grpc::ServerContextBase& context) {
   const auto left = context.deadline() - std::chrono::system_clock::now();
   if (left > std::chrono::hours(24 * 365)) return std::chrono::steady_clock::time_point::max();
   return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
 }
 
 // The value of the client's metadata `key` (a view into the call's metadata), or empty.
-std::string_view ClientMetadata(const grpc::ServerContext& context, const char* key) {
+std::string_view ClientMetadata(const grpc::ServerContextBase& context, const char* key) {
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find(key);
   return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
 }
 
 // The key that keeps a client on one arm of a traffic split.
-std::string_view RoutingKey(const grpc::ServerContext& context) { return ClientMetadata(context, "x-routing-key"); }
+std::string_view RoutingKey(const grpc::ServerContextBase& context) { return ClientMetadata(context, "x-routing-key"); }
 
 // A failed call gets a request id (the client's x-request-id metadata, else a new one) in its
 // trailing metadata and in the log line about it; 5xx-like failures are warnings.
-grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const Status& status) {
+grpc::Status Finish(grpc::ServerContextBase* context, std::string_view method, const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   std::string id(ClientMetadata(*context, "x-request-id"));
   if (!IsUsableRequestId(id)) id = NewRequestId();
@@ -64,53 +63,35 @@ grpc::Status Finish(grpc::ServerContext* context, std::string_view method, const
   return ToGrpcStatus(status);
 }
 
-Status DoPredict(const ModelManager& manager, const grpc::ServerContext& context, const tfs::PredictRequest& request,
-                 tfs::PredictResponse* response, RequestRecord* record, ShadowRunner& shadow,
-                 BatchScheduler* batching) {
-  LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request.model_spec()));
-  spec.routing_key = RoutingKey(context);
-  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
-  record->servable = servable;
-  const Session& session = servable->session();
-  LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
-  record->signature = signature->name;
-
+// The inputs `request` gives `signature`, in the signature's order, into `inputs`.
+Status DecodePredictInputs(const tfs::PredictRequest& request, const Signature& signature,
+                           std::vector<NamedTensor>* inputs) {
   // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
   // few wire bytes can stand for many elements) cannot add up past the cap.
   int64_t budget = kMaxRequestTensorBytes;
-  std::vector<NamedTensor> inputs;
-  inputs.reserve(request.inputs_size());
-  for (const TensorBinding& binding : signature->inputs) {
+  inputs->clear();
+  for (const TensorBinding& binding : signature.inputs) {
     const auto it = request.inputs().find(binding.key);
     if (it == request.inputs().end()) {
-      return InvalidArgument("input '" + binding.key + "' of signature '" + signature->name + "' is missing");
+      return InvalidArgument("input '" + binding.key + "' of signature '" + signature.name + "' is missing");
     }
     StatusOr<Tensor> tensor = TensorFromProto(it->second, budget);
     if (!tensor.ok()) return tensor.status().WithPrefix("input '" + binding.key + "'");
     budget -= static_cast<int64_t>(tensor->byte_size());
-    inputs.push_back({binding.key, std::move(tensor).value()});
+    inputs->push_back({binding.key, std::move(tensor).value()});
   }
-  if (inputs.size() != static_cast<size_t>(request.inputs_size())) {
+  if (inputs->size() != static_cast<size_t>(request.inputs_size())) {
     for (const auto& [key, value] : request.inputs()) {
       bool known = false;
-      for (const TensorBinding& b : signature->inputs) known = known || b.key == key;
-      if (!known) return InvalidArgument("input '" + key + "' is not an input of signature '" + signature->name + "'");
+      for (const TensorBinding& b : signature.inputs) known = known || b.key == key;
+      if (!known) return InvalidArgument("input '" + key + "' is not an input of signature '" + signature.name + "'");
     }
   }
-  LS_RETURN_IF_ERROR(CheckStillWanted(context));
-  const std::vector<std::string> filter(request.output_filter().begin(), request.output_filter().end());
-  std::vector<NamedTensor> outputs;
-  const GraphRunner runner{servable, record, batching, SteadyDeadline(context)};
-  LS_RETURN_IF_ERROR(RunPredict(runner, *signature, inputs, filter, &outputs));
-  shadow.MaybeShadow(manager, *servable, *signature, inputs, outputs);
-  auto& out = *response->mutable_outputs();
-  for (const NamedTensor& output : outputs) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
-  FillServedSpec(*servable, spec.signature_name, response->mutable_model_spec());
   return Status::Ok();
 }
 
 template <typename Result>
-Status DoExamples(const ModelManager& manager, const grpc::ServerContext& context, const tfs::ModelSpec& model_spec,
+Status DoExamples(const ModelManager& manager, const grpc::ServerContextBase& context, const tfs::ModelSpec& model_spec,
                   const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec, RequestRecord* record,
                   BatchScheduler* batching) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(model_spec));
@@ -133,7 +114,7 @@ Status DoExamples(const ModelManager& manager, const grpc::ServerContext& contex
 
 // MultiInference as TF Serving defines it: classify and regress tasks over one input, all on
 // one model (and version), each on its own signature.
-Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& context,
+Status DoMultiInference(const ModelManager& manager, const grpc::ServerContextBase& context,
                         const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response,
                         RequestRecord* record, BatchScheduler* batching) {
   if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
@@ -173,9 +154,125 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContext& 
 
 }  // namespace
 
+// One Predict call, from its decoding to its answer. It is the call's batch task, so a call
+// that waits for a batch needs nothing else, and it is pooled: a steady load reuses the calls
+// and the capacity of their vectors.
+class PredictionServiceImpl::PredictCall final : public BatchTask {
+ public:
+  explicit PredictCall(PredictionServiceImpl& service) : service_(service) {}
+
+  // Serves the call; it is answered before this returns, or later by the batch thread.
+  void Start(std::unique_ptr<PredictCall> self, grpc::CallbackServerContext* context,
+             grpc::ServerUnaryReactor* reactor, const tfs::PredictRequest* request,
+             tfs::PredictResponse* response) {
+    self_ = std::move(self);
+    context_ = context;
+    reactor_ = reactor;
+    request_ = request;
+    response_ = response;
+    start_ = std::chrono::steady_clock::now();
+    record_ = RequestRecord{};
+    record_.protocol = "grpc";
+    record_.api = "predict";
+    const Status started = service_.health_.draining()
+                               ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere")
+                               : Guarded([&] { return StartRun(); });
+    if (!started.ok()) Answer(started);
+  }
+
+ private:
+  // Decodes and starts the run; an error is the call's answer. Once the run has started, the
+  // call is its batch task's: it may be answered (and reused) before this returns.
+  Status StartRun() {
+    LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request_->model_spec()));
+    spec.routing_key = RoutingKey(*context_);
+    LS_ASSIGN_OR_RETURN(record_.servable, ResolveServable(service_.manager_, spec));
+    const Session& session = record_.servable->session();
+    LS_ASSIGN_OR_RETURN(signature_, FindServingSignature(session, spec.signature_name));
+    record_.signature = signature_->name;
+    LS_RETURN_IF_ERROR(DecodePredictInputs(*request_, *signature_, &inputs_));
+    LS_RETURN_IF_ERROR(CheckStillWanted(*context_));
+    filter_.assign(request_->output_filter().begin(), request_->output_filter().end());
+    LS_RETURN_IF_ERROR(CheckOutputFilter(*signature_, filter_));
+    const GraphRunner runner{record_.servable, &record_, service_.batching_, SteadyDeadline(*context_)};
+    runner.Start(*signature_, inputs_, &outputs_, this);
+    return Status::Ok();
+  }
+
+  void OnBatchDone(Status status) override {
+    record_.queue_seconds += timing().queue_seconds;
+    record_.compute_seconds += timing().compute_seconds;
+    if (status.ok()) status = Guarded([&] { return WriteResponse(); });
+    Answer(status);
+  }
+
+  Status WriteResponse() {
+    ApplyOutputFilter(filter_, &outputs_);
+    service_.shadow_.MaybeShadow(service_.manager_, *record_.servable, *signature_, inputs_, outputs_);
+    auto& out = *response_->mutable_outputs();
+    for (const NamedTensor& output : outputs_) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
+    FillServedSpec(*record_.servable, request_->model_spec().signature_name(), response_->mutable_model_spec());
+    return Status::Ok();
+  }
+
+  // Records the call, answers it and goes back to the pool: the last thing the call does.
+  void Answer(const Status& status) {
+    service_.metrics_.Record(record_, status.code(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    grpc::ServerUnaryReactor* reactor = reactor_;
+    const grpc::Status finished = Finish(context_, "Predict", status);
+    PredictionServiceImpl& service = service_;
+    // Let go of the tensors and the version before the call can be reused.
+    inputs_.clear();
+    outputs_.clear();
+    record_ = RequestRecord{};
+    signature_ = nullptr;
+    service.ReleaseCall(std::move(self_));
+    reactor->Finish(finished);
+    service.in_flight_.fetch_sub(1);
+  }
+
+  PredictionServiceImpl& service_;
+  std::unique_ptr<PredictCall> self_;  // owns this call while it is in flight
+  grpc::CallbackServerContext* context_ = nullptr;
+  grpc::ServerUnaryReactor* reactor_ = nullptr;  // the context's default reactor (made once)
+  const tfs::PredictRequest* request_ = nullptr;
+  tfs::PredictResponse* response_ = nullptr;
+  std::chrono::steady_clock::time_point start_;
+  RequestRecord record_;
+  const Signature* signature_ = nullptr;
+  std::vector<NamedTensor> inputs_;
+  std::vector<NamedTensor> outputs_;
+  std::vector<std::string> filter_;
+};
+
+PredictionServiceImpl::PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics,
+                                             const ServerHealth& health, ShadowRunner& shadow,
+                                             BatchScheduler* batching)
+    : manager_(manager), metrics_(metrics), health_(health), shadow_(shadow), batching_(batching) {}
+
+PredictionServiceImpl::~PredictionServiceImpl() = default;
+
+std::unique_ptr<PredictionServiceImpl::PredictCall> PredictionServiceImpl::AcquireCall() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      std::unique_ptr<PredictCall> call = std::move(pool_.back());
+      pool_.pop_back();
+      return call;
+    }
+  }
+  return std::make_unique<PredictCall>(*this);
+}
+
+void PredictionServiceImpl::ReleaseCall(std::unique_ptr<PredictCall> call) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(std::move(call));
+}
+
 template <typename Fn>
-grpc::Status PredictionServiceImpl::RunCall(grpc::ServerContext* context, std::string_view method,
-                                            std::string_view api, Fn&& serve) {
+grpc::ServerUnaryReactor* PredictionServiceImpl::RunCall(grpc::CallbackServerContext* context,
+                                                         std::string_view method, std::string_view api, Fn&& serve) {
   // Counted before the drain check, so that a drain that sees none in flight knows every later
   // call will see it draining.
   in_flight_.fetch_add(1);
@@ -187,63 +284,79 @@ grpc::Status PredictionServiceImpl::RunCall(grpc::ServerContext* context, std::s
       health_.draining() ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere") : serve(&record);
   metrics_.Record(record, status.code(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  grpc::Status finished = Finish(context, method, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(Finish(context, method, status));
   in_flight_.fetch_sub(1);
-  return finished;
+  return reactor;
 }
 
-grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
-                                            tfs::PredictResponse* response) {
-  return RunCall(context, "Predict", "predict",
-                [&](RequestRecord* record) { return DoPredict(manager_, *context, *request, response, record, shadow_, batching_); });
+grpc::ServerUnaryReactor* PredictionServiceImpl::Predict(grpc::CallbackServerContext* context,
+                                                         const tfs::PredictRequest* request,
+                                                         tfs::PredictResponse* response) {
+  in_flight_.fetch_add(1);  // before the drain check, as in RunCall
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::unique_ptr<PredictCall> call = AcquireCall();
+  PredictCall& started = *call;
+  started.Start(std::move(call), context, reactor, request, response);
+  return reactor;
 }
 
-grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
-                                             tfs::ClassificationResponse* response) {
+grpc::ServerUnaryReactor* PredictionServiceImpl::Classify(grpc::CallbackServerContext* context,
+                                                          const tfs::ClassificationRequest* request,
+                                                          tfs::ClassificationResponse* response) {
   return RunCall(context, "Classify", "classify", [&](RequestRecord* record) {
     return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
                       response->mutable_model_spec(), record, batching_);
   });
 }
 
-grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext* context, const tfs::RegressionRequest* request,
-                                            tfs::RegressionResponse* response) {
+grpc::ServerUnaryReactor* PredictionServiceImpl::Regress(grpc::CallbackServerContext* context,
+                                                         const tfs::RegressionRequest* request,
+                                                         tfs::RegressionResponse* response) {
   return RunCall(context, "Regress", "regress", [&](RequestRecord* record) {
     return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
                       response->mutable_model_spec(), record, batching_);
   });
 }
 
-grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext* context,
-                                                   const tfs::MultiInferenceRequest* request,
-                                                   tfs::MultiInferenceResponse* response) {
+grpc::ServerUnaryReactor* PredictionServiceImpl::MultiInference(grpc::CallbackServerContext* context,
+                                                                const tfs::MultiInferenceRequest* request,
+                                                                tfs::MultiInferenceResponse* response) {
   return RunCall(context, "MultiInference", "multi_inference", [&](RequestRecord* record) {
     return DoMultiInference(manager_, *context, *request, response, record, batching_);
   });
 }
 
-grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext* context, const tfs::GetModelMetadataRequest* request,
-                                                     tfs::GetModelMetadataResponse* response) {
+grpc::ServerUnaryReactor* PredictionServiceImpl::GetModelMetadata(grpc::CallbackServerContext* context,
+                                                                  const tfs::GetModelMetadataRequest* request,
+                                                                  tfs::GetModelMetadataResponse* response) {
   StatusOr<tfs::GetModelMetadataResponse> metadata = lockstep::GetModelMetadata(manager_, *request);
   if (metadata.ok()) *response = std::move(metadata).value();
-  return Finish(context, "GetModelMetadata", metadata.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(Finish(context, "GetModelMetadata", metadata.status()));
+  return reactor;
 }
 
-grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext* context, const tfs::GetModelStatusRequest* request,
-                                              tfs::GetModelStatusResponse* response) {
+grpc::ServerUnaryReactor* ModelServiceImpl::GetModelStatus(grpc::CallbackServerContext* context,
+                                                           const tfs::GetModelStatusRequest* request,
+                                                           tfs::GetModelStatusResponse* response) {
   StatusOr<tfs::GetModelStatusResponse> status = lockstep::GetModelStatus(manager_, *request);
   if (status.ok()) *response = std::move(status).value();
-  return Finish(context, "GetModelStatus", status.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(Finish(context, "GetModelStatus", status.status()));
+  return reactor;
 }
 
-grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext* context,
-                                                         const tfs::ReloadConfigRequest* request,
-                                                         tfs::ReloadConfigResponse* response) {
+grpc::ServerUnaryReactor* ModelServiceImpl::HandleReloadConfigRequest(grpc::CallbackServerContext* context,
+                                                                      const tfs::ReloadConfigRequest* request,
+                                                                      tfs::ReloadConfigResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::string_view authorization = ClientMetadata(*context, "authorization");
   if (Status allowed = admin_.Check("HandleReloadConfigRequest", context->peer(), authorization); !allowed.ok()) {
     spdlog::warn("event=admin_refused method=HandleReloadConfigRequest peer={} error=\"{}\"", context->peer(),
                  allowed.message());
-    return Finish(context, "HandleReloadConfigRequest", allowed);
+    reactor->Finish(Finish(context, "HandleReloadConfigRequest", allowed));
+    return reactor;
   }
   const Status status = reload_(request->config());
   StatusToProto(status, response->mutable_status());
@@ -251,7 +364,8 @@ grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext* co
     // An operator's action: worth a warning whatever its code.
     spdlog::warn("event=reload_config_refused error=\"{}\"", status.message());
   }
-  return Finish(context, "HandleReloadConfigRequest", status);
+  reactor->Finish(Finish(context, "HandleReloadConfigRequest", status));
+  return reactor;
 }
 
 }  // namespace lockstep

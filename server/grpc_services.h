@@ -2,11 +2,18 @@
 // Classify, Regress, MultiInference, GetModelMetadata) and ModelService (GetModelStatus,
 // HandleReloadConfigRequest). Errors are gRPC status codes with the same messages as REST
 // (both go through server/inference.h and server/model_info.h).
+//
+// Both are on gRPC's callback API: a call holds no thread of its own. A call is served on the
+// gRPC thread that received it, and a Predict that waits for a batch gives that thread back:
+// the batch thread that runs its batch writes its answer.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
@@ -22,7 +29,7 @@ namespace lockstep {
 
 grpc::Status ToGrpcStatus(const Status& status);
 
-class PredictionServiceImpl final : public tensorflow::serving::PredictionService::Service {
+class PredictionServiceImpl final : public tensorflow::serving::PredictionService::CallbackService {
  public:
   // Inference calls are recorded in `metrics`. Once `health` is draining, new calls are
   // answered UNAVAILABLE at once (a client may retry them elsewhere), and in_flight() tells the
@@ -30,27 +37,38 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   // `shadow` gets the predicts a shadow should see. With `batching` (null: off), inference
   // runs in batches.
   PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,
-                        ShadowRunner& shadow, BatchScheduler* batching)
-      : manager_(manager), metrics_(metrics), health_(health), shadow_(shadow), batching_(batching) {}
+                        ShadowRunner& shadow, BatchScheduler* batching);
+  ~PredictionServiceImpl() override;
 
   int in_flight() const { return in_flight_.load(); }
 
-  grpc::Status Predict(grpc::ServerContext* context, const tensorflow::serving::PredictRequest* request,
-                       tensorflow::serving::PredictResponse* response) override;
-  grpc::Status Classify(grpc::ServerContext* context, const tensorflow::serving::ClassificationRequest* request,
-                        tensorflow::serving::ClassificationResponse* response) override;
-  grpc::Status Regress(grpc::ServerContext* context, const tensorflow::serving::RegressionRequest* request,
-                       tensorflow::serving::RegressionResponse* response) override;
-  grpc::Status MultiInference(grpc::ServerContext* context, const tensorflow::serving::MultiInferenceRequest* request,
-                              tensorflow::serving::MultiInferenceResponse* response) override;
-  grpc::Status GetModelMetadata(grpc::ServerContext* context,
-                                const tensorflow::serving::GetModelMetadataRequest* request,
-                                tensorflow::serving::GetModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
+                                    const tensorflow::serving::PredictRequest* request,
+                                    tensorflow::serving::PredictResponse* response) override;
+  grpc::ServerUnaryReactor* Classify(grpc::CallbackServerContext* context,
+                                     const tensorflow::serving::ClassificationRequest* request,
+                                     tensorflow::serving::ClassificationResponse* response) override;
+  grpc::ServerUnaryReactor* Regress(grpc::CallbackServerContext* context,
+                                    const tensorflow::serving::RegressionRequest* request,
+                                    tensorflow::serving::RegressionResponse* response) override;
+  grpc::ServerUnaryReactor* MultiInference(grpc::CallbackServerContext* context,
+                                           const tensorflow::serving::MultiInferenceRequest* request,
+                                           tensorflow::serving::MultiInferenceResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelMetadata(grpc::CallbackServerContext* context,
+                                             const tensorflow::serving::GetModelMetadataRequest* request,
+                                             tensorflow::serving::GetModelMetadataResponse* response) override;
 
  private:
-  // Runs one call: counted in flight, refused while draining, recorded in the metrics.
+  class PredictCall;
+
+  // Runs one call to its end on this thread: counted in flight, refused while draining,
+  // recorded in the metrics.
   template <typename Fn>
-  grpc::Status RunCall(grpc::ServerContext* context, std::string_view method, std::string_view api, Fn&& serve);
+  grpc::ServerUnaryReactor* RunCall(grpc::CallbackServerContext* context, std::string_view method,
+                                    std::string_view api, Fn&& serve);
+  // A Predict call's state, from the pool (or new); back into the pool once answered.
+  std::unique_ptr<PredictCall> AcquireCall();
+  void ReleaseCall(std::unique_ptr<PredictCall> call);
 
   const ModelManager& manager_;
   ServingMetrics& metrics_;
@@ -58,23 +76,28 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   ShadowRunner& shadow_;
   BatchScheduler* const batching_;
   std::atomic<int> in_flight_{0};
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<PredictCall>> pool_;
 };
 
 // Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.
 using ReloadConfigFn = std::function<Status(const tensorflow::serving::ModelServerConfig&)>;
 
-class ModelServiceImpl final : public tensorflow::serving::ModelService::Service {
+class ModelServiceImpl final : public tensorflow::serving::ModelService::CallbackService {
  public:
   ModelServiceImpl(const ModelManager& manager, ReloadConfigFn reload)
       : manager_(manager), reload_(std::move(reload)) {}
   // Who may reload the config (default: loopback peers only). Before the server starts.
   void set_admin_access(AdminAccess access) { admin_ = std::move(access); }
 
-  grpc::Status GetModelStatus(grpc::ServerContext* context, const tensorflow::serving::GetModelStatusRequest* request,
-                              tensorflow::serving::GetModelStatusResponse* response) override;
-  grpc::Status HandleReloadConfigRequest(grpc::ServerContext* context,
-                                         const tensorflow::serving::ReloadConfigRequest* request,
-                                         tensorflow::serving::ReloadConfigResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelStatus(grpc::CallbackServerContext* context,
+                                           const tensorflow::serving::GetModelStatusRequest* request,
+                                           tensorflow::serving::GetModelStatusResponse* response) override;
+  // Runs the reload on the gRPC thread that received it, for as long as the loads take: a
+  // rare operator's call, while the other calls go on on gRPC's other threads.
+  grpc::ServerUnaryReactor* HandleReloadConfigRequest(grpc::CallbackServerContext* context,
+                                                      const tensorflow::serving::ReloadConfigRequest* request,
+                                                      tensorflow::serving::ReloadConfigResponse* response) override;
 
  private:
   const ModelManager& manager_;

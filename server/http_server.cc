@@ -298,33 +298,52 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     // The client's id is echoed; a failed request without one gets a fresh id (it is in the
     // log line about it). A successful one needs none, and making one costs a tenth of a
     // small request's time.
-    request_id_.clear();
-    if (IsUsableRequestId(client_id)) request_id_.assign(client_id);
-
-    rest_.body.swap(body_);  // reuse the last response's buffer
+    call_.request_id.clear();
+    if (IsUsableRequestId(client_id)) call_.request_id.assign(client_id);
+    call_.response.body.swap(body_);  // reuse the last response's buffer
     if (request.method() == http::verb::options && server_.options.enable_cors) {
       // A browser's CORS preflight: the headers below are the answer.
-      rest_.http_status = 204;
-      rest_.model_version = -1;
-      rest_.body.clear();
-    } else {
-      // A request not run within the REST timeout would find its connection gone.
-      server_.api.Handle({View(request.method_string()), View(request.target()), request.body(),
-                          View(request[kRoutingKeyHeader]), std::chrono::steady_clock::now() + server_.options.timeout},
-                         &request_id_, &rest_);
+      call_.response.http_status = 204;
+      call_.response.model_version = -1;
+      call_.response.body.clear();
+      return Respond();
     }
+    // The request may be answered on this thread, before Start returns, or on a batch thread;
+    // whichever of the two comes second responds. Meanwhile the call holds the connection.
+    waiting_ = this->shared_from_this();
+    answer_.store(kStarting, std::memory_order_relaxed);
+    // A request not run within the REST timeout would find its connection gone.
+    server_.api.Start({View(request.method_string()), View(request.target()), request.body(),
+                       View(request[kRoutingKeyHeader]), std::chrono::steady_clock::now() + server_.options.timeout},
+                      &call_);
+    if (answer_.exchange(kStarted, std::memory_order_acq_rel) == kAnswered) {
+      waiting_.reset();  // the handler running this holds the connection too
+      Respond();
+    }
+  }
 
+  // RestCall::OnAnswered.
+  void OnAnswered() {
+    if (answer_.exchange(kAnswered, std::memory_order_acq_rel) != kStarted) return;  // Handle responds
+    // Answered on a batch thread: the response is written on the connection's own strand.
+    net::post(stream_.get_executor(), [self = std::move(waiting_)] { self->Respond(); });
+  }
+
+  void Respond() {
+    const auto& request = parser_->get();
+    const RestResponse& rest = call_.response;
     response_.clear();
-    response_.result(rest_.http_status);
+    response_.result(rest.http_status);
     response_.version(request.version());
     const bool keep_alive = request.keep_alive() && !server_.draining.load(std::memory_order_relaxed);
     response_.keep_alive(keep_alive);
-    if (rest_.http_status != 204) response_.set(http::field::content_type,
-                                                boost::beast::string_view(rest_.content_type.data(), rest_.content_type.size()));
-    if (!request_id_.empty()) response_.set("X-Request-Id", request_id_);
-    if (rest_.model_version >= 0) response_.set("X-Model-Version", std::to_string(rest_.model_version));
+    if (rest.http_status != 204) {
+      response_.set(http::field::content_type, beast::string_view(rest.content_type.data(), rest.content_type.size()));
+    }
+    if (!call_.request_id.empty()) response_.set("X-Request-Id", call_.request_id);
+    if (rest.model_version >= 0) response_.set("X-Model-Version", std::to_string(rest.model_version));
     SetCors();
-    response_.body().swap(rest_.body);
+    response_.body().swap(call_.response.body);
     response_.prepare_payload();
     Write(!keep_alive);
   }
@@ -398,9 +417,21 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> continue_;
   http::response<http::string_body> response_;
-  RestResponse rest_;
   std::string body_;  // kept between requests so a keep-alive connection reuses its capacity
-  std::string request_id_;
+
+  // The connection's one request in flight.
+  class Call final : public RestCall {
+   public:
+    explicit Call(Connection& connection) : connection_(connection) {}
+
+   private:
+    void OnAnswered() override { connection_.OnAnswered(); }
+    Connection& connection_;
+  };
+  Call call_{*this};
+  enum AnswerPhase { kStarting, kStarted, kAnswered };
+  std::atomic<int> answer_{kStarting};
+  std::shared_ptr<Connection> waiting_;  // the connection, while its request is out
 };
 
 }  // namespace

@@ -55,9 +55,16 @@ Status GraphRunner::Run(const Signature& signature, std::span<const NamedTensor>
   return status;
 }
 
-Status RunPredict(const GraphRunner& runner, const Signature& signature, std::span<const NamedTensor> inputs,
-                  std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs) {
-  // Check the filter before running, so that a typo costs nothing.
+void GraphRunner::Start(const Signature& signature, std::span<const NamedTensor> inputs,
+                        std::vector<NamedTensor>* outputs, BatchTask* task) const {
+  if (batching != nullptr) {
+    batching->Submit(servable, signature, inputs, outputs, deadline, task);
+  } else {
+    BatchScheduler::RunNow(servable->session(), signature, inputs, outputs, task);
+  }
+}
+
+Status CheckOutputFilter(const Signature& signature, std::span<const std::string> output_filter) {
   for (size_t i = 0; i < output_filter.size(); ++i) {
     const std::string& key = output_filter[i];
     const bool known = std::any_of(signature.outputs.begin(), signature.outputs.end(),
@@ -72,14 +79,25 @@ Status RunPredict(const GraphRunner& runner, const Signature& signature, std::sp
       return InvalidArgument("duplicate output tensor alias in output_filter: " + key);
     }
   }
-  LS_RETURN_IF_ERROR(runner.Run(signature, inputs, outputs));
-  if (output_filter.empty()) return Status::Ok();
+  return Status::Ok();
+}
+
+void ApplyOutputFilter(std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs) {
+  if (output_filter.empty()) return;
   std::vector<NamedTensor> all = std::move(*outputs);
   outputs->clear();
   for (const std::string& key : output_filter) {
     auto it = std::find_if(all.begin(), all.end(), [&](const NamedTensor& t) { return t.name == key; });
     outputs->push_back(std::move(*it));
   }
+}
+
+Status RunPredict(const GraphRunner& runner, const Signature& signature, std::span<const NamedTensor> inputs,
+                  std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs) {
+  // Checked before running, so that a typo costs nothing.
+  LS_RETURN_IF_ERROR(CheckOutputFilter(signature, output_filter));
+  LS_RETURN_IF_ERROR(runner.Run(signature, inputs, outputs));
+  ApplyOutputFilter(output_filter, outputs);
   return Status::Ok();
 }
 

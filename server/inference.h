@@ -18,6 +18,8 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
+#include <new>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -62,26 +64,50 @@ StatusOr<ServableHandle> ResolveServable(const ModelManager& manager, const Serv
 // words it: "Serving signature name: \"x\" not found in signature def".
 StatusOr<const Signature*> FindServingSignature(const Session& session, std::string_view name);
 
+// Runs `fn` (returning Status), turning an exception out of a library (an allocation, a
+// parser) into this request's error: no request may end the server.
+template <typename Fn>
+Status Guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory while handling the request");
+  } catch (const std::exception& e) {
+    return Internal(std::string("unexpected error while handling the request: ") + e.what());
+  }
+}
+
 // Fills a ModelSpec naming what served a request: model, version, signature name.
 void FillServedSpec(const LoadedVersion& servable, std::string_view signature_name,
                     tensorflow::serving::ModelSpec* spec);
 
 // How a request runs its signature's graph: on the servable's session at once, or, with
 // `batching`, merged with other requests into a batch (batch_scheduler.h), which a request
-// whose `deadline` passes while it queues never joins. Either way the run's queue and compute
-// times go into `record`.
+// whose `deadline` passes while it queues never joins.
 struct GraphRunner {
   const ServableHandle& servable;
   RequestRecord* record;
   BatchScheduler* batching = nullptr;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
+  // Runs and waits; the run's queue and compute times go into `record`.
   Status Run(const Signature& signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs) const;
+  // Runs without waiting: `task` gets the result (and the times, which its owner records) on
+  // the calling thread before Start returns when nothing batches, else on the batch thread.
+  // `inputs`, `outputs` and `task` must live until then.
+  void Start(const Signature& signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
+             BatchTask* task) const;
 };
 
-// Runs `signature` on `inputs`. With a non-empty `output_filter` (gRPC's), only those output
-// keys are returned, in the filter's order; an unknown or repeated key is InvalidArgument.
+// gRPC's output_filter, checked before anything runs: an unknown or repeated key is
+// InvalidArgument, as TF Serving words it.
+Status CheckOutputFilter(const Signature& signature, std::span<const std::string> output_filter);
+// Keeps only the outputs `output_filter` names (checked), in its order; all when it is empty.
+void ApplyOutputFilter(std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs);
+
+// Runs `signature` on `inputs` and waits. With a non-empty `output_filter` (gRPC's), only those
+// output keys are returned, in the filter's order.
 Status RunPredict(const GraphRunner& runner, const Signature& signature, std::span<const NamedTensor> inputs,
                   std::span<const std::string> output_filter, std::vector<NamedTensor>* outputs);
 

@@ -21,17 +21,11 @@ namespace {
 // their labels. Loads that take longer leave the labels refused (and say so).
 constexpr auto kFirstLoadWait = std::chrono::minutes(5);
 
-// REST threads when --rest_api_num_threads is 0: 4 per CPU, as upstream. A REST thread waits
-// while its request is in a batch queue, so with batching there are at least half a batch's
-// worth (at most 256): enough to fill batches, while more only add context switches (measured
-// in bench/serving/run_batching_bench.sh: on 2 CPUs with batches of 64, 32 threads gave the
-// most requests/s at the lowest p99; 128 lost a third of the throughput to switching).
-int DefaultRestThreads(const std::optional<ServerBatching>& batching) {
+// REST threads when --rest_api_num_threads is 0: 4 per CPU, as upstream. A request waiting in
+// a batch queue holds none, so batching needs no more.
+int DefaultRestThreads() {
   const unsigned cpus = std::thread::hardware_concurrency();
-  const int per_cpu = 4 * static_cast<int>(cpus == 0 ? 1 : cpus);
-  if (!batching) return per_cpu;
-  const int64_t half_batch = std::min<int64_t>(batching->defaults.max_batch_size / 2, 256);
-  return std::max(per_cpu, static_cast<int>(half_batch));
+  return 4 * static_cast<int>(cpus == 0 ? 1 : cpus);
 }
 
 ModelManager::Options ManagerOptions(const ServerFlags& flags) {
@@ -159,14 +153,8 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     spdlog::info("event=grpc_channel_argument key={} value={}", argument.key,
                  std::visit([](const auto& value) { return fmt::format("{}", value); }, argument.value));
   }
-  // gRPC's synchronous server answers RESOURCE_EXHAUSTED to a call that finds all its
-  // threads busy rather than queueing it, so a cap is set only when asked for: by default the
-  // server grows threads with the calls in flight.
-  if (flags.grpc_max_threads > 0) {
-    grpc::ResourceQuota quota("model-server");
-    quota.SetMaxThreads(flags.grpc_max_threads);
-    builder.SetResourceQuota(quota);
-  }
+  // --grpc_max_threads caps nothing here: the services are on gRPC's callback API, where a call
+  // holds no thread (the synchronous server's cap refused calls beyond it).
   builder.RegisterService(&server->prediction_service_);
   builder.RegisterService(&server->model_service_);
   // gRPC's standard health service (grpc.health.v1.Health), for Kubernetes' gRPC probes.
@@ -184,7 +172,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
     HttpServerOptions http;
     http.port = flags.rest_api_port;
     http.num_threads =
-        flags.rest_api_num_threads > 0 ? flags.rest_api_num_threads : DefaultRestThreads(server->server_batching_);
+        flags.rest_api_num_threads > 0 ? flags.rest_api_num_threads : DefaultRestThreads();
     http.timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
     http.max_body_bytes = static_cast<size_t>(flags.rest_api_max_request_bytes);
     http.enable_cors = flags.rest_api_enable_cors_support;

@@ -133,8 +133,12 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
   return parsed;
 }
 
-void RestApi::Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const {
+void RestApi::Start(const RestRequest& request, RestCall* call) const {
   const std::string_view method = request.method, target = request.target;
+  call->api_ = this;
+  call->method_ = method;
+  call->target_ = target;
+  RestResponse* response = &call->response;
   response->model_version = -1;
   response->content_type = "application/json";
   const std::string_view path = target.substr(0, target.find('?'));
@@ -142,41 +146,65 @@ void RestApi::Handle(const RestRequest& request, std::string* request_id, RestRe
     response->http_status = 200;
     response->body = metrics_.Render();
     response->content_type = metrics::kExpositionContentType;
+    call->OnAnswered();
     return;
   }
-  const auto start = std::chrono::steady_clock::now();
-  RequestRecord record;
-  record.protocol = "rest";
+  call->start_ = std::chrono::steady_clock::now();
+  call->record_ = RequestRecord{};
+  call->record_.protocol = "rest";
   // A probe that finds the server not ready is routine, not a server error worth a warning.
   const bool probe = method == "GET" && path.rfind("/v2/", 0) == 0;
-  Status status;
-  // No request may end the server: an exception out of a library (an allocation, a parser)
-  // fails this request alone. (gRPC's handlers get the same from gRPC itself.)
-  try {
-    status = probe ? Health(path, response) : Dispatch(request, &record, response);
-  } catch (const std::bad_alloc&) {
-    status = ResourceExhausted("out of memory while handling the request");
-  } catch (const std::exception& e) {
-    status = Internal(std::string("unexpected error while handling the request: ") + e.what());
+  bool pending = false;
+  const Status status =
+      Guarded([&] { return probe ? Health(path, response) : Dispatch(request, call, &pending); });
+  // A pending call may be answered already, on a batch thread: it is not ours to touch.
+  if (!pending) Answer(call, status);
+}
+
+void RestCall::OnBatchDone(Status status) { api_->FinishPredict(this, std::move(status)); }
+
+void RestApi::FinishPredict(RestCall* call, Status status) const {
+  call->record_.queue_seconds += call->timing().queue_seconds;
+  call->record_.compute_seconds += call->timing().compute_seconds;
+  if (status.ok()) {
+    status = Guarded([&] {
+      shadow_.MaybeShadow(manager_, *call->record_.servable, *call->signature_, call->inputs_, call->outputs_);
+      LS_RETURN_IF_ERROR(WritePredictResponse(call->row_format_, call->outputs_, &call->response.body));
+      call->response.model_version = call->record_.servable->version();
+      return Status::Ok();
+    });
   }
-  if (!record.api.empty()) {
-    metrics_.Record(record, status.code(),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  Answer(call, status);
+}
+
+void RestApi::Answer(RestCall* call, const Status& status) const {
+  if (!call->record_.api.empty()) {
+    metrics_.Record(call->record_, status.code(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - call->start_).count());
   }
+  // Let go of the tensors and the version: the call may wait long for its next request.
+  call->inputs_.clear();
+  call->outputs_.clear();
+  call->record_ = RequestRecord{};
+  call->signature_ = nullptr;
+  RestResponse* response = &call->response;
   if (status.ok()) {
     response->http_status = 200;
-    return;
+    return call->OnAnswered();
   }
+  std::string* request_id = &call->request_id;
   if (request_id->empty()) *request_id = NewRequestId();
   response->http_status = HttpStatusFor(status.code());
   response->body = ErrorJson(status.message());
+  const bool probe = call->method_ == "GET" && call->target_.rfind("/v2/", 0) == 0;
   if (response->http_status >= 500 && !probe) {
-    spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id, method,
-                 target, response->http_status, status.message());
+    spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
+                 call->method_, call->target_, response->http_status, status.message());
   } else {
     spdlog::debug("event=rest_rejected request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
-                  method, target, response->http_status, status.message());
+                  call->method_, call->target_, response->http_status, status.message());
   }
+  call->OnAnswered();
 }
 
 Status RestApi::Health(std::string_view path, RestResponse* response) const {
@@ -217,8 +245,10 @@ Status RestApi::Health(std::string_view path, RestResponse* response) const {
   return Status::Ok();
 }
 
-Status RestApi::Dispatch(const RestRequest& rest, RequestRecord* record, RestResponse* response) const {
+Status RestApi::Dispatch(const RestRequest& rest, RestCall* call, bool* pending) const {
   const std::string_view body = rest.body;
+  RequestRecord* record = &call->record_;
+  RestResponse* response = &call->response;
   LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(rest.method, rest.target));
   // Status and metadata take a ModelSpec; inference goes straight to the servable.
   auto spec = [&path] {
@@ -258,13 +288,13 @@ Status RestApi::Dispatch(const RestRequest& rest, RequestRecord* record, RestRes
       const Session& session = servable->session();
       LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, predict.signature_name));
       record->signature = signature->name;
-      LS_ASSIGN_OR_RETURN(const std::vector<NamedTensor> inputs, DecodePredictInputs(predict, *signature));
-      std::vector<NamedTensor> outputs;
-      const GraphRunner runner{servable, record, batching_, rest.deadline};
-      LS_RETURN_IF_ERROR(RunPredict(runner, *signature, inputs, {}, &outputs));
-      shadow_.MaybeShadow(manager_, *servable, *signature, inputs, outputs);
-      LS_RETURN_IF_ERROR(WritePredictResponse(predict.row_format, outputs, &response->body));
-      response->model_version = servable->version();
+      LS_ASSIGN_OR_RETURN(call->inputs_, DecodePredictInputs(predict, *signature));
+      call->signature_ = signature;
+      call->row_format_ = predict.row_format;
+      // From here the answer comes through the call's batch task (FinishPredict).
+      *pending = true;
+      const GraphRunner runner{record->servable, record, batching_, rest.deadline};
+      runner.Start(*signature, call->inputs_, &call->outputs_, call);
       return Status::Ok();
     }
     case RestPath::Kind::kClassify:

@@ -13,13 +13,16 @@
 // status of the error's code (status_mapping.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
+#include "server/batching/batch_scheduler.h"
 #include "server/health.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
@@ -60,6 +63,42 @@ struct RestResponse {
   int64_t model_version = -1;  // the version that served a predict/classify/regress; -1 if none
 };
 
+class RestApi;
+
+// One request in flight, and its answer: the transport's, which runs one request at a time
+// per connection and reuses its call from request to request (and with it the capacity of its
+// buffers). A predict that waits for a batch is this call in the batch queue: no thread waits
+// with it.
+class RestCall : public BatchTask {
+ public:
+  RestResponse response;
+  // In: the client's id, or empty. Out: also a failed request's fresh id, which went into its
+  // log line (and should go back to the client).
+  std::string request_id;
+
+ protected:
+  RestCall() = default;
+  ~RestCall() = default;
+
+ private:
+  friend class RestApi;
+  // The answer is in `response` and `request_id`. Called once per RestApi::Start: on the
+  // thread that called Start, before Start returns, or later on a batch thread; either way
+  // the call and its request's views are free again once it is called.
+  virtual void OnAnswered() = 0;
+  void OnBatchDone(Status status) final;
+
+  const RestApi* api_ = nullptr;
+  std::string_view method_;
+  std::string_view target_;
+  std::chrono::steady_clock::time_point start_;
+  RequestRecord record_;
+  bool row_format_ = true;
+  const Signature* signature_ = nullptr;
+  std::vector<NamedTensor> inputs_;
+  std::vector<NamedTensor> outputs_;
+};
+
 class RestApi {
  public:
   // Inference requests are recorded in `metrics`, which GET /metrics serves, and so does GET
@@ -74,20 +113,25 @@ class RestApi {
         shadow_(shadow),
         batching_(batching),
         monitoring_path_(std::move(monitoring_path)) {}
-  // Before the transport starts calling Handle.
+  // Before the transport starts calling Start.
   void set_monitoring_path(std::string path) { monitoring_path_ = std::move(path); }
 
-  // Thread-safe. `request_id` is the client's id or empty; a failed request that has none
-  // gets a fresh one, which goes into its log line (and should go back to the client).
-  void Handle(const RestRequest& request, std::string* request_id, RestResponse* response) const;
+  // Serves `request` into `call`, whose OnAnswered says when the answer is there (see RestCall).
+  // `request`'s views must stay valid until then. Thread-safe.
+  void Start(const RestRequest& request, RestCall* call) const;
 
  private:
-  Status Dispatch(const RestRequest& request, RequestRecord* record, RestResponse* response) const;
-
-  const ModelManager& manager_;
+  friend class RestCall;
+  // Serves the request; with `*pending` set, the answer comes through the call's batch task.
+  Status Dispatch(const RestRequest& request, RestCall* call, bool* pending) const;
+  // A predict's graph ran (or failed): its answer.
+  void FinishPredict(RestCall* call, Status status) const;
+  // Records the request, turns a failure into its error body, and answers the call.
+  void Answer(RestCall* call, const Status& status) const;
   // GET /v2/health/{live,ready} and /v2/models/{m}[/versions/{v}]/ready.
   Status Health(std::string_view path, RestResponse* response) const;
 
+  const ModelManager& manager_;
   ServingMetrics& metrics_;
   const ServerHealth& health_;
   ShadowRunner& shadow_;

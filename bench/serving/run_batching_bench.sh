@@ -24,6 +24,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$(dirname "$0")/../.."
+# shellcheck source=bench/serving/lib.sh
+source "$here/lib.sh"
 
 build=${1:-build}
 duration=${BENCH_DURATION_S:-5}
@@ -42,25 +44,13 @@ model_cli=$build/runtime/cli/model-cli
 model_train=$build/training/model-train
 model_server=$build/server/model-server
 load_gen=$build/bench/serving_load_gen
-for bin in "$model_cli" "$model_train" "$model_server" "$load_gen"; do
-  [[ -x $bin ]] || die "no $bin (build first)"
-done
-command -v curl >/dev/null || die "curl is needed (scripts/install-deps installs it)"
+require_binaries "$model_cli" "$model_train" "$model_server" "$load_gen"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+start_scratch
 
 "$model_train" --config config/train/digits.json --export_dir "$tmp/models/digits" --epochs 5 \
   >"$tmp/train.log" 2>&1 || die "model-train failed: $(tail -n 5 "$tmp/train.log")"
-"$model_cli" make-example mlp_784_1024_1024_10 --out "$tmp/models/mlp784/1" >/dev/null
+make_mlp784 "$tmp/models/mlp784"
 cat >"$tmp/models.config" <<CONFIG
 model_config_list {
   config { name: "digits" base_path: "$tmp/models/digits" }
@@ -69,46 +59,16 @@ model_config_list {
 CONFIG
 echo "$batching" >"$tmp/batching.config"
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Starts model-server NAME with extra flags on two free ports; sets port_NAME_grpc/_rest.
-start_server() {
-  local name=$1
-  shift
-  local attempt grpc rest
-  for ((attempt = 0; attempt < 5; attempt++)); do
-    grpc=$((20000 + RANDOM % 40000))
-    rest=$((grpc + 1))
-    if port_in_use "$grpc" || port_in_use "$rest"; then continue; fi
-    "$model_server" --port="$grpc" --rest_api_port="$rest" --model_config_file="$tmp/models.config" "$@" \
-      >"$tmp/$name.log" 2>&1 &
-    local pid=$!
-    pids+=("$pid")
-    local i
-    for ((i = 0; i < 600; i++)); do
-      if grep -q "event=server_ready" "$tmp/$name.log"; then
-        printf -v "port_${name}_grpc" %s "$grpc"
-        printf -v "port_${name}_rest" %s "$rest"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-  done
-  die "model-server ($name) would not start: $(tail -n 5 "$tmp/$name.log")"
-}
-start_server none --rest_api_num_threads="$cpus"
-start_server batching --enable_batching --batching_parameters_file="$tmp/batching.config"
-
-# A fixed input row of `width` features, as a comma-separated list.
-row() { awk -v n="$1" -v scale="$2" 'BEGIN { for (i = 0; i < n; i++) printf "%s%g", (i ? "," : ""), (i * 7 % 17) * scale }'; }
+start_server none --model_config_file="$tmp/models.config" --rest_api_num_threads="$cpus"
+start_server batching --model_config_file="$tmp/models.config" --enable_batching \
+  --batching_parameters_file="$tmp/batching.config"
 
 rows=$tmp/rows
 for model in digits mlp784; do
-  if [[ $model == digits ]]; then width=64 scale=1; else width=784 scale=0.0588; fi
-  x=$(row "$width" "$scale")
+  if [[ $model == digits ]]; then width=64 x=$(row 64 1); else width=784 x=$(mlp784_row); fi
   body="{\"instances\": [[$x]]}"
   # The class the unbatched server gives this row is the answer every request must get.
+  # shellcheck disable=SC2154  # port_none_rest: set by start_server
   answer=$(curl -sf -X POST -d "$body" "http://127.0.0.1:$port_none_rest/v1/models/$model:predict") ||
     die "model-server (none) did not answer a $model predict"
   expect=$(grep -o '"classes": *[0-9]*' <<<"$answer" | grep -o '[0-9]*$') ||

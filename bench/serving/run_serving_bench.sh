@@ -2,8 +2,10 @@
 # model-server's predict throughput on half_plus_two, REST and gRPC, next to the plain peers
 # (bench_plain_rest_server, bench_plain_grpc_server: the same arithmetic and encoding with no
 # model store), all measured in this one run: shared machines are noisy, and only ratios taken
-# side by side mean anything. Prints one Markdown table; the last column is model-server's
-# requests/s over the plain peer's at the same protocol and concurrency.
+# side by side mean anything. gRPC has two peers: "plain peer" on gRPC's synchronous API (as
+# model-server), "plain callback peer" on its callback (reactor) API. Prints one Markdown
+# table; "vs plain" is model-server's requests/s over the plain peer's at the same protocol and
+# concurrency, "vs callback peer" (gRPC rows) over the callback peer's.
 #
 #   bench/serving/run_serving_bench.sh [BUILD_DIR]        (default: build)
 #
@@ -15,15 +17,18 @@
 #                       machine, other load only ever lowers throughput, so the best round is
 #                       the closest to what the server can do
 #   BENCH_REST_THREADS  REST threads, model-server and peer alike (default: one per CPU)
-#   BENCH_GRPC_THREADS  gRPC max threads, model-server and peer alike (default: the larger of
+#   BENCH_GRPC_THREADS  gRPC max threads, model-server and peers alike (default: the larger of
 #                       4 per CPU, TensorFlow Serving's default, and twice the highest level,
 #                       because a synchronous gRPC server holds a thread per call in flight and
-#                       answers RESOURCE_EXHAUSTED when the quota runs out)
+#                       answers RESOURCE_EXHAUSTED when the quota runs out; the callback peer
+#                       takes the flag but runs its calls on gRPC's own threads)
 #   BENCH_START_TIMEOUT_S  how long model-server may take to serve the model (default 60)
 #
 # Exit status: 0 when everything ran without errors, 1 otherwise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/serving/lib.sh
+source "$here/lib.sh"
 
 build=${1:-build}
 duration=${BENCH_DURATION_S:-5}
@@ -63,16 +68,7 @@ plain_rest=$(find_bin "$build/bench/bench_plain_rest_server") ||
 plain_grpc=$(find_bin "$build/bench/bench_plain_grpc_server") ||
   die "no bench/bench_plain_grpc_server under $build"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM  # through the EXIT trap, so the servers go too
+start_scratch
 
 # Starts a plain peer on an ephemeral port; sets peer_port to the port it reports.
 start_peer() {
@@ -101,9 +97,6 @@ http_get() {
     cat <&3' _ "$1" "$2" 2>/dev/null || true
 }
 
-port_in_use() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # Starts model-server on two random free high ports and waits until the model is AVAILABLE;
 # sets grpc_port and rest_port. A port taken between the check and the bind makes the server
@@ -136,8 +129,10 @@ start_model_server() {
   die "model-cli could not write the half_plus_two bundle"
 start_peer plain_rest "$plain_rest" --threads="$rest_threads"
 plain_rest_port=$peer_port
-start_peer plain_grpc "$plain_grpc" --threads="$grpc_threads"
+start_peer plain_grpc "$plain_grpc" --threads="$grpc_threads" --api=sync
 plain_grpc_port=$peer_port
+start_peer plain_grpc_callback "$plain_grpc" --threads="$grpc_threads" --api=callback
+plain_grpc_callback_port=$peer_port
 start_model_server
 
 # Peer and model-server take turns level by level, so that drift in the machine's load
@@ -146,12 +141,13 @@ rows=$tmp/rows
 for ((round = 0; round < rounds; round++)); do
   for protocol in rest grpc; do
     if [[ $protocol == rest ]]; then
-      peer=$plain_rest_port server=$rest_port
+      sides=("plain peer:$plain_rest_port" "model-server:$rest_port")
     else
-      peer=$plain_grpc_port server=$grpc_port
+      sides=("plain peer:$plain_grpc_port" "plain callback peer:$plain_grpc_callback_port"
+        "model-server:$grpc_port")
     fi
     for level in ${levels//,/ }; do
-      for side in "plain peer:$peer" "model-server:$server"; do
+      for side in "${sides[@]}"; do
         "$load_gen" --protocol="$protocol" --target="127.0.0.1:${side##*:}" --label="${side%:*}" \
           --concurrency="$level" --duration_s="$duration" --warmup_s="$warmup" --header=0 \
           >>"$rows" || die "the load generator failed against ${side%:*} ($protocol)"
@@ -174,19 +170,22 @@ awk -f "$here/best_rounds.awk" "$rows" | awk -F '|' '
     row[key] = $2 " | " $3 " | " $4 " | " $5 " | " $6 " | " $7 " | " $8
   }
   END {
-    print "| server | protocol | concurrency | requests/s | p50 µs | p90 µs | p99 µs | errors | vs plain |"
-    print "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    print "| server | protocol | concurrency | requests/s | p50 µs | p90 µs | p99 µs | errors | vs plain | vs callback peer |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= n; i++) {
       key = order[i]
       split(key, part, "|")
       peer = "plain peer|" part[2] "|" part[3]
+      callback = "plain callback peer|" part[2] "|" part[3]
       ratio = "—"
+      callback_ratio = "—"
       if (part[1] == "model-server" && rps[peer] > 0) {
         ratio = sprintf("%.2f", rps[key] / rps[peer])
         compared++
         if (rps[key] >= 0.85 * rps[peer]) met++
       }
-      print "| " row[key] " | " errors[key] " | " ratio " |"
+      if (part[1] == "model-server" && rps[callback] > 0) callback_ratio = sprintf("%.2f", rps[key] / rps[callback])
+      print "| " row[key] " | " errors[key] " | " ratio " | " callback_ratio " |"
     }
     printf "\nmodel-server at >= 0.85 of the plain peer: %d of %d levels\n", met, compared
     if (total_errors > 0) printf "errors: %d (the load generator said what they were on stderr)\n", total_errors

@@ -42,35 +42,39 @@ constexpr size_t kMaxBatchInputBytes = size_t{256} << 20;
 Status RunAlone(const Session& session, const Signature& signature, std::span<const NamedTensor> inputs,
                 std::vector<NamedTensor>* outputs, BatchScheduler::Timing* timing) {
   const Clock::time_point start = Clock::now();
-  Status status = session.Run(signature.name, inputs, outputs);
+  Status status;
+  try {
+    status = session.Run(signature.name, inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    status = ResourceExhausted("out of memory while running the request");
+  }
   timing->compute_seconds = SecondsBetween(start, Clock::now());
   return status;
 }
 
 }  // namespace
 
-// One request, on its caller's stack; queued by a pointer, so queueing allocates nothing.
-struct BatchScheduler::Task {
-  std::span<const NamedTensor> inputs;
-  std::vector<NamedTensor>* outputs = nullptr;
-  int64_t rows = 0;
-  Clock::time_point enqueued;
-  Clock::time_point deadline;
-  Timing* timing = nullptr;
-  Task* next = nullptr;
-
-  // Set by the batch thread, under `mu`; the caller waits for `done`.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-
-  void Finish(Status result) {
-    std::lock_guard<std::mutex> lock(mu);
-    status = std::move(result);
-    done = true;
-    cv.notify_one();  // under the lock: the caller cannot return (and free this) before it
+// A request whose caller waits for it (BatchScheduler::Run).
+class WaitingTask final : public BatchTask {
+ public:
+  Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return std::move(status_);
   }
+
+ private:
+  void OnBatchDone(Status status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.notify_one();  // under the lock: the caller cannot return (and free this) before it
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
 };
 
 struct BatchScheduler::Queue {
@@ -79,18 +83,18 @@ struct BatchScheduler::Queue {
   const Signature* signature = nullptr;
   bool batchable = false;
   std::shared_ptr<const BatchingOptions> options;
-  Task* head = nullptr;
-  Task* tail = nullptr;
+  BatchTask* head = nullptr;
+  BatchTask* tail = nullptr;
   int64_t requests = 0;
   int64_t rows = 0;
 
   // Takes `task`, which follows `prev` (null: the head), out of the queue.
-  void Unlink(Task* prev, Task* task) {
-    (prev == nullptr ? head : prev->next) = task->next;
+  void Unlink(BatchTask* prev, BatchTask* task) {
+    (prev == nullptr ? head : prev->next_) = task->next_;
     if (tail == task) tail = prev;
-    task->next = nullptr;
+    task->next_ = nullptr;
     --requests;
-    rows -= task->rows;
+    rows -= task->rows_;
   }
 };
 
@@ -117,7 +121,7 @@ BatchScheduler::~BatchScheduler() {
 
 void BatchScheduler::Stop() {
   std::call_once(stop_once_, [this] {
-    std::vector<Task*> refused;
+    std::vector<BatchTask*> refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -129,7 +133,7 @@ void BatchScheduler::Stop() {
       }
     }
     work_cv_.notify_all();
-    for (Task* task : refused) task->Finish(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    for (BatchTask* task : refused) task->OnBatchDone(Status(StatusCode::kUnavailable, "the server is shutting down"));
     for (std::thread& t : threads_) t.join();
   });
 }
@@ -155,67 +159,91 @@ void BatchScheduler::SetModelOptions(std::map<std::string, BatchingOptions, std:
 Status BatchScheduler::Run(const ServableHandle& servable, const Signature& signature,
                            std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
                            Clock::time_point deadline, Timing* timing) {
-  const Session& session = servable->session();
-  LS_RETURN_IF_ERROR(session.CheckInputs(signature.name, inputs));
-  Task task;
-  task.inputs = inputs;
-  task.outputs = outputs;
-  task.deadline = deadline;
-  task.timing = timing;
-  bool alone = !InSignatureOrder(signature, inputs);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status(StatusCode::kUnavailable, "the server is shutting down");
-    std::shared_ptr<Queue>& queue = queues_[&signature];
-    if (queue == nullptr || queue->servable_address != servable.get() || queue->servable.expired()) {
-      // New, or left by a version that is gone (whose queue is empty: its requests held it).
-      queue = std::make_shared<Queue>();
-      queue->servable = servable;
-      queue->servable_address = servable.get();
-      queue->signature = &signature;
-      queue->batchable = Batchable(signature);
-      queue->options = OptionsForLocked(servable->model());
-      if (!queue->batchable) {
-        spdlog::info(
-            "event=batching_off model={} version={} signature={} reason=\"an input or output has a fixed "
-            "first dimension\"",
-            servable->model(), servable->version(), signature.name);
-      }
-    }
-    alone = alone || !queue->batchable;
-    if (!alone) {
-      LS_ASSIGN_OR_RETURN(task.rows, BatchRowsOf(inputs));
-      // A request of no rows has nothing to add to a batch (and no row to pad one with).
-      alone = task.rows == 0;
-    }
-    if (!alone) {
-      const BatchingOptions& options = *queue->options;
-      if (task.rows > options.max_batch_size) {
-        return InvalidArgument("the request has " + std::to_string(task.rows) +
-                               " rows, more than the largest batch (max_batch_size " +
-                               std::to_string(options.max_batch_size) + ")");
-      }
-      if (queue->rows + task.rows > options.max_enqueued_batches * options.max_batch_size) {
-        return ResourceExhausted("the batch queue of model '" + servable->model() + "' version " +
-                                 std::to_string(servable->version()) + " signature '" + signature.name +
-                                 "' is full (" + std::to_string(queue->requests) + " requests, " +
-                                 std::to_string(queue->rows) + " rows waiting); try again later");
-      }
-      task.enqueued = Clock::now();
-      if (queue->tail != nullptr)
-        queue->tail->next = &task;
-      else
-        queue->head = &task;
-      queue->tail = &task;
-      ++queue->requests;
-      queue->rows += task.rows;
+  WaitingTask task;
+  Submit(servable, signature, inputs, outputs, deadline, &task);
+  Status status = task.Wait();
+  *timing = task.timing();
+  return status;
+}
+
+void BatchScheduler::Submit(const ServableHandle& servable, const Signature& signature,
+                            std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
+                            Clock::time_point deadline, BatchTask* task) {
+  task->inputs_ = inputs;
+  task->outputs_ = outputs;
+  task->deadline_ = deadline;
+  task->timing_ = {};
+  task->next_ = nullptr;
+  StatusOr<bool> queued = false;
+  try {
+    queued = Enqueue(servable, signature, task);
+  } catch (const std::bad_alloc&) {  // a new queue: the task must be answered all the same
+    queued = ResourceExhausted("out of memory while queueing the request");
+  }
+  if (!queued.ok()) {
+    task->OnBatchDone(queued.status());
+  } else if (*queued) {
+    work_cv_.notify_one();
+  } else {
+    RunNow(servable->session(), signature, inputs, outputs, task);
+  }
+}
+
+void BatchScheduler::RunNow(const Session& session, const Signature& signature, std::span<const NamedTensor> inputs,
+                            std::vector<NamedTensor>* outputs, BatchTask* task) {
+  task->timing_ = {};
+  task->OnBatchDone(RunAlone(session, signature, inputs, outputs, &task->timing_));
+}
+
+StatusOr<bool> BatchScheduler::Enqueue(const ServableHandle& servable, const Signature& signature, BatchTask* task) {
+  LS_RETURN_IF_ERROR(servable->session().CheckInputs(signature.name, task->inputs_));
+  bool alone = !InSignatureOrder(signature, task->inputs_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return Status(StatusCode::kUnavailable, "the server is shutting down");
+  std::shared_ptr<Queue>& queue = queues_[&signature];
+  if (queue == nullptr || queue->servable_address != servable.get() || queue->servable.expired()) {
+    // New, or left by a version that is gone (whose queue is empty: its requests held it).
+    queue = std::make_shared<Queue>();
+    queue->servable = servable;
+    queue->servable_address = servable.get();
+    queue->signature = &signature;
+    queue->batchable = Batchable(signature);
+    queue->options = OptionsForLocked(servable->model());
+    if (!queue->batchable) {
+      spdlog::info(
+          "event=batching_off model={} version={} signature={} reason=\"an input or output has a fixed "
+          "first dimension\"",
+          servable->model(), servable->version(), signature.name);
     }
   }
-  if (alone) return RunAlone(session, signature, inputs, outputs, timing);
-  work_cv_.notify_one();
-  std::unique_lock<std::mutex> lock(task.mu);
-  task.cv.wait(lock, [&] { return task.done; });
-  return task.status;
+  alone = alone || !queue->batchable;
+  if (!alone) {
+    LS_ASSIGN_OR_RETURN(task->rows_, BatchRowsOf(task->inputs_));
+    // A request of no rows has nothing to add to a batch (and no row to pad one with).
+    alone = task->rows_ == 0;
+  }
+  if (alone) return false;
+  const BatchingOptions& options = *queue->options;
+  if (task->rows_ > options.max_batch_size) {
+    return InvalidArgument("the request has " + std::to_string(task->rows_) +
+                           " rows, more than the largest batch (max_batch_size " +
+                           std::to_string(options.max_batch_size) + ")");
+  }
+  if (queue->rows + task->rows_ > options.max_enqueued_batches * options.max_batch_size) {
+    return ResourceExhausted("the batch queue of model '" + servable->model() + "' version " +
+                             std::to_string(servable->version()) + " signature '" + signature.name +
+                             "' is full (" + std::to_string(queue->requests) + " requests, " +
+                             std::to_string(queue->rows) + " rows waiting); try again later");
+  }
+  task->enqueued_ = Clock::now();
+  if (queue->tail != nullptr)
+    queue->tail->next_ = task;
+  else
+    queue->head = task;
+  queue->tail = task;
+  ++queue->requests;
+  queue->rows += task->rows_;
+  return true;
 }
 
 std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReadyLocked(Clock::time_point now,
@@ -229,11 +257,11 @@ std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReadyLocked(Clock::ti
       continue;
     }
     const BatchingOptions& options = *queue->options;
-    const Clock::time_point due = queue->head->enqueued + options.batch_timeout;
-    const bool ready = now >= due || queue->rows >= options.max_batch_size || queue->head->deadline <= now;
+    const Clock::time_point due = queue->head->enqueued_ + options.batch_timeout;
+    const bool ready = now >= due || queue->rows >= options.max_batch_size || queue->head->deadline_ <= now;
     if (!ready) {
-      *wake = std::min({*wake, due, queue->head->deadline});
-    } else if (best == nullptr || queue->head->enqueued < best->head->enqueued) {
+      *wake = std::min({*wake, due, queue->head->deadline_});
+    } else if (best == nullptr || queue->head->enqueued_ < best->head->enqueued_) {
       best = queue;
     }
     ++it;
@@ -261,37 +289,37 @@ void BatchScheduler::BatchLoop() {
     // answered without running. The scan is bounded, so a long queue costs no more than this.
     const std::shared_ptr<const BatchingOptions> options_now = queue->options;
     const BatchingOptions& options = *options_now;
-    Task* first = nullptr;
-    Task* last = nullptr;
-    Task* expired = nullptr;
+    BatchTask* first = nullptr;
+    BatchTask* last = nullptr;
+    BatchTask* expired = nullptr;
     int64_t rows = 0;
     int64_t scanned = 0;
-    Task* prev = nullptr;
+    BatchTask* prev = nullptr;
     shapes.clear();
-    for (Task* task = queue->head;
+    for (BatchTask* task = queue->head;
          task != nullptr && rows < options.max_batch_size && scanned < 2 * options.max_batch_size + 64;
          ++scanned) {
-      Task* next = task->next;
-      const int64_t padded = PaddedBatchSize(rows + task->rows, options.allowed_batch_sizes);
-      if (task->deadline <= now) {
+      BatchTask* next = task->next_;
+      const int64_t padded = PaddedBatchSize(rows + task->rows_, options.allowed_batch_sizes);
+      if (task->deadline_ <= now) {
         queue->Unlink(prev, task);
-        task->next = expired;
+        task->next_ = expired;
         expired = task;
       } else if (first == nullptr) {
         // The head always runs, within the byte cap or not: alone, it is a request like any.
-        if (!GrowBatchShapes(task->inputs, padded, kMaxBatchInputBytes, &shapes)) {
-          GrowBatchShapes(task->inputs, padded, std::numeric_limits<size_t>::max(), &shapes);
+        if (!GrowBatchShapes(task->inputs_, padded, kMaxBatchInputBytes, &shapes)) {
+          GrowBatchShapes(task->inputs_, padded, std::numeric_limits<size_t>::max(), &shapes);
         }
         queue->Unlink(prev, task);
         first = last = task;
-        rows = task->rows;
-      } else if (rows + task->rows <= options.max_batch_size &&
-                 CanShareBatch(first->inputs, task->inputs, options.pad_variable_length_inputs) &&
-                 GrowBatchShapes(task->inputs, padded, kMaxBatchInputBytes, &shapes)) {
+        rows = task->rows_;
+      } else if (rows + task->rows_ <= options.max_batch_size &&
+                 CanShareBatch(first->inputs_, task->inputs_, options.pad_variable_length_inputs) &&
+                 GrowBatchShapes(task->inputs_, padded, kMaxBatchInputBytes, &shapes)) {
         queue->Unlink(prev, task);
-        last->next = task;
+        last->next_ = task;
         last = task;
-        rows += task->rows;
+        rows += task->rows_;
       } else {
         prev = task;
       }
@@ -306,8 +334,8 @@ void BatchScheduler::BatchLoop() {
     }
     lock.unlock();
     while (expired != nullptr) {
-      Task* next = expired->next;
-      expired->Finish(
+      BatchTask* next = expired->next_;
+      expired->OnBatchDone(
           Status(StatusCode::kDeadlineExceeded, "the request's deadline passed while it waited for a batch"));
       expired = next;
     }
@@ -318,14 +346,14 @@ void BatchScheduler::BatchLoop() {
 }
 
 void BatchScheduler::RunBatch(const Queue& queue, const BatchingOptions& options,
-                              std::span<const Shape> shapes, Task* first, int64_t rows, Buffers& buffers) {
+                              std::span<const Shape> shapes, BatchTask* first, int64_t rows, Buffers& buffers) {
   // The requests hold their version; so does this thread while the batch runs.
   const ServableHandle servable = queue.servable.lock();
   const Signature& signature = *queue.signature;
   const Session& session = servable->session();
   const int64_t padded_rows = shapes.front()[0];
   size_t requests = 0;
-  for (Task* t = first; t != nullptr; t = t->next) ++requests;
+  for (BatchTask* t = first; t != nullptr; t = t->next_) ++requests;
 
   Status status;
   Clock::time_point start = Clock::now();
@@ -337,7 +365,7 @@ void BatchScheduler::RunBatch(const Queue& queue, const BatchingOptions& options
     for (size_t k = 0; k < num_inputs; ++k) {
       const Shape& shape = shapes[k];
       Tensor& capacity = buffers.capacity[k];
-      const DType dtype = first->inputs[k].tensor.dtype();
+      const DType dtype = first->inputs_[k].tensor.dtype();
       bool fits = capacity.dtype() == dtype && capacity.shape().rank() == shape.rank() &&
                   capacity.shape()[0] >= padded_rows;
       for (int d = 1; fits && d < shape.rank(); ++d) fits = capacity.shape()[d] == shape[d];
@@ -356,9 +384,9 @@ void BatchScheduler::RunBatch(const Queue& queue, const BatchingOptions& options
       }
       Tensor batch = capacity.Rows(0, padded_rows);
       int64_t at = 0;
-      for (Task* t = first; t != nullptr; t = t->next) {
-        CopyRowsInto(t->inputs[k].tensor, at, batch);
-        at += t->rows;
+      for (BatchTask* t = first; t != nullptr; t = t->next_) {
+        CopyRowsInto(t->inputs_[k].tensor, at, batch);
+        at += t->rows_;
       }
       RepeatFirstRow(batch, rows);
       if (buffers.inputs[k].name != signature.inputs[k].key) buffers.inputs[k].name = signature.inputs[k].key;
@@ -383,25 +411,25 @@ void BatchScheduler::RunBatch(const Queue& queue, const BatchingOptions& options
   if (observer_) observer_({servable.get(), signature.name, rows, padded_rows, requests});
 
   int64_t at = 0;
-  for (Task* t = first; t != nullptr;) {
-    Task* next = t->next;  // read before Finish: the task may be gone right after it
+  for (BatchTask* t = first; t != nullptr;) {
+    BatchTask* next = t->next_;  // read first: the task may be gone once it is done
     Status result = status;
     if (status.ok()) {
-      t->outputs->resize(buffers.outputs.size());
+      t->outputs_->resize(buffers.outputs.size());
       for (size_t k = 0; k < buffers.outputs.size(); ++k) {
-        NamedTensor& out = (*t->outputs)[k];
+        NamedTensor& out = (*t->outputs_)[k];
         out.name = buffers.outputs[k].name;
-        out.tensor.AssignCopyOf(buffers.outputs[k].tensor.Rows(at, t->rows));
+        out.tensor.AssignCopyOf(buffers.outputs[k].tensor.Rows(at, t->rows_));
       }
-      t->timing->compute_seconds = SecondsBetween(start, end);
+      t->timing_.compute_seconds = SecondsBetween(start, end);
     } else if (requests > 1) {
       // One request's failure (a bad value a kernel refuses, a batch over the memory budget)
       // must not become the others': each runs alone and gets its own answer.
-      result = RunAlone(session, signature, t->inputs, t->outputs, t->timing);
+      result = RunAlone(session, signature, t->inputs_, t->outputs_, &t->timing_);
     }
-    t->timing->queue_seconds = SecondsBetween(t->enqueued, start);
-    at += t->rows;
-    t->Finish(std::move(result));
+    t->timing_.queue_seconds = SecondsBetween(t->enqueued_, start);
+    at += t->rows_;
+    t->OnBatchDone(std::move(result));
     t = next;
   }
 }

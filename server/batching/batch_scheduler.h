@@ -74,6 +74,8 @@ struct BatchQueueDepth {
   int64_t requests = 0;  // queued, not yet in a running batch
 };
 
+class BatchTask;
+
 class BatchScheduler {
  public:
   // Called on a batch thread after each batch ran (successfully or not). Must not block.
@@ -95,10 +97,24 @@ class BatchScheduler {
     double compute_seconds = 0;
   };
 
-  // Runs `signature` (a signature of `servable`'s session) on `inputs` as part of a batch and
-  // fills `outputs` as Session::Run would. `inputs` are in the signature's order (as the
-  // request decoders give them); others run alone. Blocks until the request's batch ran or
-  // it was refused (see the top of this file). Thread-safe.
+  // Queues `task`, a request to run `signature` (a signature of `servable`'s session) on
+  // `inputs` as part of a batch, filling `outputs` as Session::Run would, and returns without
+  // waiting: the task's OnBatchDone gets the result, on the batch thread that ran it (so a
+  // waiting request holds no thread), or before Submit returns when the request is refused or
+  // runs alone. `inputs` are in the signature's order (as the request decoders give them);
+  // others run alone. The task, the inputs and the outputs must live until OnBatchDone; the
+  // caller must not touch the task after Submit. Submit throws nothing itself (running out of
+  // memory is the task's answer). Thread-safe.
+  void Submit(const ServableHandle& servable, const Signature& signature, std::span<const NamedTensor> inputs,
+              std::vector<NamedTensor>* outputs, std::chrono::steady_clock::time_point deadline, BatchTask* task);
+
+  // Runs `task`'s request at once on the calling thread, alone, and answers it before
+  // returning: what Submit does for a request that cannot be batched, for callers that run
+  // without batching.
+  static void RunNow(const Session& session, const Signature& signature, std::span<const NamedTensor> inputs,
+                     std::vector<NamedTensor>* outputs, BatchTask* task);
+
+  // Submit, then waits for the result: for callers that have a thread to spare.
   Status Run(const ServableHandle& servable, const Signature& signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs, std::chrono::steady_clock::time_point deadline,
              Timing* timing);
@@ -111,10 +127,11 @@ class BatchScheduler {
   void Stop();
 
  private:
-  struct Task;
   struct Queue;
   struct Buffers;
 
+  // Queues `task` (true), or says it runs alone (false) or is refused (the error).
+  StatusOr<bool> Enqueue(const ServableHandle& servable, const Signature& signature, BatchTask* task);
   void BatchLoop();
   // The ready queue whose head waited longest, or null; `wake` becomes the earliest time a
   // queue will be ready. Forgets empty queues of versions that are gone.
@@ -122,7 +139,7 @@ class BatchScheduler {
                                          std::chrono::steady_clock::time_point* wake);
   // Runs the batch of `first` and the tasks linked after it, whose inputs merge into `shapes`.
   void RunBatch(const Queue& queue, const BatchingOptions& options, std::span<const Shape> shapes,
-                Task* first, int64_t rows, Buffers& buffers);
+                BatchTask* first, int64_t rows, Buffers& buffers);
   std::shared_ptr<const BatchingOptions> OptionsForLocked(std::string_view model) const;
 
   const std::shared_ptr<const BatchingOptions> defaults_;
@@ -137,6 +154,34 @@ class BatchScheduler {
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   std::once_flag stop_once_;
+};
+
+// One request's place in a batch, owned by the request's own state (a gRPC call, an HTTP
+// connection), so that queueing allocates nothing and a waiting request needs no thread.
+class BatchTask {
+ public:
+  // Filled before OnBatchDone.
+  const BatchScheduler::Timing& timing() const { return timing_; }
+
+ protected:
+  BatchTask() = default;
+  ~BatchTask() = default;
+  BatchTask(const BatchTask&) = delete;
+  BatchTask& operator=(const BatchTask&) = delete;
+
+ private:
+  friend class BatchScheduler;
+  // The request's result, exactly once. It runs on a batch thread, which serves the other
+  // queues once it returns: it may answer the client, not wait for anything.
+  virtual void OnBatchDone(Status status) = 0;
+
+  std::span<const NamedTensor> inputs_;
+  std::vector<NamedTensor>* outputs_ = nullptr;
+  int64_t rows_ = 0;
+  std::chrono::steady_clock::time_point enqueued_;
+  std::chrono::steady_clock::time_point deadline_;
+  BatchScheduler::Timing timing_;
+  BatchTask* next_ = nullptr;  // the queue's or the batch's next task
 };
 
 }  // namespace lockstep

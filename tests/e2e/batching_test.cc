@@ -1,7 +1,8 @@
 // Dynamic batching in the real binary (--enable_batching, --batching_parameters_file): many
 // REST and gRPC clients at once each get their own answers while the metrics show batches of
 // several requests; a full queue answers HTTP 429 and RESOURCE_EXHAUSTED at once while the
-// queued requests still run; a request whose gRPC deadline passes in the queue is not run; a
+// queued requests still run; requests waiting for a batch hold no REST or gRPC thread (one REST
+// thread serves while seven wait); a request whose gRPC deadline passes in the queue is not run; a
 // model's own batching_parameters apply to it; and bad batching settings stop the server at
 // start, or a reload, with the file and field named.
 #include <google/protobuf/text_format.h>
@@ -147,6 +148,55 @@ TEST_F(BatchingTest, AFullQueueAnswersAtOnceAndTheQueuedRequestStillRuns) {
   const PrometheusText metrics = Scrape();
   EXPECT_EQ(metrics.Sum("lockstep_requests_total", "model=\"m\",status=\"RESOURCE_EXHAUSTED\""), 2);
   EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 1);
+}
+
+TEST_F(BatchingTest, WaitingRequestsHoldNoThread) {
+  // One REST thread, and a batch that runs only when 8 rows are there. Requests that waited
+  // on their thread would leave none to read the next request or serve /metrics.
+  Start("max_batch_size { value: 8 } batch_timeout_micros { value: 30000000 } max_enqueued_batches { value: 4 }\n",
+        "", {"--enable_batching", "--rest_api_num_threads=1"});
+  constexpr int kRest = 4;
+  constexpr int kGrpc = 3;
+  std::vector<std::future<HttpResult>> rest;
+  for (int i = 0; i < kRest; ++i) {
+    rest.push_back(std::async(std::launch::async, [&, i] {
+      HttpClient http(server_->rest_port());
+      return http.Post("/v1/models/m:predict", "{\"instances\": [" + std::to_string(2 * i) + "]}");
+    }));
+  }
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
+  struct GrpcCall {
+    grpc::ClientContext context;
+    tfs::PredictResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<GrpcCall>> calls;
+  std::vector<std::thread> grpc_clients;
+  for (int i = 0; i < kGrpc; ++i) {
+    calls.push_back(std::make_unique<GrpcCall>());
+    grpc_clients.emplace_back([&, call = calls.back().get(), i] {
+      call->status = stub->Predict(&call->context, PredictX("m", {10.0f + i}), &call->response);
+    });
+  }
+  // All seven wait in the queue, and the one REST thread still serves the scrapes that see it.
+  ASSERT_TRUE(WaitForQueued(kRest + kGrpc));
+  HttpClient http(server_->rest_port());
+  const HttpResult filler = http.Post("/v1/models/m:predict", R"({"instances": [100.0]})");
+  EXPECT_EQ(filler.status, 200) << filler.body;
+  EXPECT_EQ(filler.body, R"({"predictions": [52.0]})");
+  for (int i = 0; i < kRest; ++i) {
+    const HttpResult r = rest[i].get();
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body, "{\"predictions\": [" + std::to_string(i + 2) + ".0]}");
+  }
+  for (std::thread& t : grpc_clients) t.join();
+  for (int i = 0; i < kGrpc; ++i) {
+    ASSERT_TRUE(calls[i]->status.ok()) << calls[i]->status.error_message();
+    EXPECT_EQ(FloatsOf(calls[i]->response.outputs().at("y")), std::vector<float>{0.5f * (10.0f + i) + 2.0f});
+  }
+  const PrometheusText metrics = Scrape();
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 1);
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_sum", "model=\"m\""), kRest + kGrpc + 1);
 }
 
 TEST_F(BatchingTest, ARequestWhoseDeadlinePassesInTheQueueIsNotRun) {

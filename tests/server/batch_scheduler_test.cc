@@ -152,6 +152,57 @@ TEST_F(BatchSchedulerTest, MergesConcurrentRequestsIntoOneRunAndGivesEachItsRows
   EXPECT_EQ(runs[0].servable, servable_.get());
 }
 
+// A request submitted without a thread to wait on it: its task is answered on the batch thread.
+class RecordingTask final : public BatchTask {
+ public:
+  std::vector<NamedTensor> inputs;
+  std::vector<NamedTensor> outputs;
+  std::promise<Status> done;
+  std::thread::id answered_on;
+
+ private:
+  void OnBatchDone(Status status) override {
+    answered_on = std::this_thread::get_id();
+    done.set_value(std::move(status));
+  }
+};
+
+TEST_F(BatchSchedulerTest, SubmittedTasksAreAnsweredOnTheBatchThreadWithoutAWaitingThread) {
+  Start(Options(3, std::chrono::seconds(30)), /*threads=*/1);
+  std::vector<std::unique_ptr<RecordingTask>> tasks;
+  std::vector<std::future<Status>> results;
+  const Signature& signature = *servable_->session().FindSignature(kDefaultSignature);
+  // All three from this one thread, which goes on without waiting; the third fills the batch.
+  for (int i = 0; i < 3; ++i) {
+    tasks.push_back(std::make_unique<RecordingTask>());
+    RecordingTask& task = *tasks.back();
+    task.inputs = Rows(Shape{1, 2}, {float(i), float(i + 1)});
+    results.push_back(task.done.get_future());
+    scheduler_->Submit(servable_, signature, task.inputs, &task.outputs, kNoDeadline, &task);
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(results[i].wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    const Status status = results[i].get();
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_NE(tasks[i]->answered_on, std::this_thread::get_id());
+    EXPECT_EQ(tasks[i]->answered_on, tasks[0]->answered_on);  // the one batch thread
+    ASSERT_EQ(tasks[i]->outputs.size(), 1u);
+    EXPECT_TRUE(tasks[i]->outputs[0].tensor.BitwiseEqual(Floats(Shape{1, 2}, {2.0f * i, 2.0f * (i + 1)})));
+    EXPECT_GT(tasks[i]->timing().compute_seconds, 0);
+  }
+  ASSERT_EQ(batches_.Get().size(), 1u);
+  EXPECT_EQ(batches_.Get()[0].requests, 3u);
+
+  // A refusal is answered before Submit returns, on the submitting thread.
+  RecordingTask refused;
+  refused.inputs = Rows(Shape{4, 2}, {0, 0, 0, 0, 0, 0, 0, 0});  // more rows than max_batch_size
+  std::future<Status> refusal = refused.done.get_future();
+  scheduler_->Submit(servable_, signature, refused.inputs, &refused.outputs, kNoDeadline, &refused);
+  ASSERT_EQ(refusal.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(refusal.get().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.answered_on, std::this_thread::get_id());
+}
+
 TEST_F(BatchSchedulerTest, PadsABatchUpToTheNextAllowedSize) {
   BatchingOptions options = Options(8, std::chrono::microseconds(0));
   options.allowed_batch_sizes = {4, 8};

@@ -1,0 +1,65 @@
+// bench_json_reader: ways of decoding a TF Serving REST :predict body straight into a float
+// buffer, without a DOM (json_reader_bench.cc has the table of candidates and the checks).
+//
+// What every candidate shares is declared here; what each one runs per number is in
+// json_reader_sink.h, which every translation unit compiles for itself: the simdjson
+// candidates are built three times (baseline x86-64, AVX2, AVX-512), and an inline function
+// shared across those would be linked from whichever object came first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lockstep_bench {
+
+// A request body in the server's buffer: `capacity` bytes from `data` may be read (simdjson
+// reads up to 64 past the end; a buffer reserved with that much spare needs no copy).
+struct Body {
+  const char* data = nullptr;
+  size_t size = 0;
+  size_t capacity = 0;
+};
+
+inline constexpr int kMaxRank = 8;  // Shape::kMaxRank
+
+// One float input ("x" in the bench's signature), decoded. `values` is preallocated: its
+// size is the capacity, `count` the floats written.
+struct Decoded {
+  std::vector<float> values;
+  size_t count = 0;
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  bool row_format = true;
+  std::string signature_name;
+};
+
+class Candidate {
+ public:
+  virtual ~Candidate() = default;
+  // True with `out` filled; false when the body is malformed or takes a form the fast path
+  // leaves to today's path (which then also writes the error message).
+  virtual bool Decode(const Body& body, Decoded& out) = 0;
+};
+
+// operator new calls so far (json_reader_alloc_count.cc replaces the global operator new).
+int64_t AllocationCount();
+
+// simdjson On-Demand, compiled for one instruction set each (json_reader_simdjson_*.cc).
+enum class SimdjsonKind {
+  kCopy,        // memcpy into a reused padded buffer, then On-Demand
+  kInPlace,     // the body's own buffer already has SIMDJSON_PADDING spare bytes
+  kSumDoubles,  // reference: On-Demand walking every number as a double, no checks
+};
+std::unique_ptr<Candidate> MakeSimdjsonBaseline(SimdjsonKind kind);
+std::unique_ptr<Candidate> MakeSimdjsonHaswell(SimdjsonKind kind);
+std::unique_ptr<Candidate> MakeSimdjsonIcelake(SimdjsonKind kind);
+// The name of simdjson's compile-time ("builtin") implementation in that translation unit:
+// the one On-Demand runs.
+const char* SimdjsonBaselineImpl();
+const char* SimdjsonHaswellImpl();
+const char* SimdjsonIcelakeImpl();
+
+}  // namespace lockstep_bench
