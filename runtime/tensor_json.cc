@@ -49,10 +49,8 @@ namespace {
 // no float a client means can collide with them (a client sending one of these very numbers
 // would have got an out-of-range error anyway; in a float64 tensor these two exact values read
 // as NaN and infinity).
-constexpr const char* kJsonNaNSentinelText = "1.25e308";
+constexpr const char* kJsonNaNSentinelText = "1.25e308";  // kJsonNaNSentinel's text
 constexpr const char* kJsonInfinitySentinelText = "1.5e308";
-constexpr double kJsonNaNSentinel = 1.25e308;
-constexpr double kJsonInfinitySentinel = 1.5e308;
 
 // The shortest text that reads back as `d`: a JSON number as the client wrote it, not
 // std::to_string's 40 digits of %f.
@@ -150,19 +148,10 @@ Status ToNumber(const nlohmann::json& v, T* out) {
       return Status::Ok();
     }
     if constexpr (std::is_same_v<T, float>) {
-      // No JSON number is meant as infinity: one that rounds to it is refused. One that rounds
-      // to float's largest finite value is that value, like every other number that rounds to
-      // a float; the shortest text of -FLT_MAX, which responses carry, is -3.4028235e+38, past
-      // FLT_MAX as a double. Numbers at or beyond the midpoint of FLT_MAX and 2^128 round up.
-      constexpr double kRoundsToInfinity = 0x1.ffffffp+127;
-      const double magnitude = std::fabs(d);
-      if (magnitude >= kRoundsToInfinity) {
-        return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
-      }
-      if (magnitude > static_cast<double>(std::numeric_limits<float>::max())) {
-        *out = d < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
-        return Status::Ok();
-      }
+      const std::optional<float> f = JsonNumberToFloat32(d);
+      if (!f) return InvalidArgument("Cannot convert JSON value: " + FormatDouble(d) + " to float32: out of range");
+      *out = *f;
+      return Status::Ok();
     }
     *out = static_cast<T>(d);
   }

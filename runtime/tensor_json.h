@@ -7,6 +7,9 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,5 +40,26 @@ void AppendTensorRowJson(const Tensor& tensor, int64_t row, std::string* out, co
 // any number within float range (rounded to nearest); strings (or {"b64": ...} objects) for
 // kString, true/false for kBool.
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& value, DType dtype);
+
+// The numbers TensorFromJson reads as NaN and +-Infinity: ParseJson rewrites TF Serving's bare
+// NaN / Infinity tokens to them, so a body sending them as numbers gets NaN and infinities.
+inline constexpr double kJsonNaNSentinel = 1.25e308;
+inline constexpr double kJsonInfinitySentinel = 1.5e308;
+inline bool IsJsonSpecialSentinel(double d) { return d == kJsonNaNSentinel || std::fabs(d) == kJsonInfinitySentinel; }
+
+// How TensorFromJson makes a float32 of a JSON number (read as a double): rounded to nearest;
+// past float's largest finite value but below the midpoint of it and 2^128, that value; none at
+// or beyond the midpoint (out of range: no JSON number means infinity). The shortest text of
+// -FLT_MAX, which responses carry, is -3.4028235e+38, past FLT_MAX as a double. Inline: the
+// REST reader calls it per number.
+inline std::optional<float> JsonNumberToFloat32(double d) {
+  constexpr double kRoundsToInfinity = 0x1.ffffffp+127;
+  const double magnitude = std::fabs(d);
+  if (!(magnitude < kRoundsToInfinity)) return std::nullopt;
+  if (magnitude > static_cast<double>(std::numeric_limits<float>::max())) {
+    return d < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
+  }
+  return static_cast<float>(d);
+}
 
 }  // namespace lockstep

@@ -9,6 +9,7 @@
 
 #include "server/inference.h"
 #include "server/model_info.h"
+#include "server/predict_body_reader.h"
 #include "server/request_id.h"
 #include "server/rest_json.h"
 #include "server/status_mapping.h"
@@ -245,6 +246,41 @@ Status RestApi::Health(std::string_view path, RestResponse* response) const {
   return Status::Ok();
 }
 
+StatusOr<const Signature*> RestApi::ReadPredictBody(std::string_view body, const ServableRequest& request,
+                                                    RestCall* call) const {
+  // The fast reader first (predict_body_reader.h); the DOM path for what it declines.
+  PredictBodyReader& reader = call->body_reader_;
+  std::optional<PredictBody> dom;
+  const bool fast = reader.Start(body);
+  if (!fast) {
+    LS_ASSIGN_OR_RETURN(dom, ParsePredictBody(body));
+  }
+  // The fast reader skips the values it has not read yet, where the DOM path has parsed them:
+  // an error found before the body's own is the body's if the DOM path finds one.
+  auto body_error_first = [&](const Status& error) -> Status {
+    if (dom) return error;
+    StatusOr<PredictBody> parsed = ParsePredictBody(body);
+    return parsed.ok() ? error : parsed.status();
+  };
+  StatusOr<ServableHandle> servable = ResolveServable(manager_, request);
+  if (!servable.ok()) return body_error_first(servable.status());
+  call->record_.servable = std::move(servable).value();
+  StatusOr<const Signature*> signature = FindServingSignature(
+      call->record_.servable->session(), dom ? std::string_view(dom->signature_name) : reader.signature_name());
+  if (!signature.ok()) return body_error_first(signature.status());
+  call->record_.signature = (*signature)->name;
+  if (fast && reader.DecodeInputs(**signature, &call->inputs_)) {
+    call->row_format_ = reader.row_format();
+    return signature;
+  }
+  if (!dom) {
+    LS_ASSIGN_OR_RETURN(dom, ParsePredictBody(body));
+  }
+  LS_ASSIGN_OR_RETURN(call->inputs_, DecodePredictInputs(*dom, **signature));
+  call->row_format_ = dom->row_format;
+  return signature;
+}
+
 Status RestApi::Dispatch(const RestRequest& rest, RestCall* call, bool* pending) const {
   const std::string_view body = rest.body;
   RequestRecord* record = &call->record_;
@@ -282,15 +318,8 @@ Status RestApi::Dispatch(const RestRequest& rest, RestCall* call, bool* pending)
     }
     case RestPath::Kind::kPredict: {
       record->api = "predict";
-      LS_ASSIGN_OR_RETURN(const PredictBody predict, ParsePredictBody(body));
-      LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
-      record->servable = servable;
-      const Session& session = servable->session();
-      LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, predict.signature_name));
-      record->signature = signature->name;
-      LS_ASSIGN_OR_RETURN(call->inputs_, DecodePredictInputs(predict, *signature));
+      LS_ASSIGN_OR_RETURN(const Signature* signature, ReadPredictBody(body, request, call));
       call->signature_ = signature;
-      call->row_format_ = predict.row_format;
       // From here the answer comes through the call's batch task (FinishPredict).
       *pending = true;
       const GraphRunner runner{record->servable, record, batching_, rest.deadline};

@@ -24,6 +24,8 @@
 #include "runtime/status.h"
 #include "server/batching/batch_scheduler.h"
 #include "server/health.h"
+#include "server/inference.h"
+#include "server/predict_body_reader.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
 
@@ -94,6 +96,7 @@ class RestCall : public BatchTask {
   std::chrono::steady_clock::time_point start_;
   RequestRecord record_;
   bool row_format_ = true;
+  PredictBodyReader body_reader_;  // the connection's, with its buffers
   const Signature* signature_ = nullptr;
   std::vector<NamedTensor> inputs_;
   std::vector<NamedTensor> outputs_;
@@ -124,6 +127,10 @@ class RestApi {
   friend class RestCall;
   // Serves the request; with `*pending` set, the answer comes through the call's batch task.
   Status Dispatch(const RestRequest& request, RestCall* call, bool* pending) const;
+  // A predict body: resolves the servable and its signature (into the call's record) and
+  // decodes the inputs into the call, with the same errors in the same order as the DOM path.
+  StatusOr<const Signature*> ReadPredictBody(std::string_view body, const ServableRequest& request,
+                                             RestCall* call) const;
   // A predict's graph ran (or failed): its answer.
   void FinishPredict(RestCall* call, Status status) const;
   // Records the request, turns a failure into its error body, and answers the call.

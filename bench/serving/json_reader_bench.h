@@ -47,19 +47,15 @@ class Candidate {
 // operator new calls so far (json_reader_alloc_count.cc replaces the global operator new).
 int64_t AllocationCount();
 
-// simdjson On-Demand, compiled for one instruction set each (json_reader_simdjson_*.cc).
+// simdjson On-Demand (json_reader_simdjson_baseline.cc).
 enum class SimdjsonKind {
   kCopy,        // memcpy into a reused padded buffer, then On-Demand
   kInPlace,     // the body's own buffer already has SIMDJSON_PADDING spare bytes
   kSumDoubles,  // reference: On-Demand walking every number as a double, no checks
 };
 std::unique_ptr<Candidate> MakeSimdjsonBaseline(SimdjsonKind kind);
-std::unique_ptr<Candidate> MakeSimdjsonHaswell(SimdjsonKind kind);
-std::unique_ptr<Candidate> MakeSimdjsonIcelake(SimdjsonKind kind);
 // The name of simdjson's compile-time ("builtin") implementation in that translation unit:
 // the one On-Demand runs.
 const char* SimdjsonBaselineImpl();
-const char* SimdjsonHaswellImpl();
-const char* SimdjsonIcelakeImpl();
 
 }  // namespace lockstep_bench

@@ -4,31 +4,29 @@
 // keeps its own copy instead of sharing one the linker picks.
 #pragma once
 
-#include <cfloat>
+#include <optional>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string_view>
 
 #include "bench/serving/json_reader_bench.h"
+#include "runtime/tensor_json.h"
+#include "server/json_tensor_sink.h"
 
 namespace lockstep_bench {
 namespace {
 
 inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Today's float32 rule (runtime/tensor_json.cc ToNumber): a double at or past the midpoint of
-// FLT_MAX and 2^128 is out of range; one between FLT_MAX and that midpoint is FLT_MAX;
-// anything else is rounded to nearest. False also for today's NaN / Infinity sentinels
-// (1.25e308, 1.5e308): a fast path declines them and today's path reads them.
+// Today's float32 rule (runtime/tensor_json.h JsonNumberToFloat32). False also for today's
+// NaN / Infinity sentinels (1.25e308, 1.5e308): a fast path declines them and today's path
+// reads them.
 inline bool ToFloat(double d, float* f) {
-  const double magnitude = std::fabs(d);
-  if (!(magnitude < 0x1.ffffffp+127)) return false;
-  if (magnitude > static_cast<double>(FLT_MAX)) {
-    *f = d < 0 ? -FLT_MAX : FLT_MAX;
-    return true;
-  }
-  *f = static_cast<float>(d);
+  if (lockstep::IsJsonSpecialSentinel(d)) return false;
+  const std::optional<float> value = lockstep::JsonNumberToFloat32(d);
+  if (!value) return false;
+  *f = *value;
   return true;
 }
 
@@ -51,78 +49,32 @@ inline bool SpecialToken(std::string_view token, float* f) {
 // for it; the fast paths do the same. Called only for a -0.0 result.
 inline bool IsIntegerToken(std::string_view token) { return token.find_first_of(".eE") == std::string_view::npos; }
 
-// Receives the nesting of one tensor value as it streams past: arrays open and close, numbers
-// arrive. Accepts exactly what today's InferShape + Fill accept: every list at one depth has
-// the same length, every number sits at the same depth (the rank), nothing nests past it or
-// past kMaxRank. Writes the floats into `out`, never past its capacity.
+// The server's shape check (server/json_tensor_sink.h) writing into a Decoded.
 class FloatSink {
  public:
   void Reset(Decoded& out) {
-    out_ = out.values.data();
-    capacity_ = out.values.size();
-    count_ = 0;
-    depth_ = 0;
-    rank_ = -1;
-    for (bool& k : dim_known_) k = false;
     decoded_ = &out;
+    sink_.Reset(out.values.data(), out.values.size());
   }
-
-  bool BeginArray() {
-    if (depth_ > 0) ++length_[depth_];
-    if (depth_ == kMaxRank || (rank_ >= 0 && depth_ >= rank_)) return false;
-    ++depth_;
-    length_[depth_] = 0;
-    return true;
-  }
-
-  bool EndArray() {
-    const int64_t length = length_[depth_];
-    const int dim = --depth_;
-    if (rank_ < 0) rank_ = dim + 1;  // an empty innermost list: [], [[], []]
-    if (!dim_known_[dim]) {
-      dims_[dim] = length;
-      dim_known_[dim] = true;
-    } else if (dims_[dim] != length) {
-      return false;
-    }
-    return true;
-  }
-
-  bool Number(float f) {
-    if (depth_ > 0) ++length_[depth_];
-    if (rank_ < 0) {
-      rank_ = depth_;
-    } else if (depth_ != rank_) {
-      return false;
-    }
-    if (count_ == capacity_) return false;
-    out_[count_++] = f;
-    return true;
-  }
-
-  int depth() const { return depth_; }
+  bool BeginArray() { return sink_.BeginArray(); }
+  bool EndArray() { return sink_.EndArray(); }
+  bool Number(float f) { return sink_.Number(f); }
+  int depth() const { return sink_.depth(); }
 
   // The value is complete: publish its shape. Row form needs a non-empty list.
   bool Finish(bool row_format) {
-    if (depth_ != 0 || rank_ < 0) return false;
-    if (row_format && (rank_ == 0 || dims_[0] == 0)) return false;
+    lockstep::Shape shape;
+    if (!sink_.Finish(row_format, &shape)) return false;
     Decoded& out = *decoded_;
-    out.count = count_;
-    out.rank = rank_;
-    for (int i = 0; i < rank_; ++i) out.dims[i] = dims_[i];
+    out.count = sink_.count();
+    out.rank = shape.rank();
+    for (int i = 0; i < shape.rank(); ++i) out.dims[i] = shape[i];
     out.row_format = row_format;
     return true;
   }
 
  private:
-  float* out_ = nullptr;
-  size_t capacity_ = 0;
-  size_t count_ = 0;
-  int depth_ = 0;  // lists open
-  int rank_ = -1;  // unknown until the first number or the first empty list closes
-  int64_t length_[kMaxRank + 1] = {};  // elements so far in the open list at each depth
-  int64_t dims_[kMaxRank] = {};
-  bool dim_known_[kMaxRank] = {};
+  lockstep::TensorSink<float> sink_;
   Decoded* decoded_ = nullptr;
 };
 

@@ -1,12 +1,15 @@
 // RestRequest (fuzz_targets.h). The input is a REST target line, a newline, then the body.
 // Every decoded predict body is written back as a response and that response read as a
-// request again: what the server answers must be what it was asked, value for value.
+// request again: what the server answers must be what it was asked, value for value. And the
+// fast body reader (predict_body_reader.h) reads only bodies the DOM path reads, with the
+// same tensors bit for bit.
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "runtime/tensor_json.h"
 #include "server/rest_api.h"
+#include "server/predict_body_reader.h"
 #include "server/rest_json.h"
 #include "tests/fuzz/fuzz_targets.h"
 
@@ -32,9 +35,33 @@ const std::vector<Signature>& Signatures() {
     several.inputs = {Input("a", DType::kInt64, Shape{-1}), Input("s_bytes", DType::kString, Shape{-1}),
                       Input("b", DType::kBool, Shape{-1, 2}), Input("h", DType::kBFloat16, Shape{-1}),
                       Input("i", DType::kInt32, Shape{-1, 2, 2})};
-    return std::vector<Signature>{single, several};
+    Signature floats;  // the fast reader's dtypes, named in the columnar form
+    floats.name = "floats";
+    floats.method_name = "tensorflow/serving/predict";
+    floats.inputs = {Input("p", DType::kFloat32, Shape{-1}), Input("q", DType::kFloat64, Shape{-1, 2})};
+    return std::vector<Signature>{single, several, floats};
   }();
   return signatures;
+}
+
+// What the fast reader accepts of `body`, the DOM path (`predict`, its reading) accepts too,
+// with the same form, signature name and tensors.
+void CheckFastReader(std::string_view body, const StatusOr<PredictBody>& predict) {
+  static PredictBodyReader reader;  // reused, as a connection reuses its own
+  for (const Signature& signature : Signatures()) {
+    std::vector<NamedTensor> fast;
+    if (!reader.Start(body) || !reader.DecodeInputs(signature, &fast)) continue;
+    LOCKSTEP_FUZZ_CHECK(predict.ok());
+    LOCKSTEP_FUZZ_CHECK(reader.row_format() == predict->row_format);
+    LOCKSTEP_FUZZ_CHECK(reader.signature_name() == predict->signature_name);
+    StatusOr<std::vector<NamedTensor>> dom = DecodePredictInputs(*predict, signature);
+    LOCKSTEP_FUZZ_CHECK(dom.ok());
+    LOCKSTEP_FUZZ_CHECK(dom->size() == fast.size());
+    for (size_t i = 0; i < fast.size(); ++i) {
+      LOCKSTEP_FUZZ_CHECK(fast[i].name == (*dom)[i].name);
+      LOCKSTEP_FUZZ_CHECK(fast[i].tensor.BitwiseEqual((*dom)[i].tensor));
+    }
+  }
 }
 
 // The response to a predict whose outputs are `tensors`, read back as a request in the same
@@ -50,8 +77,10 @@ void CheckRoundTrip(bool row_format, const Signature& signature, const std::vect
   } else {
     request["inputs"] = std::move((*parsed)["outputs"]);
   }
-  StatusOr<PredictBody> body = ParsePredictBody(request.dump());
+  const std::string text = request.dump();
+  StatusOr<PredictBody> body = ParsePredictBody(text);
   LOCKSTEP_FUZZ_CHECK(body.ok());
+  CheckFastReader(text, body);
   StatusOr<std::vector<NamedTensor>> again = DecodePredictInputs(*body, signature);
   LOCKSTEP_FUZZ_CHECK(again.ok());
   LOCKSTEP_FUZZ_CHECK(again->size() == tensors.size());
@@ -81,6 +110,7 @@ void RestRequest(Bytes data) {
   }
 
   StatusOr<PredictBody> predict = ParsePredictBody(body);
+  CheckFastReader(body, predict);
   if (predict.ok()) {
     for (const Signature& signature : Signatures()) {
       StatusOr<std::vector<NamedTensor>> inputs = DecodePredictInputs(*predict, signature);
