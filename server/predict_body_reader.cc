@@ -71,6 +71,7 @@ struct PredictBodyReader::State {
   std::vector<Value> values;  // values[0, used)
   size_t used = 0;
   size_t next_number = 0;
+  bool overflowed = false;  // a value had more numbers than `numbers` had room for
 
   // One tensor value into `numbers`.
   bool Read(od::value value, std::string_view name, bool row_format) {
@@ -79,7 +80,10 @@ struct PredictBodyReader::State {
     v.name.assign(name);
     v.begin = next_number;
     sink.Reset(numbers.data() + next_number, numbers.size() - next_number);
-    if (!Walk(value, sink) || !sink.Finish(row_format, &v.shape)) return false;
+    if (!Walk(value, sink) || !sink.Finish(row_format, &v.shape)) {
+      overflowed = sink.count() == numbers.size() - v.begin;
+      return false;
+    }
     v.count = sink.count();
     next_number += v.count;
     return true;
@@ -87,13 +91,13 @@ struct PredictBodyReader::State {
 
   bool ToTensor(const Value& v, DType dtype, Tensor* tensor) const {
     const double* numbers_begin = numbers.data() + v.begin;
+    if (dtype != DType::kFloat32 && dtype != DType::kFloat64) return false;
+    // The last request's tensor, when this one has its dtype and shape and nobody shares it.
+    if (!tensor->Writable(dtype, v.shape)) *tensor = Tensor(dtype, v.shape);
     if (dtype == DType::kFloat64) {
-      *tensor = Tensor(dtype, v.shape);
       std::copy(numbers_begin, numbers_begin + v.count, tensor->mutable_data<double>().data());
       return true;
     }
-    if (dtype != DType::kFloat32) return false;
-    *tensor = Tensor(dtype, v.shape);
     float* out = tensor->mutable_data<float>().data();
     for (size_t i = 0; i < v.count; ++i) {
       const std::optional<float> f = JsonNumberToFloat32(numbers_begin[i]);
@@ -107,17 +111,33 @@ struct PredictBodyReader::State {
 PredictBodyReader::PredictBodyReader() : state_(std::make_unique<State>()) {}
 PredictBodyReader::~PredictBodyReader() = default;
 
+void PredictBodyReader::ReleaseIfLarge() {
+  // Bodies of short numbers ("0,0,0,...") grow `numbers` to four times the body.
+  if (state_->numbers.size() > kMaxBodyBytes / 8 + 16) state_ = std::make_unique<State>();
+}
+
 bool PredictBodyReader::Start(std::string_view body) {
   State& s = *state_;
-  s.used = 0;
-  s.next_number = 0;
+  if (body.size() > kMaxBodyBytes) return false;
   if (s.padded.size() < body.size() + simdjson::SIMDJSON_PADDING) s.padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
   std::memcpy(s.padded.data(), body.data(), body.size());
   std::memset(s.padded.data() + body.size(), 0, simdjson::SIMDJSON_PADDING);
-  // A number takes at least one character and a separator: the body bounds the count.
-  if (s.numbers.size() < body.size() / 2 + 1) s.numbers.resize(body.size() / 2 + 1);
+  // Room for a number per 8 bytes of body (what clients' floats take); a body of shorter
+  // numbers is read again with room for its most (one character and a separator each).
+  for (size_t room : {body.size() / 8 + 16, body.size() / 2 + 1}) {
+    if (s.numbers.size() < room) s.numbers.resize(room);
+    s.overflowed = false;
+    if (Read(s, body.size())) return true;
+    if (!s.overflowed) return false;
+  }
+  return false;
+}
+
+bool PredictBodyReader::Read(State& s, size_t size) {
+  s.used = 0;
+  s.next_number = 0;
   od::document document;
-  if (s.parser.iterate(s.padded.data(), body.size(), s.padded.size()).get(document) != SUCCESS) return false;
+  if (s.parser.iterate(s.padded.data(), size, s.padded.size()).get(document) != SUCCESS) return false;
   od::object object;
   if (document.get_object().get(object) != SUCCESS) return false;
   bool instances = false, inputs = false, named = false;

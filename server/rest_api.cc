@@ -20,6 +20,9 @@ namespace tfs = tensorflow::serving;
 
 namespace {
 
+// The most tensor bytes a connection's call keeps between requests for the next to reuse.
+constexpr size_t kKeptTensorBytes = size_t{1} << 20;
+
 // ASCII only, and without std::tolower's locale lookup: paths are matched per request.
 char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -43,21 +46,27 @@ int HexValue(char c) {
   return -1;
 }
 
-// %XX decoding ('+' stays '+': this is a path, not a form).
-std::optional<std::string> UrlDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+// %XX decoding ('+' stays '+': this is a path, not a form) into `out`, reusing its capacity.
+// False for a malformed escape.
+bool UrlDecodeInto(std::string_view s, std::string* out) {
+  out->clear();
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '%') {
-      out += s[i];
+      *out += s[i];
       continue;
     }
-    if (i + 2 >= s.size()) return std::nullopt;
+    if (i + 2 >= s.size()) return false;
     const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
+    if (hi < 0 || lo < 0) return false;
+    *out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
+  return true;
+}
+
+std::optional<std::string> UrlDecode(std::string_view s) {
+  std::string out;
+  if (!UrlDecodeInto(s, &out)) return std::nullopt;
   return out;
 }
 
@@ -72,41 +81,45 @@ std::string_view TakeSegment(std::string_view* s) {
 
 }  // namespace
 
-StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target) {
+Status ParseRestPath(std::string_view method, std::string_view target, RestPath* out) {
   std::string_view path = target.substr(0, target.find('?'));
-  const Status malformed = InvalidArgument("Malformed request: " + std::string(method) + " " + std::string(target));
+  // Made only when needed: a request's path is parsed without allocating.
+  auto malformed = [&] { return InvalidArgument("Malformed request: " + std::string(method) + " " + std::string(target)); };
   std::string_view rest = path;
   if (!ConsumePrefixIgnoringCase(&rest, "/v1/")) return NotFound("Unknown path: " + std::string(path));
   const bool get = method == "GET";
-  if (!get && method != "POST") return malformed;
-  if (!ConsumePrefixIgnoringCase(&rest, "models")) return malformed;
+  if (!get && method != "POST") return malformed();
+  if (!ConsumePrefixIgnoringCase(&rest, "models")) return malformed();
   if (rest.empty() || rest == "/") return InvalidArgument("Missing model name in request.");
-  if (!ConsumePrefixIgnoringCase(&rest, "/")) return malformed;
+  if (!ConsumePrefixIgnoringCase(&rest, "/")) return malformed();
 
-  RestPath parsed;
-  std::optional<std::string> name = UrlDecode(TakeSegment(&rest));
-  if (!name) return malformed;
-  if (name->empty()) return InvalidArgument("Missing model name in request.");
-  parsed.model = std::move(*name);
+  // Into `out`'s strings, reusing their capacity: a connection parses into the same RestPath.
+  RestPath& parsed = *out;
+  parsed.version.reset();
+  bool has_label = false;
+  if (!UrlDecodeInto(TakeSegment(&rest), &parsed.model)) return malformed();
+  if (parsed.model.empty()) return InvalidArgument("Missing model name in request.");
 
   while (!rest.empty() && rest.front() == '/') {
     std::string_view probe = rest;
     if (ConsumePrefixIgnoringCase(&probe, "/versions/")) {
       const std::string_view digits = TakeSegment(&probe);
-      if (parsed.version || digits.empty()) return malformed;
+      if (parsed.version || digits.empty()) return malformed();
       int64_t v = 0;
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-      if (ec != std::errc() || end != digits.data() + digits.size() || digits.front() == '-') return malformed;
+      if (ec != std::errc() || end != digits.data() + digits.size() || digits.front() == '-') return malformed();
       parsed.version = v;
     } else if (ConsumePrefixIgnoringCase(&probe, "/labels/")) {
-      std::optional<std::string> label = UrlDecode(TakeSegment(&probe));
-      if (parsed.label || !label || label->empty()) return malformed;
-      parsed.label = std::move(*label);
+      if (has_label) return malformed();
+      if (!parsed.label) parsed.label.emplace();
+      if (!UrlDecodeInto(TakeSegment(&probe), &*parsed.label) || parsed.label->empty()) return malformed();
+      has_label = true;
     } else {
       break;
     }
     rest = probe;
   }
+  if (!has_label) parsed.label.reset();
   if (parsed.version && parsed.label) {
     return InvalidArgument("Both model version (" + std::to_string(*parsed.version) + ") and model version label (" +
                            *parsed.label + ") cannot be supplied.");
@@ -118,9 +131,9 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
     } else if (EqualsIgnoringCase(rest, "/metadata")) {
       parsed.kind = RestPath::Kind::kMetadata;
     } else {
-      return malformed;
+      return malformed();
     }
-    return parsed;
+    return Status::Ok();
   }
   if (EqualsIgnoringCase(rest, ":predict")) {
     parsed.kind = RestPath::Kind::kPredict;
@@ -129,8 +142,14 @@ StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view targe
   } else if (EqualsIgnoringCase(rest, ":regress")) {
     parsed.kind = RestPath::Kind::kRegress;
   } else {
-    return malformed;
+    return malformed();
   }
+  return Status::Ok();
+}
+
+StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target) {
+  RestPath parsed;
+  LS_RETURN_IF_ERROR(ParseRestPath(method, target, &parsed));
   return parsed;
 }
 
@@ -183,9 +202,18 @@ void RestApi::Answer(RestCall* call, const Status& status) const {
     metrics_.Record(call->record_, status.code(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - call->start_).count());
   }
-  // Let go of the tensors and the version: the call may wait long for its next request.
-  call->inputs_.clear();
-  call->outputs_.clear();
+  // Let go of the version, and of large tensors: the call may wait long for its next request.
+  // Small ones stay, so that the next request of the same shape decodes and runs into them.
+  auto bytes = [](const std::vector<NamedTensor>& tensors) {
+    size_t total = 0;
+    for (const NamedTensor& t : tensors) total += t.tensor.byte_size();
+    return total;
+  };
+  if (bytes(call->inputs_) + bytes(call->outputs_) > kKeptTensorBytes) {
+    call->inputs_.clear();
+    call->outputs_.clear();
+  }
+  call->body_reader_.ReleaseIfLarge();
   call->record_ = RequestRecord{};
   call->signature_ = nullptr;
   RestResponse* response = &call->response;
@@ -285,7 +313,8 @@ Status RestApi::Dispatch(const RestRequest& rest, RestCall* call, bool* pending)
   const std::string_view body = rest.body;
   RequestRecord* record = &call->record_;
   RestResponse* response = &call->response;
-  LS_ASSIGN_OR_RETURN(const RestPath path, ParseRestPath(rest.method, rest.target));
+  LS_RETURN_IF_ERROR(ParseRestPath(rest.method, rest.target, &call->path_));
+  const RestPath& path = call->path_;
   // Status and metadata take a ModelSpec; inference goes straight to the servable.
   auto spec = [&path] {
     tfs::ModelSpec spec;

@@ -44,6 +44,8 @@ struct RestPath {
 // outside /v1/, InvalidArgument "Malformed request: ..." for the rest, "Missing model name in
 // request." for /v1/models alone, and the both-version-and-label message.
 StatusOr<RestPath> ParseRestPath(std::string_view method, std::string_view target);
+// The same into `out`, reusing its strings (a connection's call parses into one RestPath).
+Status ParseRestPath(std::string_view method, std::string_view target, RestPath* out);
 
 // The header whose value keeps a client on one arm of a traffic split.
 inline constexpr char kRoutingKeyHeader[] = "X-Routing-Key";
@@ -95,6 +97,7 @@ class RestCall : public BatchTask {
   std::string_view target_;
   std::chrono::steady_clock::time_point start_;
   RequestRecord record_;
+  RestPath path_;
   bool row_format_ = true;
   PredictBodyReader body_reader_;  // the connection's, with its buffers
   const Signature* signature_ = nullptr;

@@ -80,6 +80,19 @@ TEST(PredictBodyReaderTest, ReadsTheCommonFormsAsTheDomPathDoes) {
     EXPECT_TRUE(FastAgreesWithDom(reader, body, one)) << "declined: " << body;
   }
   EXPECT_TRUE(FastAgreesWithDom(reader, R"({"instances": [[1e308, -0], [5e-324, 0.1]]})", wide));
+  // Numbers shorter than the reader's first guess at their count (one per 8 bytes): read again.
+  const Signature flat = Sig({Input("x", DType::kFloat32, Shape{-1})});
+  std::string zeros = R"({"instances": [0)";
+  for (int i = 1; i < 3000; ++i) zeros += ",1";
+  zeros += "]}";
+  EXPECT_TRUE(FastAgreesWithDom(reader, zeros, flat));
+  // Past kMaxBodyBytes the DOM path reads it, and the reader reads small bodies after.
+  std::string large = R"({"instances": [0.5)";
+  while (large.size() <= PredictBodyReader::kMaxBodyBytes) large += ", 0.5";
+  large += "]}";
+  EXPECT_FALSE(reader.Start(large));
+  reader.ReleaseIfLarge();
+  EXPECT_TRUE(FastAgreesWithDom(reader, zeros, flat));
   EXPECT_TRUE(FastAgreesWithDom(reader, R"({"inputs": {"b": [[1, 2]], "a": [3]}})", two));
 }
 
