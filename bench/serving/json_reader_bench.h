@@ -2,13 +2,12 @@
 // buffer, without a DOM (json_reader_bench.cc has the table of candidates and the checks).
 //
 // What every candidate shares is declared here; what each one runs per number is in
-// json_reader_sink.h, which every translation unit compiles for itself: the simdjson
-// candidates are built three times (baseline x86-64, AVX2, AVX-512), and an inline function
-// shared across those would be linked from whichever object came first.
+// json_reader_sink.h (over the server's own shape check, server/json_tensor_sink.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +41,18 @@ class Candidate {
   // True with `out` filled; false when the body is malformed or takes a form the fast path
   // leaves to today's path (which then also writes the error message).
   virtual bool Decode(const Body& body, Decoded& out) = 0;
+  // Why the last Decode failed, for candidates that word it (today's path); empty otherwise.
+  virtual std::string last_error() const { return {}; }
 };
+
+// A candidate by name. `decoder`: writes floats and checks the form (the references do neither).
+struct Entry {
+  std::string name;
+  std::function<std::unique_ptr<Candidate>()> make;
+  bool decoder;
+};
+// Every candidate (json_reader_candidates.cc).
+std::vector<Entry> Entries();
 
 // operator new calls so far (json_reader_alloc_count.cc replaces the global operator new).
 int64_t AllocationCount();

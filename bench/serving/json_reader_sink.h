@@ -1,7 +1,5 @@
 // What every candidate of bench_json_reader does per value: check the nesting is a rectangular
 // tensor, turn a double into a float with today's rules, recognise NaN / Infinity / -Infinity.
-// In an unnamed namespace on purpose: each translation unit (some built for AVX2 or AVX-512)
-// keeps its own copy instead of sharing one the linker picks.
 #pragma once
 
 #include <optional>
