@@ -64,6 +64,14 @@ grpc::Status Finish(grpc::ServerContextBase* context, std::string_view method, c
 }
 
 // The inputs `request` gives `signature`, in the signature's order, into `inputs`.
+// Finishes a call on its default reactor now, as Finish words it; the handler returns the reactor.
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, std::string_view method,
+                                    const Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(Finish(context, method, status));
+  return reactor;
+}
+
 Status DecodePredictInputs(const tfs::PredictRequest& request, const Signature& signature,
                            std::vector<NamedTensor>* inputs) {
   // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
@@ -284,8 +292,7 @@ grpc::ServerUnaryReactor* PredictionServiceImpl::RunCall(grpc::CallbackServerCon
       health_.draining() ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere") : serve(&record);
   metrics_.Record(record, status.code(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(Finish(context, method, status));
+  grpc::ServerUnaryReactor* reactor = FinishNow(context, method, status);
   in_flight_.fetch_sub(1);
   return reactor;
 }
@@ -332,9 +339,7 @@ grpc::ServerUnaryReactor* PredictionServiceImpl::GetModelMetadata(grpc::Callback
                                                                   tfs::GetModelMetadataResponse* response) {
   StatusOr<tfs::GetModelMetadataResponse> metadata = lockstep::GetModelMetadata(manager_, *request);
   if (metadata.ok()) *response = std::move(metadata).value();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(Finish(context, "GetModelMetadata", metadata.status()));
-  return reactor;
+  return FinishNow(context, "GetModelMetadata", metadata.status());
 }
 
 grpc::ServerUnaryReactor* ModelServiceImpl::GetModelStatus(grpc::CallbackServerContext* context,
@@ -342,21 +347,17 @@ grpc::ServerUnaryReactor* ModelServiceImpl::GetModelStatus(grpc::CallbackServerC
                                                            tfs::GetModelStatusResponse* response) {
   StatusOr<tfs::GetModelStatusResponse> status = lockstep::GetModelStatus(manager_, *request);
   if (status.ok()) *response = std::move(status).value();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(Finish(context, "GetModelStatus", status.status()));
-  return reactor;
+  return FinishNow(context, "GetModelStatus", status.status());
 }
 
 grpc::ServerUnaryReactor* ModelServiceImpl::HandleReloadConfigRequest(grpc::CallbackServerContext* context,
                                                                       const tfs::ReloadConfigRequest* request,
                                                                       tfs::ReloadConfigResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::string_view authorization = ClientMetadata(*context, "authorization");
   if (Status allowed = admin_.Check("HandleReloadConfigRequest", context->peer(), authorization); !allowed.ok()) {
     spdlog::warn("event=admin_refused method=HandleReloadConfigRequest peer={} error=\"{}\"", context->peer(),
                  allowed.message());
-    reactor->Finish(Finish(context, "HandleReloadConfigRequest", allowed));
-    return reactor;
+    return FinishNow(context, "HandleReloadConfigRequest", allowed);
   }
   const Status status = reload_(request->config());
   StatusToProto(status, response->mutable_status());
@@ -364,8 +365,7 @@ grpc::ServerUnaryReactor* ModelServiceImpl::HandleReloadConfigRequest(grpc::Call
     // An operator's action: worth a warning whatever its code.
     spdlog::warn("event=reload_config_refused error=\"{}\"", status.message());
   }
-  reactor->Finish(Finish(context, "HandleReloadConfigRequest", status));
-  return reactor;
+  return FinishNow(context, "HandleReloadConfigRequest", status);
 }
 
 }  // namespace lockstep

@@ -173,10 +173,10 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
   call->record_ = RequestRecord{};
   call->record_.protocol = "rest";
   // A probe that finds the server not ready is routine, not a server error worth a warning.
-  const bool probe = method == "GET" && path.rfind("/v2/", 0) == 0;
+  call->probe_ = method == "GET" && path.rfind("/v2/", 0) == 0;
   bool pending = false;
   const Status status =
-      Guarded([&] { return probe ? Health(path, response) : Dispatch(request, call, &pending); });
+      Guarded([&] { return call->probe_ ? Health(path, response) : Dispatch(request, call, &pending); });
   // A pending call may be answered already, on a batch thread: it is not ours to touch.
   if (!pending) Answer(call, status);
 }
@@ -225,8 +225,7 @@ void RestApi::Answer(RestCall* call, const Status& status) const {
   if (request_id->empty()) *request_id = NewRequestId();
   response->http_status = HttpStatusFor(status.code());
   response->body = ErrorJson(status.message());
-  const bool probe = call->method_ == "GET" && call->target_.rfind("/v2/", 0) == 0;
-  if (response->http_status >= 500 && !probe) {
+  if (response->http_status >= 500 && !call->probe_) {
     spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
                  call->method_, call->target_, response->http_status, status.message());
   } else {

@@ -96,6 +96,7 @@ class RestCall : public BatchTask {
   std::string_view method_;
   std::string_view target_;
   std::chrono::steady_clock::time_point start_;
+  bool probe_ = false;  // a /v2/ health probe
   RequestRecord record_;
   RestPath path_;
   bool row_format_ = true;
