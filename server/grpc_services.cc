@@ -63,7 +63,6 @@ grpc::Status Finish(grpc::ServerContextBase* context, std::string_view method, c
   return ToGrpcStatus(status);
 }
 
-// The inputs `request` gives `signature`, in the signature's order, into `inputs`.
 // Finishes a call on its default reactor now, as Finish words it; the handler returns the reactor.
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, std::string_view method,
                                     const Status& status) {
@@ -72,59 +71,34 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, std::s
   return reactor;
 }
 
-Status DecodePredictInputs(const tfs::PredictRequest& request, const Signature& signature,
-                           std::vector<NamedTensor>* inputs) {
-  // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
-  // few wire bytes can stand for many elements) cannot add up past the cap.
-  int64_t budget = kMaxRequestTensorBytes;
-  inputs->clear();
-  for (const TensorBinding& binding : signature.inputs) {
-    const auto it = request.inputs().find(binding.key);
-    if (it == request.inputs().end()) {
-      return InvalidArgument("input '" + binding.key + "' of signature '" + signature.name + "' is missing");
-    }
-    StatusOr<Tensor> tensor = TensorFromProto(it->second, budget);
-    if (!tensor.ok()) return tensor.status().WithPrefix("input '" + binding.key + "'");
-    budget -= static_cast<int64_t>(tensor->byte_size());
-    inputs->push_back({binding.key, std::move(tensor).value()});
-  }
-  if (inputs->size() != static_cast<size_t>(request.inputs_size())) {
-    for (const auto& [key, value] : request.inputs()) {
-      bool known = false;
-      for (const TensorBinding& b : signature.inputs) known = known || b.key == key;
-      if (!known) return InvalidArgument("input '" + key + "' is not an input of signature '" + signature.name + "'");
-    }
-  }
-  return Status::Ok();
-}
-
+// Classify or Regress: resolves the servable (into `record`) and its signature, and readies
+// `run` to write into `result`; `served_spec` names what serves it.
 template <typename Result>
-Status DoExamples(const ModelManager& manager, const grpc::ServerContextBase& context, const tfs::ModelSpec& model_spec,
-                  const tfs::Input& input, Result* result, tfs::ModelSpec* served_spec, RequestRecord* record,
-                  BatchScheduler* batching) {
+Status PrepareExamples(const ModelManager& manager, const grpc::ServerContextBase& context,
+                       const tfs::ModelSpec& model_spec, const tfs::Input& input, Result* result,
+                       tfs::ModelSpec* served_spec, RequestRecord* record, ExamplesRun* run) {
   LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(model_spec));
   spec.routing_key = RoutingKey(context);
-  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, spec));
-  record->servable = servable;
-  const Session& session = servable->session();
-  LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, spec.signature_name));
+  LS_ASSIGN_OR_RETURN(record->servable, ResolveServable(manager, spec));
+  LS_ASSIGN_OR_RETURN(const Signature* signature,
+                      FindServingSignature(record->servable->session(), spec.signature_name));
   record->signature = signature->name;
   LS_RETURN_IF_ERROR(CheckStillWanted(context));
-  const GraphRunner runner{servable, record, batching, SteadyDeadline(context)};
+  run->Begin(input);
   if constexpr (std::is_same_v<Result, tfs::ClassificationResult>) {
-    LS_RETURN_IF_ERROR(RunClassify(runner, *signature, input, result));
+    run->AddClassify(*signature, result);
   } else {
-    LS_RETURN_IF_ERROR(RunRegress(runner, *signature, input, result));
+    run->AddRegress(*signature, result);
   }
-  FillServedSpec(*servable, spec.signature_name, served_spec);
+  FillServedSpec(*record->servable, spec.signature_name, served_spec);
   return Status::Ok();
 }
 
 // MultiInference as TF Serving defines it: classify and regress tasks over one input, all on
 // one model (and version), each on its own signature.
-Status DoMultiInference(const ModelManager& manager, const grpc::ServerContextBase& context,
-                        const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response,
-                        RequestRecord* record, BatchScheduler* batching) {
+Status PrepareMultiInference(const ModelManager& manager, const grpc::ServerContextBase& context,
+                             const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response,
+                             RequestRecord* record, ExamplesRun* run) {
   if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
   std::set<std::string> signatures;
   for (const tfs::InferenceTask& task : request.tasks()) {
@@ -142,168 +116,174 @@ Status DoMultiInference(const ModelManager& manager, const grpc::ServerContextBa
   // Resolve once, so that every task runs on the same version even if a newer one arrives.
   LS_ASSIGN_OR_RETURN(ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
   first.routing_key = RoutingKey(context);
-  LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager, first));
-  record->servable = servable;
-  const Session& session = servable->session();
+  LS_ASSIGN_OR_RETURN(record->servable, ResolveServable(manager, first));
+  const Session& session = record->servable->session();
   LS_RETURN_IF_ERROR(CheckStillWanted(context));
-  const GraphRunner runner{servable, record, batching, SteadyDeadline(context)};
+  run->Begin(request.input());
   for (const tfs::InferenceTask& task : request.tasks()) {
     LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, task.model_spec().signature_name()));
     tfs::InferenceResult* result = response->add_results();
     if (task.method_name() == kClassifyMethod) {
-      LS_RETURN_IF_ERROR(RunClassify(runner, *signature, request.input(), result->mutable_classification_result()));
+      run->AddClassify(*signature, result->mutable_classification_result());
     } else {
-      LS_RETURN_IF_ERROR(RunRegress(runner, *signature, request.input(), result->mutable_regression_result()));
+      run->AddRegress(*signature, result->mutable_regression_result());
     }
-    FillServedSpec(*servable, task.model_spec().signature_name(), result->mutable_model_spec());
+    FillServedSpec(*record->servable, task.model_spec().signature_name(), result->mutable_model_spec());
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-// One Predict call, from its decoding to its answer. It is the call's batch task, so a call
-// that waits for a batch needs nothing else, and it is pooled: a steady load reuses the calls
-// and the capacity of their vectors.
-class PredictionServiceImpl::PredictCall final : public BatchTask {
+// One gRPC Predict call: PredictApi's call (predict_api.h) with the reactor that answers it.
+// Pooled: a steady load reuses the calls and, with them, their tensors.
+class PredictionServiceImpl::GrpcPredictCall final : public lockstep::PredictCall {
  public:
-  explicit PredictCall(PredictionServiceImpl& service) : service_(service) {}
+  explicit GrpcPredictCall(PredictionServiceImpl& service) : service_(service) {}
 
   // Serves the call; it is answered before this returns, or later by the batch thread.
-  void Start(std::unique_ptr<PredictCall> self, grpc::CallbackServerContext* context,
+  void Start(std::unique_ptr<GrpcPredictCall> self, grpc::CallbackServerContext* context,
              grpc::ServerUnaryReactor* reactor, const tfs::PredictRequest* request,
              tfs::PredictResponse* response) {
     self_ = std::move(self);
     context_ = context;
     reactor_ = reactor;
-    request_ = request;
-    response_ = response;
-    start_ = std::chrono::steady_clock::now();
-    record_ = RequestRecord{};
-    record_.protocol = "grpc";
-    record_.api = "predict";
-    const Status started = service_.health_.draining()
-                               ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere")
-                               : Guarded([&] { return StartRun(); });
-    if (!started.ok()) Answer(started);
+    service_.predict_.Start({request, response, RoutingKey(*context), SteadyDeadline(*context)}, this);
   }
 
  private:
-  // Decodes and starts the run; an error is the call's answer. Once the run has started, the
-  // call is its batch task's: it may be answered (and reused) before this returns.
-  Status StartRun() {
-    LS_ASSIGN_OR_RETURN(ServableRequest spec, ServableRequestFromSpec(request_->model_spec()));
-    spec.routing_key = RoutingKey(*context_);
-    LS_ASSIGN_OR_RETURN(record_.servable, ResolveServable(service_.manager_, spec));
-    const Session& session = record_.servable->session();
-    LS_ASSIGN_OR_RETURN(signature_, FindServingSignature(session, spec.signature_name));
-    record_.signature = signature_->name;
-    LS_RETURN_IF_ERROR(DecodePredictInputs(*request_, *signature_, &inputs_));
-    LS_RETURN_IF_ERROR(CheckStillWanted(*context_));
-    filter_.assign(request_->output_filter().begin(), request_->output_filter().end());
-    LS_RETURN_IF_ERROR(CheckOutputFilter(*signature_, filter_));
-    const GraphRunner runner{record_.servable, &record_, service_.batching_, SteadyDeadline(*context_)};
-    runner.Start(*signature_, inputs_, &outputs_, this);
-    return Status::Ok();
-  }
-
-  void OnBatchDone(Status status) override {
-    record_.queue_seconds += timing().queue_seconds;
-    record_.compute_seconds += timing().compute_seconds;
-    if (status.ok()) status = Guarded([&] { return WriteResponse(); });
-    Answer(status);
-  }
-
-  Status WriteResponse() {
-    ApplyOutputFilter(filter_, &outputs_);
-    service_.shadow_.MaybeShadow(service_.manager_, *record_.servable, *signature_, inputs_, outputs_);
-    auto& out = *response_->mutable_outputs();
-    for (const NamedTensor& output : outputs_) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
-    FillServedSpec(*record_.servable, request_->model_spec().signature_name(), response_->mutable_model_spec());
-    return Status::Ok();
-  }
-
-  // Records the call, answers it and goes back to the pool: the last thing the call does.
-  void Answer(const Status& status) {
-    service_.metrics_.Record(record_, status.code(),
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  // The last thing the call does: back into the pool, then the answer.
+  void OnAnswered(const Status& status) override {
     grpc::ServerUnaryReactor* reactor = reactor_;
     const grpc::Status finished = Finish(context_, "Predict", status);
     PredictionServiceImpl& service = service_;
-    // Let go of the tensors and the version before the call can be reused.
-    inputs_.clear();
-    outputs_.clear();
-    record_ = RequestRecord{};
-    signature_ = nullptr;
     service.ReleaseCall(std::move(self_));
     reactor->Finish(finished);
     service.in_flight_.fetch_sub(1);
   }
 
   PredictionServiceImpl& service_;
-  std::unique_ptr<PredictCall> self_;  // owns this call while it is in flight
+  std::unique_ptr<GrpcPredictCall> self_;  // owns this call while it is in flight
   grpc::CallbackServerContext* context_ = nullptr;
   grpc::ServerUnaryReactor* reactor_ = nullptr;  // the context's default reactor (made once)
-  const tfs::PredictRequest* request_ = nullptr;
-  tfs::PredictResponse* response_ = nullptr;
-  std::chrono::steady_clock::time_point start_;
-  RequestRecord record_;
-  const Signature* signature_ = nullptr;
-  std::vector<NamedTensor> inputs_;
-  std::vector<NamedTensor> outputs_;
-  std::vector<std::string> filter_;
 };
 
 PredictionServiceImpl::PredictionServiceImpl(const ModelManager& manager, ServingMetrics& metrics,
                                              const ServerHealth& health, ShadowRunner& shadow,
                                              BatchScheduler* batching)
-    : manager_(manager), metrics_(metrics), health_(health), shadow_(shadow), batching_(batching) {}
+    : manager_(manager),
+      metrics_(metrics),
+      health_(health),
+      batching_(batching),
+      predict_(manager, metrics, health, shadow, batching) {
+  SetMessageAllocatorFor_Predict(&predict_messages_);
+}
 
 PredictionServiceImpl::~PredictionServiceImpl() = default;
 
-std::unique_ptr<PredictionServiceImpl::PredictCall> PredictionServiceImpl::AcquireCall() {
+std::unique_ptr<PredictionServiceImpl::GrpcPredictCall> PredictionServiceImpl::AcquireCall() {
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
     if (!pool_.empty()) {
-      std::unique_ptr<PredictCall> call = std::move(pool_.back());
+      std::unique_ptr<GrpcPredictCall> call = std::move(pool_.back());
       pool_.pop_back();
       return call;
     }
   }
-  return std::make_unique<PredictCall>(*this);
+  return std::make_unique<GrpcPredictCall>(*this);
 }
 
-void PredictionServiceImpl::ReleaseCall(std::unique_ptr<PredictCall> call) {
+void PredictionServiceImpl::ReleaseCall(std::unique_ptr<GrpcPredictCall> call) {
   std::lock_guard<std::mutex> lock(pool_mu_);
   pool_.push_back(std::move(call));
 }
 
-template <typename Fn>
-grpc::ServerUnaryReactor* PredictionServiceImpl::RunCall(grpc::CallbackServerContext* context,
-                                                         std::string_view method, std::string_view api, Fn&& serve) {
+// One Classify, Regress or MultiInference call: its tasks' graphs run one after another
+// (inference.h's ExamplesRun), and while one waits for a batch the call holds no thread.
+class PredictionServiceImpl::ExamplesCall final : public BatchTask {
+ public:
+  ExamplesCall(PredictionServiceImpl& service, grpc::CallbackServerContext* context,
+               grpc::ServerUnaryReactor* reactor, std::string_view method)
+      : service_(service), context_(context), reactor_(reactor), method_(method) {}
+
+  // Serves the call, readied by `prepare(&record, &run)`; it is answered before this returns,
+  // or later by a batch thread.
+  template <typename Prepare>
+  static void Start(std::unique_ptr<ExamplesCall> self, std::string_view api, Prepare&& prepare) {
+    ExamplesCall& call = *self;
+    call.self_ = std::move(self);
+    call.start_ = std::chrono::steady_clock::now();
+    call.deadline_ = SteadyDeadline(*call.context_);
+    call.record_.protocol = "grpc";
+    call.record_.api = api;
+    call.Continue(call.service_.health_.draining()
+                      ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere")
+                      : Guarded([&] { return prepare(&call.record_, &call.run_); }));
+  }
+
+ private:
+  // Starts the next task, or answers with `status` when it failed or every task is done.
+  void Continue(Status status) {
+    if (status.ok()) {
+      const GraphRunner runner{record_.servable, &record_, service_.batching_, deadline_};
+      StatusOr<bool> started = Guarded([&]() -> StatusOr<bool> { return run_.StartNext(runner, this); });
+      if (started.ok() && *started) return;  // the call is its batch task's now
+      status = started.status();
+    }
+    Answer(status);
+  }
+
+  void OnBatchDone(Status status) override {
+    record_.queue_seconds += timing().queue_seconds;
+    record_.compute_seconds += timing().compute_seconds;
+    Continue(Guarded([&] { return run_.Finished(status); }));
+  }
+
+  // Records the call and answers it; the call ends with it.
+  void Answer(const Status& status) {
+    service_.metrics_.Record(record_, status.code(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    grpc::ServerUnaryReactor* reactor = reactor_;
+    const grpc::Status finished = Finish(context_, method_, status);
+    PredictionServiceImpl& service = service_;
+    std::unique_ptr<ExamplesCall> self = std::move(self_);
+    reactor->Finish(finished);
+    self.reset();
+    service.in_flight_.fetch_sub(1);
+  }
+
+  PredictionServiceImpl& service_;
+  grpc::CallbackServerContext* const context_;
+  // The context's default reactor, made once: DefaultReactor() makes it anew each time it is called.
+  grpc::ServerUnaryReactor* const reactor_;
+  const std::string_view method_;
+  std::unique_ptr<ExamplesCall> self_;  // owns this call while it is in flight
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point deadline_;
+  RequestRecord record_;
+  ExamplesRun run_;
+};
+
+template <typename Prepare>
+grpc::ServerUnaryReactor* PredictionServiceImpl::StartExamples(grpc::CallbackServerContext* context,
+                                                               std::string_view method, std::string_view api,
+                                                               Prepare&& prepare) {
   // Counted before the drain check, so that a drain that sees none in flight knows every later
   // call will see it draining.
   in_flight_.fetch_add(1);
-  const auto start = std::chrono::steady_clock::now();
-  RequestRecord record;
-  record.protocol = "grpc";
-  record.api = api;
-  const Status status =
-      health_.draining() ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere") : serve(&record);
-  metrics_.Record(record, status.code(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  grpc::ServerUnaryReactor* reactor = FinishNow(context, method, status);
-  in_flight_.fetch_sub(1);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  ExamplesCall::Start(std::make_unique<ExamplesCall>(*this, context, reactor, method), api,
+                      std::forward<Prepare>(prepare));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::Predict(grpc::CallbackServerContext* context,
                                                          const tfs::PredictRequest* request,
                                                          tfs::PredictResponse* response) {
-  in_flight_.fetch_add(1);  // before the drain check, as in RunCall
+  in_flight_.fetch_add(1);  // before the drain check, as in StartExamples
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::unique_ptr<PredictCall> call = AcquireCall();
-  PredictCall& started = *call;
+  std::unique_ptr<GrpcPredictCall> call = AcquireCall();
+  GrpcPredictCall& started = *call;
   started.Start(std::move(call), context, reactor, request, response);
   return reactor;
 }
@@ -311,27 +291,28 @@ grpc::ServerUnaryReactor* PredictionServiceImpl::Predict(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* PredictionServiceImpl::Classify(grpc::CallbackServerContext* context,
                                                           const tfs::ClassificationRequest* request,
                                                           tfs::ClassificationResponse* response) {
-  return RunCall(context, "Classify", "classify", [&](RequestRecord* record) {
-    return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
-                      response->mutable_model_spec(), record, batching_);
+  return StartExamples(context, "Classify", "classify", [=, this](RequestRecord* record, ExamplesRun* run) {
+    return PrepareExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
+                           response->mutable_model_spec(), record, run);
   });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::Regress(grpc::CallbackServerContext* context,
                                                          const tfs::RegressionRequest* request,
                                                          tfs::RegressionResponse* response) {
-  return RunCall(context, "Regress", "regress", [&](RequestRecord* record) {
-    return DoExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
-                      response->mutable_model_spec(), record, batching_);
+  return StartExamples(context, "Regress", "regress", [=, this](RequestRecord* record, ExamplesRun* run) {
+    return PrepareExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
+                           response->mutable_model_spec(), record, run);
   });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::MultiInference(grpc::CallbackServerContext* context,
                                                                 const tfs::MultiInferenceRequest* request,
                                                                 tfs::MultiInferenceResponse* response) {
-  return RunCall(context, "MultiInference", "multi_inference", [&](RequestRecord* record) {
-    return DoMultiInference(manager_, *context, *request, response, record, batching_);
-  });
+  return StartExamples(context, "MultiInference", "multi_inference",
+                       [=, this](RequestRecord* record, ExamplesRun* run) {
+                         return PrepareMultiInference(manager_, *context, *request, response, record, run);
+                       });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::GetModelMetadata(grpc::CallbackServerContext* context,

@@ -5,7 +5,9 @@
 //
 // Both are on gRPC's callback API: a call holds no thread of its own. A call is served on the
 // gRPC thread that received it, and a Predict that waits for a batch gives that thread back:
-// the batch thread that runs its batch writes its answer.
+// the batch thread that runs its batch writes its answer. A Predict's messages and its call
+// (predict_api.h) are pooled, so that a warmed-up Predict of a repeated shape allocates
+// nothing of its own.
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,8 @@
 #include "server/admin_access.h"
 #include "server/batching/batch_scheduler.h"
 #include "server/health.h"
+#include "server/pooled_message_allocator.h"
+#include "server/predict_api.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
@@ -59,25 +63,29 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
                                              tensorflow::serving::GetModelMetadataResponse* response) override;
 
  private:
-  class PredictCall;
+  class GrpcPredictCall;
 
-  // Runs one call to its end on this thread: counted in flight, refused while draining,
-  // recorded in the metrics.
-  template <typename Fn>
-  grpc::ServerUnaryReactor* RunCall(grpc::CallbackServerContext* context, std::string_view method,
-                                    std::string_view api, Fn&& serve);
+  class ExamplesCall;
+
+  // Serves a Classify, Regress or MultiInference call, readied by `prepare(record, run)`:
+  // counted in flight, refused while draining, recorded in the metrics.
+  template <typename Prepare>
+  grpc::ServerUnaryReactor* StartExamples(grpc::CallbackServerContext* context, std::string_view method,
+                                          std::string_view api, Prepare&& prepare);
   // A Predict call's state, from the pool (or new); back into the pool once answered.
-  std::unique_ptr<PredictCall> AcquireCall();
-  void ReleaseCall(std::unique_ptr<PredictCall> call);
+  std::unique_ptr<GrpcPredictCall> AcquireCall();
+  void ReleaseCall(std::unique_ptr<GrpcPredictCall> call);
 
   const ModelManager& manager_;
   ServingMetrics& metrics_;
   const ServerHealth& health_;
-  ShadowRunner& shadow_;
   BatchScheduler* const batching_;
+  const PredictApi predict_;
+  PooledMessageAllocator<tensorflow::serving::PredictRequest, tensorflow::serving::PredictResponse>
+      predict_messages_;
   std::atomic<int> in_flight_{0};
   std::mutex pool_mu_;
-  std::vector<std::unique_ptr<PredictCall>> pool_;
+  std::vector<std::unique_ptr<GrpcPredictCall>> pool_;
 };
 
 // Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.

@@ -37,7 +37,8 @@ StatusOr<const Signature*> FindServingSignature(const Session& session, std::str
 void FillServedSpec(const LoadedVersion& servable, std::string_view signature_name, tfs::ModelSpec* spec) {
   spec->set_name(servable.model());
   spec->mutable_version()->set_value(servable.version());
-  spec->set_signature_name(std::string(signature_name.empty() ? kDefaultSignature : signature_name));
+  const std::string_view signature = signature_name.empty() ? kDefaultSignature : signature_name;
+  spec->set_signature_name(signature.data(), signature.size());  // into the spec's own string
 }
 
 Status GraphRunner::Run(const Signature& signature, std::span<const NamedTensor> inputs,
@@ -62,6 +63,14 @@ void GraphRunner::Start(const Signature& signature, std::span<const NamedTensor>
   } else {
     BatchScheduler::RunNow(servable->session(), signature, inputs, outputs, task);
   }
+}
+
+bool KeepCallTensors(std::span<const NamedTensor> inputs, std::span<const NamedTensor> outputs) {
+  constexpr size_t kKeptBytes = size_t{1} << 20;
+  size_t total = 0;
+  for (const NamedTensor& t : inputs) total += t.tensor.byte_size();
+  for (const NamedTensor& t : outputs) total += t.tensor.byte_size();
+  return total <= kKeptBytes;
 }
 
 Status CheckOutputFilter(const Signature& signature, std::span<const std::string> output_filter) {
@@ -295,23 +304,29 @@ StatusOr<std::vector<NamedTensor>> TensorsFromExamples(const Signature& signatur
 
 namespace {
 
-// Checks the method, runs `signature` on the examples; the outputs and the number of examples.
-Status RunOnExamples(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
-                     std::string_view method, std::string_view what, std::vector<NamedTensor>* outputs,
-                     int64_t* num_examples) {
-  LS_RETURN_IF_ERROR(CheckMethod(signature, method, what));
-  LS_ASSIGN_OR_RETURN(std::vector<NamedTensor> inputs, TensorsFromExamples(signature, input));
-  *num_examples = inputs.empty() ? 0 : inputs.front().tensor.shape()[0];
-  return runner.Run(signature, inputs, outputs);
+// The method a signature must have to give a result, and its name in TF Serving's messages.
+struct ResultMethod {
+  std::string_view method;
+  std::string_view what;
+};
+ResultMethod MethodFor(const tfs::ClassificationResult*) { return {kClassifyMethod, "classification"}; }
+ResultMethod MethodFor(const tfs::RegressionResult*) { return {kRegressMethod, "regression"}; }
+
+// Checks the method and decodes the examples for `signature`, which is to fill `result`: its
+// inputs and how many examples.
+template <typename Result>
+Status PrepareExamples(const Signature& signature, const tfs::Input& input, const Result* result,
+                       std::vector<NamedTensor>* inputs, int64_t* num_examples) {
+  const ResultMethod method = MethodFor(result);
+  LS_RETURN_IF_ERROR(CheckMethod(signature, method.method, method.what));
+  LS_ASSIGN_OR_RETURN(*inputs, TensorsFromExamples(signature, input));
+  *num_examples = inputs->empty() ? 0 : inputs->front().tensor.shape()[0];
+  return Status::Ok();
 }
 
-}  // namespace
-
-Status RunClassify(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
-                   tfs::ClassificationResult* result) {
-  std::vector<NamedTensor> outputs;
-  int64_t n = 0;
-  LS_RETURN_IF_ERROR(RunOnExamples(runner, signature, input, kClassifyMethod, "classification", &outputs, &n));
+// A classification signature's outputs for `n` examples, as TF Serving's result.
+Status ResultFromOutputs(const Signature& signature, const std::vector<NamedTensor>& outputs, int64_t n,
+                         tfs::ClassificationResult* result) {
   const NamedTensor* scores = FindOutput(outputs, "scores");
   const NamedTensor* classes = FindOutput(outputs, "classes");
   if (scores == nullptr && classes == nullptr) {
@@ -349,11 +364,9 @@ Status RunClassify(const GraphRunner& runner, const Signature& signature, const 
   return Status::Ok();
 }
 
-Status RunRegress(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
-                  tfs::RegressionResult* result) {
-  std::vector<NamedTensor> outputs;
-  int64_t n = 0;
-  LS_RETURN_IF_ERROR(RunOnExamples(runner, signature, input, kRegressMethod, "regression", &outputs, &n));
+// A regression signature's outputs for `n` examples, as TF Serving's result.
+Status ResultFromOutputs(const Signature& signature, const std::vector<NamedTensor>& outputs, int64_t n,
+                         tfs::RegressionResult* result) {
   const NamedTensor* values = FindOutput(outputs, "outputs");
   if (values == nullptr) {
     return InvalidArgument("regression signature '" + signature.name + "' has no 'outputs' output");
@@ -365,6 +378,67 @@ Status RunRegress(const GraphRunner& runner, const Signature& signature, const t
   result->Clear();
   for (int64_t row = 0; row < n; ++row) result->add_regressions()->set_value(values->tensor.data<float>()[row]);
   return Status::Ok();
+}
+
+// Runs `signature` on `input`'s examples and waits: its outputs become `result`.
+template <typename Result>
+Status RunOnExamples(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
+                     Result* result) {
+  std::vector<NamedTensor> inputs, outputs;
+  int64_t n = 0;
+  LS_RETURN_IF_ERROR(PrepareExamples(signature, input, result, &inputs, &n));
+  LS_RETURN_IF_ERROR(runner.Run(signature, inputs, &outputs));
+  return ResultFromOutputs(signature, outputs, n, result);
+}
+
+}  // namespace
+
+Status RunClassify(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
+                   tfs::ClassificationResult* result) {
+  return RunOnExamples(runner, signature, input, result);
+}
+
+Status RunRegress(const GraphRunner& runner, const Signature& signature, const tfs::Input& input,
+                  tfs::RegressionResult* result) {
+  return RunOnExamples(runner, signature, input, result);
+}
+
+void ExamplesRun::Begin(const tfs::Input& input) {
+  input_ = &input;
+  tasks_.clear();
+  next_ = 0;
+}
+
+void ExamplesRun::AddClassify(const Signature& signature, tfs::ClassificationResult* result) {
+  tasks_.push_back({&signature, result, nullptr});
+}
+
+void ExamplesRun::AddRegress(const Signature& signature, tfs::RegressionResult* result) {
+  tasks_.push_back({&signature, nullptr, result});
+}
+
+StatusOr<bool> ExamplesRun::StartNext(const GraphRunner& runner, BatchTask* task) {
+  if (next_ == tasks_.size()) return false;
+  const Task& next = tasks_[next_];
+  LS_RETURN_IF_ERROR(next.classification != nullptr
+                         ? PrepareExamples(*next.signature, *input_, next.classification, &inputs_, &num_examples_)
+                         : PrepareExamples(*next.signature, *input_, next.regression, &inputs_, &num_examples_));
+  runner.Start(*next.signature, inputs_, &outputs_, task);
+  return true;
+}
+
+Status ExamplesRun::Finished(const Status& status) {
+  const Task& done = tasks_[next_++];
+  Status read = status;
+  if (read.ok()) {
+    read = done.classification != nullptr
+               ? ResultFromOutputs(*done.signature, outputs_, num_examples_, done.classification)
+               : ResultFromOutputs(*done.signature, outputs_, num_examples_, done.regression);
+  }
+  // The examples' tensors are this task's alone.
+  inputs_.clear();
+  outputs_.clear();
+  return read;
 }
 
 }  // namespace lockstep

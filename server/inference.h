@@ -64,10 +64,10 @@ StatusOr<ServableHandle> ResolveServable(const ModelManager& manager, const Serv
 // words it: "Serving signature name: \"x\" not found in signature def".
 StatusOr<const Signature*> FindServingSignature(const Session& session, std::string_view name);
 
-// Runs `fn` (returning Status), turning an exception out of a library (an allocation, a
-// parser) into this request's error: no request may end the server.
+// Runs `fn` (returning Status or StatusOr), turning an exception out of a library (an
+// allocation, a parser) into this request's error: no request may end the server.
 template <typename Fn>
-Status Guarded(Fn&& fn) {
+auto Guarded(Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const std::bad_alloc&) {
@@ -100,6 +100,11 @@ struct GraphRunner {
              BatchTask* task) const;
 };
 
+// Whether a pooled call keeps its tensors for its next request (so that a repeated shape
+// decodes and runs into them) or lets go of them: above 1 MiB in all it lets go, as it may wait
+// long for its next request.
+bool KeepCallTensors(std::span<const NamedTensor> inputs, std::span<const NamedTensor> outputs);
+
 // gRPC's output_filter, checked before anything runs: an unknown or repeated key is
 // InvalidArgument, as TF Serving words it.
 Status CheckOutputFilter(const Signature& signature, std::span<const std::string> output_filter);
@@ -118,6 +123,41 @@ Status RunClassify(const GraphRunner& runner, const Signature& signature, const 
                    tensorflow::serving::ClassificationResult* result);
 Status RunRegress(const GraphRunner& runner, const Signature& signature, const tensorflow::serving::Input& input,
                   tensorflow::serving::RegressionResult* result);
+
+// Classify, Regress and MultiInference as a chain of graph runs that waits without a thread:
+// the tasks run one after another, each through GraphRunner::Start with its owner's batch task,
+// and each task's outputs are read into its result on the thread that ran it. The owner drives:
+//
+//   start:        run.Begin(input); run.AddClassify(signature, &result); ...; Continue(Ok)
+//   OnBatchDone:  Continue(run.Finished(status))
+//   Continue(s):  if s is OK, started = run.StartNext(runner, this); if *started, it is pending
+//                 (and may even be answered by now); otherwise answer with s or started's error.
+//
+// The input and the results must outlive the run.
+class ExamplesRun {
+ public:
+  void Begin(const tensorflow::serving::Input& input);
+  void AddClassify(const Signature& signature, tensorflow::serving::ClassificationResult* result);
+  void AddRegress(const Signature& signature, tensorflow::serving::RegressionResult* result);
+  // Starts the next task's graph with `task` as its batch task: true once started, false when
+  // every task is done, or why the task could not start (its method, its examples).
+  StatusOr<bool> StartNext(const GraphRunner& runner, BatchTask* task);
+  // The started task's graph ended with `status`: its outputs become its result.
+  Status Finished(const Status& status);
+
+ private:
+  struct Task {
+    const Signature* signature;
+    tensorflow::serving::ClassificationResult* classification;  // exactly one of the two
+    tensorflow::serving::RegressionResult* regression;
+  };
+  const tensorflow::serving::Input* input_ = nullptr;
+  std::vector<Task> tasks_;
+  size_t next_ = 0;
+  int64_t num_examples_ = 0;
+  std::vector<NamedTensor> inputs_;
+  std::vector<NamedTensor> outputs_;
+};
 
 // Whether `signature` takes serialized tf.Examples: one input, a vector of strings, fed as
 // TensorFlow feeds (TensorBinding::any_shape, a SavedModel's).

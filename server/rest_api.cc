@@ -20,9 +20,6 @@ namespace tfs = tensorflow::serving;
 
 namespace {
 
-// The most tensor bytes a connection's call keeps between requests for the next to reuse.
-constexpr size_t kKeptTensorBytes = size_t{1} << 20;
-
 // ASCII only, and without std::tolower's locale lookup: paths are matched per request.
 char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -158,6 +155,7 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
   call->api_ = this;
   call->method_ = method;
   call->target_ = target;
+  call->deadline_ = request.deadline;
   RestResponse* response = &call->response;
   response->model_version = -1;
   response->content_type = "application/json";
@@ -181,7 +179,33 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
   if (!pending) Answer(call, status);
 }
 
-void RestCall::OnBatchDone(Status status) { api_->FinishPredict(this, std::move(status)); }
+void RestCall::OnBatchDone(Status status) {
+  if (path_.kind == RestPath::Kind::kPredict) return api_->FinishPredict(this, std::move(status));
+  record_.queue_seconds += timing().queue_seconds;
+  record_.compute_seconds += timing().compute_seconds;
+  api_->ContinueExamples(this, Guarded([&] { return examples_run_.Finished(status); }));
+}
+
+void RestApi::ContinueExamples(RestCall* call, Status status) const {
+  if (status.ok()) {
+    const GraphRunner runner{call->record_.servable, &call->record_, batching_, call->deadline_};
+    StatusOr<bool> started = Guarded([&]() -> StatusOr<bool> { return call->examples_run_.StartNext(runner, call); });
+    if (started.ok() && *started) return;  // the call is its batch task's now
+    status = started.status();
+  }
+  if (status.ok()) {
+    status = Guarded([&] {
+      if (call->path_.kind == RestPath::Kind::kClassify) {
+        WriteClassifyResponse(call->classification_, &call->response.body);
+      } else {
+        WriteRegressResponse(call->regression_, &call->response.body);
+      }
+      call->response.model_version = call->record_.servable->version();
+      return Status::Ok();
+    });
+  }
+  Answer(call, status);
+}
 
 void RestApi::FinishPredict(RestCall* call, Status status) const {
   call->record_.queue_seconds += call->timing().queue_seconds;
@@ -204,16 +228,14 @@ void RestApi::Answer(RestCall* call, const Status& status) const {
   }
   // Let go of the version, and of large tensors: the call may wait long for its next request.
   // Small ones stay, so that the next request of the same shape decodes and runs into them.
-  auto bytes = [](const std::vector<NamedTensor>& tensors) {
-    size_t total = 0;
-    for (const NamedTensor& t : tensors) total += t.tensor.byte_size();
-    return total;
-  };
-  if (bytes(call->inputs_) + bytes(call->outputs_) > kKeptTensorBytes) {
+  if (!KeepCallTensors(call->inputs_, call->outputs_)) {
     call->inputs_.clear();
     call->outputs_.clear();
   }
   call->body_reader_.ReleaseIfLarge();
+  call->examples_.Clear();
+  call->classification_.Clear();
+  call->regression_.Clear();
   call->record_ = RequestRecord{};
   call->signature_ = nullptr;
   RestResponse* response = &call->response;
@@ -358,23 +380,20 @@ Status RestApi::Dispatch(const RestRequest& rest, RestCall* call, bool* pending)
     case RestPath::Kind::kRegress: {
       record->api = path.kind == RestPath::Kind::kClassify ? "classify" : "regress";
       std::string signature_name;
-      LS_ASSIGN_OR_RETURN(const tfs::Input input, InputFromJson(body, &signature_name));
-      LS_ASSIGN_OR_RETURN(const ServableHandle servable, ResolveServable(manager_, request));
-      record->servable = servable;
-      const Session& session = servable->session();
-      LS_ASSIGN_OR_RETURN(const Signature* signature, FindServingSignature(session, signature_name));
+      LS_ASSIGN_OR_RETURN(call->examples_, InputFromJson(body, &signature_name));
+      LS_ASSIGN_OR_RETURN(record->servable, ResolveServable(manager_, request));
+      LS_ASSIGN_OR_RETURN(const Signature* signature,
+                          FindServingSignature(record->servable->session(), signature_name));
       record->signature = signature->name;
-      const GraphRunner runner{servable, record, batching_, rest.deadline};
+      call->examples_run_.Begin(call->examples_);
       if (path.kind == RestPath::Kind::kClassify) {
-        tfs::ClassificationResult result;
-        LS_RETURN_IF_ERROR(RunClassify(runner, *signature, input, &result));
-        WriteClassifyResponse(result, &response->body);
+        call->examples_run_.AddClassify(*signature, &call->classification_);
       } else {
-        tfs::RegressionResult result;
-        LS_RETURN_IF_ERROR(RunRegress(runner, *signature, input, &result));
-        WriteRegressResponse(result, &response->body);
+        call->examples_run_.AddRegress(*signature, &call->regression_);
       }
-      response->model_version = servable->version();
+      // From here the answer comes through ContinueExamples.
+      *pending = true;
+      ContinueExamples(call, Status::Ok());
       return Status::Ok();
     }
   }

@@ -101,9 +101,15 @@ class RestCall : public BatchTask {
   RestPath path_;
   bool row_format_ = true;
   PredictBodyReader body_reader_;  // the connection's, with its buffers
-  const Signature* signature_ = nullptr;
+  std::chrono::steady_clock::time_point deadline_;
+  const Signature* signature_ = nullptr;  // a predict's
   std::vector<NamedTensor> inputs_;
   std::vector<NamedTensor> outputs_;
+  // A classify's or regress's examples, its run and its result.
+  tensorflow::serving::Input examples_;
+  ExamplesRun examples_run_;
+  tensorflow::serving::ClassificationResult classification_;
+  tensorflow::serving::RegressionResult regression_;
 };
 
 class RestApi {
@@ -137,6 +143,9 @@ class RestApi {
                                              RestCall* call) const;
   // A predict's graph ran (or failed): its answer.
   void FinishPredict(RestCall* call, Status status) const;
+  // Starts a classify's or regress's graph, or answers it with `status` when that failed or
+  // the graph has run (ExamplesRun).
+  void ContinueExamples(RestCall* call, Status status) const;
   // Records the request, turns a failure into its error body, and answers the call.
   void Answer(RestCall* call, const Status& status) const;
   // GET /v2/health/{live,ready} and /v2/models/{m}[/versions/{v}]/ready.

@@ -46,16 +46,22 @@ Status CountMismatch(tensorflow::DataType dtype, const Shape& shape, int64_t n,
                          ", got " + std::to_string(got));
 }
 
+// `*out` made a tensor of `dtype` and `shape`: in its own storage when that can be written in
+// place (a pooled call's tensor from its last request of this shape), else in new storage.
+Tensor& Prepared(Tensor* out, DType dtype, const Shape& shape) {
+  if (!out->Writable(dtype, shape)) *out = Tensor(dtype, shape);
+  return *out;
+}
+
 // Fills a numeric tensor from a typed repeated field, applying the splat rule. `convert` turns
 // one wire value into one element.
 template <typename T, typename Field, typename Convert>
-StatusOr<Tensor> FromField(tensorflow::DataType wire_dtype, const Shape& shape, int64_t n,
-                           const Field& field, const char* field_name, int64_t max_bytes,
-                           Convert convert) {
+Status FromField(tensorflow::DataType wire_dtype, const Shape& shape, int64_t n, const Field& field,
+                 const char* field_name, int64_t max_bytes, Convert convert, Tensor* tensor) {
   const int64_t got = field.size();
   if (got != n && !(got == 1 && n > 1)) return CountMismatch(wire_dtype, shape, n, field_name, got);
   LS_RETURN_IF_ERROR(CheckBytes(DTypeOf<T>::value, shape, n, 0, max_bytes));
-  Tensor t(DTypeOf<T>::value, shape);
+  Tensor& t = Prepared(tensor, DTypeOf<T>::value, shape);
   std::span<T> out = t.mutable_data<T>();
   if (got == 1 && n > 1) {
     const T value = convert(field.Get(0));
@@ -63,11 +69,11 @@ StatusOr<Tensor> FromField(tensorflow::DataType wire_dtype, const Shape& shape, 
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = convert(field.Get(static_cast<int>(i)));
   }
-  return t;
+  return Status::Ok();
 }
 
-StatusOr<Tensor> FromContent(const tensorflow::TensorProto& proto, DType dtype,
-                             const Shape& shape, int64_t n, int64_t max_bytes) {
+Status FromContent(const tensorflow::TensorProto& proto, DType dtype, const Shape& shape, int64_t n,
+                   int64_t max_bytes, Tensor* tensor) {
   if (dtype == DType::kString) {
     // TensorFlow's string tensor_content is a varint-prefixed encoding no serving client
     // sends; asking for string_val keeps the decoder small.
@@ -84,7 +90,7 @@ StatusOr<Tensor> FromContent(const tensorflow::TensorProto& proto, DType dtype,
   }
   // The content is as large as the tensor, so this check only matters for tiny caps.
   LS_RETURN_IF_ERROR(CheckBytes(dtype, shape, n, 0, max_bytes));
-  Tensor t(dtype, shape);
+  Tensor& t = Prepared(tensor, dtype, shape);
   if (dtype == DType::kBool) {
     // Any non-zero byte is true; copying raw bytes into bool storage could create a bool that
     // is neither true nor false.
@@ -93,11 +99,11 @@ StatusOr<Tensor> FromContent(const tensorflow::TensorProto& proto, DType dtype,
   } else if (n > 0) {
     std::memcpy(t.mutable_raw_data(), content.data(), content.size());
   }
-  return t;
+  return Status::Ok();
 }
 
-StatusOr<Tensor> FromStrings(const tensorflow::TensorProto& proto, const Shape& shape, int64_t n,
-                             int64_t max_bytes) {
+Status FromStrings(const tensorflow::TensorProto& proto, const Shape& shape, int64_t n, int64_t max_bytes,
+                   Tensor* tensor) {
   const auto& field = proto.string_val();
   const int64_t got = field.size();
   const bool splat = got == 1 && n > 1;
@@ -117,16 +123,37 @@ StatusOr<Tensor> FromStrings(const tensorflow::TensorProto& proto, const Shape& 
     for (const std::string& s : field) payload += static_cast<int64_t>(s.size());
   }
   LS_RETURN_IF_ERROR(CheckBytes(DType::kString, shape, n, payload, max_bytes));
-  Tensor t(DType::kString, shape);
-  std::span<std::string> out = t.mutable_data<std::string>();
+  std::span<std::string> out = Prepared(tensor, DType::kString, shape).mutable_data<std::string>();
   for (int64_t i = 0; i < n; ++i) out[i] = field.Get(splat ? 0 : static_cast<int>(i));
-  return t;
+  return Status::Ok();
 }
 
 template <typename T, typename Field>
 void CopyOut(std::span<const T> values, Field* field) {
   field->Resize(static_cast<int>(values.size()), typename Field::value_type{});
   if (!values.empty()) std::memcpy(field->mutable_data(), values.data(), values.size_bytes());
+}
+
+// TensorProto::Clear() but keeping every allocation for the next encoding: Clear deletes the
+// tensor_shape message, where clearing its fields keeps it, and with it its dims.
+void ClearKeepingCapacity(tensorflow::TensorProto* proto) {
+  proto->clear_dtype();
+  if (proto->has_tensor_shape()) proto->mutable_tensor_shape()->Clear();
+  proto->clear_version_number();
+  proto->clear_tensor_content();
+  proto->clear_float_val();
+  proto->clear_double_val();
+  proto->clear_int_val();
+  proto->clear_string_val();
+  proto->clear_scomplex_val();
+  proto->clear_int64_val();
+  proto->clear_bool_val();
+  proto->clear_dcomplex_val();
+  proto->clear_half_val();
+  proto->clear_resource_handle_val();
+  proto->clear_variant_val();
+  proto->clear_uint32_val();
+  proto->clear_uint64_val();
 }
 
 }  // namespace
@@ -193,45 +220,52 @@ void ShapeToProto(const Shape& shape, tensorflow::TensorShapeProto* proto) {
   for (int64_t d : shape.dims()) proto->add_dim()->set_size(d);
 }
 
-StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes) {
+Status TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes, Tensor* out) {
   LS_ASSIGN_OR_RETURN(DType dtype, DataTypeToDType(proto.dtype()));
   LS_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(proto.tensor_shape()));
   LS_ASSIGN_OR_RETURN(int64_t n, shape.CheckedNumElements());
 
-  if (!proto.tensor_content().empty()) return FromContent(proto, dtype, shape, n, max_bytes);
+  if (!proto.tensor_content().empty()) return FromContent(proto, dtype, shape, n, max_bytes, out);
 
   const tensorflow::DataType wire = proto.dtype();
   switch (dtype) {
     case DType::kFloat32:
       return FromField<float>(wire, shape, n, proto.float_val(), "float_val", max_bytes,
-                              [](float v) { return v; });
+                              [](float v) { return v; }, out);
     case DType::kFloat64:
       return FromField<double>(wire, shape, n, proto.double_val(), "double_val", max_bytes,
-                               [](double v) { return v; });
+                               [](double v) { return v; }, out);
     case DType::kBFloat16:
       return FromField<bfloat16>(wire, shape, n, proto.half_val(), "half_val", max_bytes,
                                  [](int32_t v) {
                                    return bfloat16::FromBits(static_cast<uint16_t>(v & 0xffff));
-                                 });
+                                 },
+                                 out);
     case DType::kInt32:
       return FromField<int32_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
-                                [](int32_t v) { return v; });
+                                [](int32_t v) { return v; }, out);
     case DType::kInt64:
       return FromField<int64_t>(wire, shape, n, proto.int64_val(), "int64_val", max_bytes,
-                                [](int64_t v) { return v; });
+                                [](int64_t v) { return v; }, out);
     case DType::kBool:
       return FromField<bool>(wire, shape, n, proto.bool_val(), "bool_val", max_bytes,
-                             [](bool v) { return v; });
+                             [](bool v) { return v; }, out);
     case DType::kString:
-      return FromStrings(proto, shape, n, max_bytes);
+      return FromStrings(proto, shape, n, max_bytes, out);
     case DType::kInvalid:
       break;
   }
   return Internal("unreachable dtype in TensorFromProto");
 }
 
+StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes) {
+  Tensor tensor;
+  LS_RETURN_IF_ERROR(TensorFromProto(proto, max_bytes, &tensor));
+  return tensor;
+}
+
 Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
-  proto->Clear();
+  ClearKeepingCapacity(proto);
   // Repeated fields count in int; a larger tensor could not be sent anyway (messages stop at
   // 2 GiB), but must not overflow the count.
   if (tensor.num_elements() > std::numeric_limits<int>::max()) {

@@ -61,9 +61,13 @@ void ShapeToProto(const Shape& shape, tensorflow::TensorShapeProto* proto);
 // Decodes a request tensor; see the rules at the top of this file. The result is owned.
 StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto,
                                  int64_t max_bytes = kMaxRequestTensorBytes);
+// The same into `*out`, in its storage when that is writable with the decoded dtype and shape
+// (Tensor::Writable), so that a pooled call decodes a repeated shape without allocating.
+Status TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes, Tensor* out);
 // Encodes `tensor` into `proto` (cleared first): dtype, tensor_shape, and the values in the
 // dtype's typed field, one per element (float_val, half_val, int_val, int64_val, bool_val,
-// string_val), as TensorFlow Serving answers by default. Fails (ResourceExhausted) only for a
+// string_val), as TensorFlow Serving answers by default. The proto's allocations are kept, so
+// that encoding a tensor of the same dtype and shape again into it allocates nothing. Fails (ResourceExhausted) only for a
 // tensor of more than INT32_MAX elements, which no protobuf repeated field can hold.
 Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto);
 

@@ -7,17 +7,13 @@
 
 #include <string>
 
-#include "server/health.h"
 #include "server/rest_api.h"
-#include "server/serving_metrics.h"
-#include "server/shadow.h"
 #include "tests/alloc/counting_new.h"
-#include "tests/model_store/manager_test_util.h"
+#include "tests/alloc/served_doubler.h"
 
 namespace lockstep {
 namespace {
 
-using namespace store_test;  // NOLINT: test helpers
 
 class CountingCall final : public RestCall {
  public:
@@ -33,19 +29,10 @@ std::string Row(int n) {
   return row;
 }
 
-class RestPredictAllocTest : public ::testing::TestWithParam<const char*> {};
+class RestPredictAllocTest : public alloc_test::ServedDoubler, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(RestPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
-  ScratchDir dir;
-  WriteVersion(dir.path() / "m", 2);  // y = 2x on x of shape [-1]
-  ModelManager manager(ManualOptions());
-  ASSERT_TRUE(manager.ApplyConfig(Config({MakeModel("m", dir.path() / "m")})).ok());
-  ASSERT_TRUE(Settle(manager));
-  ServingMetrics metrics(manager);
-  ServerHealth health(manager);
-  health.SetStarted();
-  ShadowRunner shadow(metrics);
-  const RestApi api(manager, metrics, health, shadow, /*batching=*/nullptr);
+  const RestApi api(manager_, metrics_, health_, shadow_, /*batching=*/nullptr);
 
   std::string body = GetParam();
   body.replace(body.find("ROW"), 3, Row(784));

@@ -2,7 +2,7 @@
 // REST and gRPC clients at once each get their own answers while the metrics show batches of
 // several requests; a full queue answers HTTP 429 and RESOURCE_EXHAUSTED at once while the
 // queued requests still run; requests waiting for a batch hold no REST or gRPC thread (one REST
-// thread serves while seven wait); a request whose gRPC deadline passes in the queue is not run; a
+// thread serves while seven predicts wait, or classifies, regresses and a MultiInference); a request whose gRPC deadline passes in the queue is not run; a
 // model's own batching_parameters apply to it; and bad batching settings stop the server at
 // start, or a reload, with the file and field named.
 #include <google/protobuf/text_format.h>
@@ -197,6 +197,90 @@ TEST_F(BatchingTest, WaitingRequestsHoldNoThread) {
   const PrometheusText metrics = Scrape();
   EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 1);
   EXPECT_EQ(metrics.Sum("lockstep_batch_size_sum", "model=\"m\""), kRest + kGrpc + 1);
+}
+
+tfs::Input ExamplesOfX(const std::vector<float>& xs) {
+  tfs::Input input;
+  for (float x : xs) {
+    auto& feature = (*input.mutable_example_list()->add_examples()->mutable_features()->mutable_feature())["x"];
+    feature.mutable_float_list()->add_value(x);
+  }
+  return input;
+}
+
+TEST_F(BatchingTest, ClassifyRegressAndMultiInferenceWaitWithoutAThread) {
+  // As above, for the tf.Example APIs: each signature batches on its own, and a MultiInference
+  // waits in the classify batch, then in the regress batch, holding no thread either time.
+  Start("max_batch_size { value: 8 } batch_timeout_micros { value: 30000000 } max_enqueued_batches { value: 4 }\n",
+        "", {"--enable_batching", "--rest_api_num_threads=1"});
+  auto post = [&](std::string path, std::string body) {
+    return std::async(std::launch::async, [this, path, body] {
+      HttpClient http(server_->rest_port());
+      return http.Post(path, body);
+    });
+  };
+  // Rows waiting: classify 2 (REST) + 2 (gRPC) + 1 (MultiInference); regress 2 (REST).
+  std::future<HttpResult> rest_classify = post(
+      "/v1/models/m:classify", R"({"signature_name": "classify_x_to_y", "examples": [{"x": 0.0}, {"x": 2.0}]})");
+  std::future<HttpResult> rest_regress =
+      post("/v1/models/m:regress", R"({"signature_name": "regress_x_to_y", "examples": [{"x": 4.0}, {"x": 6.0}]})");
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
+  tfs::ClassificationRequest classify;
+  classify.mutable_model_spec()->set_name("m");
+  classify.mutable_model_spec()->set_signature_name("classify_x_to_y");
+  *classify.mutable_input() = ExamplesOfX({8.0f, 10.0f});
+  tfs::ClassificationResponse classified;
+  grpc::Status classify_status;
+  std::thread classify_client([&] {
+    grpc::ClientContext context;
+    classify_status = stub->Classify(&context, classify, &classified);
+  });
+  tfs::MultiInferenceRequest multi;
+  for (const char* signature : {"classify_x_to_y", "regress_x_to_y"}) {
+    tfs::InferenceTask* task = multi.add_tasks();
+    task->mutable_model_spec()->set_name("m");
+    task->mutable_model_spec()->set_signature_name(signature);
+    task->set_method_name(signature[0] == 'c' ? "tensorflow/serving/classify" : "tensorflow/serving/regress");
+  }
+  *multi.mutable_input() = ExamplesOfX({12.0f});
+  tfs::MultiInferenceResponse multi_response;
+  grpc::Status multi_status;
+  std::thread multi_client([&] {
+    grpc::ClientContext context;
+    multi_status = stub->MultiInference(&context, multi, &multi_response);
+  });
+  ASSERT_TRUE(WaitForQueued(4));
+  // The one REST thread is free: a classify of 3 rows fills the classify batch...
+  HttpClient http(server_->rest_port());
+  const HttpResult fill_classify =
+      http.Post("/v1/models/m:classify",
+                R"({"signature_name": "classify_x_to_y", "examples": [{"x": 20.0}, {"x": 22.0}, {"x": 24.0}]})");
+  EXPECT_EQ(fill_classify.status, 200) << fill_classify.body;
+  EXPECT_EQ(fill_classify.body, R"({"results": [[["", 12.0]], [["", 13.0]], [["", 14.0]]]})");
+  // ...which lets the MultiInference on to the regress queue, where 5 rows fill the batch.
+  ASSERT_TRUE(WaitForQueued(2));
+  const HttpResult fill_regress = http.Post(
+      "/v1/models/m:regress",
+      R"({"signature_name": "regress_x_to_y", "examples": [{"x": 0.0}, {"x": 0.0}, {"x": 0.0}, {"x": 0.0}, {"x": 2.0}]})");
+  EXPECT_EQ(fill_regress.status, 200) << fill_regress.body;
+  EXPECT_EQ(fill_regress.body, R"({"results": [2.0, 2.0, 2.0, 2.0, 3.0]})");
+
+  const HttpResult classified_rest = rest_classify.get();
+  EXPECT_EQ(classified_rest.body, R"({"results": [[["", 2.0]], [["", 3.0]]]})");
+  const HttpResult regressed_rest = rest_regress.get();
+  EXPECT_EQ(regressed_rest.body, R"({"results": [4.0, 5.0]})");
+  classify_client.join();
+  multi_client.join();
+  ASSERT_TRUE(classify_status.ok()) << classify_status.error_message();
+  ASSERT_EQ(classified.result().classifications_size(), 2);
+  EXPECT_EQ(classified.result().classifications(1).classes(0).score(), 7.0f);
+  ASSERT_TRUE(multi_status.ok()) << multi_status.error_message();
+  ASSERT_EQ(multi_response.results_size(), 2);
+  EXPECT_EQ(multi_response.results(0).classification_result().classifications(0).classes(0).score(), 8.0f);
+  EXPECT_EQ(multi_response.results(1).regression_result().regressions(0).value(), 8.0f);
+  const PrometheusText metrics = Scrape();
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 2);
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_sum", "model=\"m\""), 16);
 }
 
 TEST_F(BatchingTest, ARequestWhoseDeadlinePassesInTheQueueIsNotRun) {

@@ -117,6 +117,73 @@ TEST(TensorProtoTest, ToProtoWritesTypedFieldsAndShape) {
   EXPECT_EQ(p.tensor_shape().dim_size(), 0);
 }
 
+TEST(TensorProtoTest, ToProtoOverwritesEveryFieldOfWhatWasThere) {
+  // Encoding in place keeps the proto's allocations but none of its values: every field set
+  // beforehand (descriptor-driven, so that a field added to the proto is covered) is gone.
+  TensorProto filled;
+  const google::protobuf::Descriptor* d = TensorProto::descriptor();
+  const google::protobuf::Reflection* r = TensorProto::GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    using FD = google::protobuf::FieldDescriptor;
+    if (f->is_repeated()) {
+      switch (f->cpp_type()) {
+        case FD::CPPTYPE_FLOAT: r->AddFloat(&filled, f, 1); break;
+        case FD::CPPTYPE_DOUBLE: r->AddDouble(&filled, f, 1); break;
+        case FD::CPPTYPE_INT32: r->AddInt32(&filled, f, 1); break;
+        case FD::CPPTYPE_INT64: r->AddInt64(&filled, f, 1); break;
+        case FD::CPPTYPE_UINT32: r->AddUInt32(&filled, f, 1); break;
+        case FD::CPPTYPE_UINT64: r->AddUInt64(&filled, f, 1); break;
+        case FD::CPPTYPE_BOOL: r->AddBool(&filled, f, true); break;
+        case FD::CPPTYPE_STRING: r->AddString(&filled, f, "x"); break;
+        case FD::CPPTYPE_MESSAGE: r->AddMessage(&filled, f); break;
+        default: FAIL() << "field " << f->name() << " is not filled by this test";
+      }
+    } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
+      filled.mutable_tensor_shape()->set_unknown_rank(true);
+      filled.mutable_tensor_shape()->add_dim()->set_size(9);
+    } else if (f->cpp_type() == FD::CPPTYPE_STRING) {
+      r->SetString(&filled, f, "xyz");
+    } else if (f->cpp_type() == FD::CPPTYPE_ENUM) {
+      r->SetEnumValue(&filled, f, tensorflow::DT_INT8);
+    } else {
+      ASSERT_EQ(f->cpp_type(), FD::CPPTYPE_INT32) << f->name();
+      r->SetInt32(&filled, f, 7);
+    }
+  }
+  for (const Tensor& t : {Tensor::FromVector<float>(Shape{2, 1}, {1, 2}), Tensor::Scalar<std::string>("s"),
+                          Tensor::FromVector<bool>(Shape{1}, {true})}) {
+    TensorProto reused = filled;
+    TensorProto fresh;
+    ASSERT_TRUE(TensorToProto(t, &reused).ok());
+    ASSERT_TRUE(TensorToProto(t, &fresh).ok());
+    EXPECT_EQ(reused.SerializeAsString(), fresh.SerializeAsString()) << reused.DebugString();
+  }
+}
+
+TEST(TensorProtoTest, DecodesIntoATensorsOwnStorageWhenTheShapeRepeats) {
+  TensorProto p = MakeProto(tensorflow::DT_FLOAT, {3});
+  for (float v : {1.0f, 2.0f, 3.0f}) p.add_float_val(v);
+  Tensor t;
+  ASSERT_TRUE(TensorFromProto(p, kMaxRequestTensorBytes, &t).ok());
+  const void* storage = t.raw_data();
+  p.set_float_val(1, 5.0f);
+  ASSERT_TRUE(TensorFromProto(p, kMaxRequestTensorBytes, &t).ok());
+  EXPECT_EQ(t.raw_data(), storage);
+  EXPECT_EQ(t.data<float>()[1], 5.0f);
+  // A tensor someone else shares is not written: the decode takes new storage.
+  const Tensor shared = t;
+  ASSERT_TRUE(TensorFromProto(p, kMaxRequestTensorBytes, &t).ok());
+  EXPECT_NE(t.raw_data(), storage);
+  // Another shape, another dtype: new storage with the new values.
+  TensorProto ints = MakeProto(tensorflow::DT_INT32, {2});
+  ints.add_int_val(4);
+  ints.add_int_val(6);
+  ASSERT_TRUE(TensorFromProto(ints, kMaxRequestTensorBytes, &t).ok());
+  EXPECT_EQ(t.dtype(), DType::kInt32);
+  EXPECT_EQ(t.data<int32_t>()[1], 6);
+}
+
 TEST(TensorProtoTest, ToProtoRefusesMoreElementsThanARepeatedFieldHolds) {
   // A view over one byte: the element count is checked before any element is read.
   static const uint8_t dummy = 0;
