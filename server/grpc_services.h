@@ -4,8 +4,8 @@
 // (both go through server/inference.h and server/model_info.h).
 //
 // Both are on gRPC's callback API: a call holds no thread of its own. A call is served on the
-// gRPC thread that received it, and a Predict that waits for a batch gives that thread back:
-// the batch thread that runs its batch writes its answer. A Predict's messages and its call
+// gRPC thread that received it, and a Predict, Classify, Regress or MultiInference that waits
+// for a batch gives that thread back: the batch thread that runs its batch writes its answer. A Predict's messages and its call
 // (predict_api.h) are pooled, so that a warmed-up Predict of a repeated shape allocates
 // nothing of its own.
 #pragma once

@@ -68,3 +68,24 @@ start_server() {
   done
   die "model-server ($name) would not start: $(tail -n 5 "$tmp/$name.log")"
 }
+
+# Starts a plain peer (the command that follows $1, a name) on an ephemeral port; sets
+# peer_port to the port it reports and peer_pid. Its output is $tmp/NAME.out and .err.
+start_peer() {
+  local name=$1
+  shift
+  : >"$tmp/$name.out"  # exists before the peer opens it, for the first read below
+  "$@" --port=0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  local pid=$!
+  pids+=("$pid")
+  peer_pid=$pid
+  local i
+  for ((i = 0; i < 100; i++)); do
+    if peer_port=$(awk '/^listening on / { print $3; found = 1 } END { exit !found }' "$tmp/$name.out"); then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  die "$name did not start: $(cat "$tmp/$name.err")"
+}

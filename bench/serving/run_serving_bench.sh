@@ -70,25 +70,6 @@ plain_grpc=$(find_bin "$build/bench/bench_plain_grpc_server") ||
 
 start_scratch
 
-# Starts a plain peer on an ephemeral port; sets peer_port to the port it reports.
-start_peer() {
-  local name=$1
-  shift
-  : >"$tmp/$name.out"  # exists before the peer opens it, for the first read below
-  "$@" --port=0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  local pid=$!
-  pids+=("$pid")
-  local i
-  for ((i = 0; i < 100; i++)); do
-    if peer_port=$(awk '/^listening on / { print $3; found = 1 } END { exit !found }' "$tmp/$name.out"); then
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  die "$name did not start: $(cat "$tmp/$name.err")"
-}
-
 # GET $2 from 127.0.0.1:$1; prints the whole response, or nothing if none came.
 http_get() {
   # shellcheck disable=SC2016  # $1 and $2 are the inner shell's, passed as arguments
