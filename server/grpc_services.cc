@@ -224,18 +224,12 @@ class PredictionServiceImpl::ExamplesCall final : public BatchTask {
  private:
   // Starts the next task, or answers with `status` when it failed or every task is done.
   void Continue(Status status) {
-    if (status.ok()) {
-      const GraphRunner runner{record_.servable, &record_, service_.batching_, deadline_};
-      StatusOr<bool> started = Guarded([&]() -> StatusOr<bool> { return run_.StartNext(runner, this); });
-      if (started.ok() && *started) return;  // the call is its batch task's now
-      status = started.status();
-    }
-    Answer(status);
+    const GraphRunner runner{record_.servable, &record_, service_.batching_, deadline_};
+    if (!run_.Continue(runner, this, &status)) Answer(status);
   }
 
   void OnBatchDone(Status status) override {
-    record_.queue_seconds += timing().queue_seconds;
-    record_.compute_seconds += timing().compute_seconds;
+    RecordBatchTiming(*this, &record_);
     Continue(Guarded([&] { return run_.Finished(status); }));
   }
 

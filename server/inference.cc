@@ -65,6 +65,11 @@ void GraphRunner::Start(const Signature& signature, std::span<const NamedTensor>
   }
 }
 
+void RecordBatchTiming(const BatchTask& task, RequestRecord* record) {
+  record->queue_seconds += task.timing().queue_seconds;
+  record->compute_seconds += task.timing().compute_seconds;
+}
+
 bool KeepCallTensors(std::span<const NamedTensor> inputs, std::span<const NamedTensor> outputs) {
   constexpr size_t kKeptBytes = size_t{1} << 20;
   size_t total = 0;
@@ -417,13 +422,16 @@ void ExamplesRun::AddRegress(const Signature& signature, tfs::RegressionResult* 
   tasks_.push_back({&signature, nullptr, result});
 }
 
-StatusOr<bool> ExamplesRun::StartNext(const GraphRunner& runner, BatchTask* task) {
-  if (next_ == tasks_.size()) return false;
-  const Task& next = tasks_[next_];
-  LS_RETURN_IF_ERROR(next.classification != nullptr
-                         ? PrepareExamples(*next.signature, *input_, next.classification, &inputs_, &num_examples_)
-                         : PrepareExamples(*next.signature, *input_, next.regression, &inputs_, &num_examples_));
-  runner.Start(*next.signature, inputs_, &outputs_, task);
+bool ExamplesRun::Continue(const GraphRunner& runner, BatchTask* task, Status* status) {
+  if (!status->ok() || next_ == tasks_.size()) return false;
+  *status = Guarded([&] {
+    const Task& next = tasks_[next_];
+    return next.classification != nullptr
+               ? PrepareExamples(*next.signature, *input_, next.classification, &inputs_, &num_examples_)
+               : PrepareExamples(*next.signature, *input_, next.regression, &inputs_, &num_examples_);
+  });
+  if (!status->ok()) return false;
+  runner.Start(*tasks_[next_].signature, inputs_, &outputs_, task);
   return true;
 }
 

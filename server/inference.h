@@ -105,6 +105,9 @@ struct GraphRunner {
 // long for its next request.
 bool KeepCallTensors(std::span<const NamedTensor> inputs, std::span<const NamedTensor> outputs);
 
+// A batch task's run ended: its queue and compute times go into `record`.
+void RecordBatchTiming(const BatchTask& task, RequestRecord* record);
+
 // gRPC's output_filter, checked before anything runs: an unknown or repeated key is
 // InvalidArgument, as TF Serving words it.
 Status CheckOutputFilter(const Signature& signature, std::span<const std::string> output_filter);
@@ -128,10 +131,10 @@ Status RunRegress(const GraphRunner& runner, const Signature& signature, const t
 // the tasks run one after another, each through GraphRunner::Start with its owner's batch task,
 // and each task's outputs are read into its result on the thread that ran it. The owner drives:
 //
-//   start:        run.Begin(input); run.AddClassify(signature, &result); ...; Continue(Ok)
-//   OnBatchDone:  Continue(run.Finished(status))
-//   Continue(s):  if s is OK, started = run.StartNext(runner, this); if *started, it is pending
-//                 (and may even be answered by now); otherwise answer with s or started's error.
+//   start:        run.Begin(input); run.AddClassify(signature, &result); ...;
+//                 status = OK; if (!run.Continue(runner, this, &status)) answer with status
+//   OnBatchDone:  RecordBatchTiming(*this, &record); status = run.Finished(status);
+//                 if (!run.Continue(runner, this, &status)) answer with status
 //
 // The input and the results must outlive the run.
 class ExamplesRun {
@@ -139,9 +142,11 @@ class ExamplesRun {
   void Begin(const tensorflow::serving::Input& input);
   void AddClassify(const Signature& signature, tensorflow::serving::ClassificationResult* result);
   void AddRegress(const Signature& signature, tensorflow::serving::RegressionResult* result);
-  // Starts the next task's graph with `task` as its batch task: true once started, false when
-  // every task is done, or why the task could not start (its method, its examples).
-  StatusOr<bool> StartNext(const GraphRunner& runner, BatchTask* task);
+  // With `*status` OK, starts the next task's graph with `task` as its batch task. True once
+  // started: the owner is its batch task's now, and may even be answered already. False when
+  // the run is over, with its end in `*status`: an error (the one passed in, or why the next
+  // task could not start, its method or its examples), or OK once every task is done.
+  bool Continue(const GraphRunner& runner, BatchTask* task, Status* status);
   // The started task's graph ended with `status`: its outputs become its result.
   Status Finished(const Status& status);
 

@@ -75,8 +75,7 @@ Status PredictCall::StartRun() {
 }
 
 void PredictCall::OnBatchDone(Status status) {
-  record_.queue_seconds += timing().queue_seconds;
-  record_.compute_seconds += timing().compute_seconds;
+  RecordBatchTiming(*this, &record_);
   if (status.ok()) status = Guarded([&] { return WriteResponse(); });
   Answer(status);
 }

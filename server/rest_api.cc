@@ -181,18 +181,13 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
 
 void RestCall::OnBatchDone(Status status) {
   if (path_.kind == RestPath::Kind::kPredict) return api_->FinishPredict(this, std::move(status));
-  record_.queue_seconds += timing().queue_seconds;
-  record_.compute_seconds += timing().compute_seconds;
+  RecordBatchTiming(*this, &record_);
   api_->ContinueExamples(this, Guarded([&] { return examples_run_.Finished(status); }));
 }
 
 void RestApi::ContinueExamples(RestCall* call, Status status) const {
-  if (status.ok()) {
-    const GraphRunner runner{call->record_.servable, &call->record_, batching_, call->deadline_};
-    StatusOr<bool> started = Guarded([&]() -> StatusOr<bool> { return call->examples_run_.StartNext(runner, call); });
-    if (started.ok() && *started) return;  // the call is its batch task's now
-    status = started.status();
-  }
+  const GraphRunner runner{call->record_.servable, &call->record_, batching_, call->deadline_};
+  if (call->examples_run_.Continue(runner, call, &status)) return;  // the call is its batch task's now
   if (status.ok()) {
     status = Guarded([&] {
       if (call->path_.kind == RestPath::Kind::kClassify) {
@@ -208,8 +203,7 @@ void RestApi::ContinueExamples(RestCall* call, Status status) const {
 }
 
 void RestApi::FinishPredict(RestCall* call, Status status) const {
-  call->record_.queue_seconds += call->timing().queue_seconds;
-  call->record_.compute_seconds += call->timing().compute_seconds;
+  RecordBatchTiming(*call, &call->record_);
   if (status.ok()) {
     status = Guarded([&] {
       shadow_.MaybeShadow(manager_, *call->record_.servable, *call->signature_, call->inputs_, call->outputs_);
