@@ -64,10 +64,10 @@ StatusOr<ServableHandle> ResolveServable(const ModelManager& manager, const Serv
 // words it: "Serving signature name: \"x\" not found in signature def".
 StatusOr<const Signature*> FindServingSignature(const Session& session, std::string_view name);
 
-// Runs `fn` (returning Status or StatusOr), turning an exception out of a library (an
-// allocation, a parser) into this request's error: no request may end the server.
+// Runs `fn` (returning Status), turning an exception out of a library (an allocation, a
+// parser) into this request's error: no request may end the server.
 template <typename Fn>
-auto Guarded(Fn&& fn) -> decltype(fn()) {
+Status Guarded(Fn&& fn) {
   try {
     return fn();
   } catch (const std::bad_alloc&) {
