@@ -20,8 +20,6 @@ grpc::Status ToGrpcStatus(const Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
 }
 
-namespace {
-
 // The gRPC deadline bounds the request as TF Serving's RunOptions timeout does: a request
 // whose deadline has passed is not run.
 Status CheckStillWanted(const grpc::ServerContextBase& context) {
@@ -51,7 +49,7 @@ std::string_view RoutingKey(const grpc::ServerContextBase& context) { return Cli
 
 // A failed call gets a request id (the client's x-request-id metadata, else a new one) in its
 // trailing metadata and in the log line about it; 5xx-like failures are warnings.
-grpc::Status Finish(grpc::ServerContextBase* context, std::string_view method, const Status& status) {
+grpc::Status FinishCall(grpc::ServerContextBase* context, std::string_view method, const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   std::string id(ClientMetadata(*context, "x-request-id"));
   if (!IsUsableRequestId(id)) id = NewRequestId();
@@ -67,9 +65,11 @@ grpc::Status Finish(grpc::ServerContextBase* context, std::string_view method, c
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, std::string_view method,
                                     const Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(Finish(context, method, status));
+  reactor->Finish(FinishCall(context, method, status));
   return reactor;
 }
+
+namespace {
 
 // Classify or Regress: resolves the servable (into `record`) and its signature, and readies
 // `run` to write into `result`; `served_spec` names what serves it.
@@ -155,9 +155,9 @@ class PredictionServiceImpl::GrpcPredictCall final : public lockstep::PredictCal
   // The last thing the call does: back into the pool, then the answer.
   void OnAnswered(const Status& status) override {
     grpc::ServerUnaryReactor* reactor = reactor_;
-    const grpc::Status finished = Finish(context_, "Predict", status);
+    const grpc::Status finished = FinishCall(context_, "Predict", status);
     PredictionServiceImpl& service = service_;
-    service.ReleaseCall(std::move(self_));
+    service.pool_.Release(std::move(self_));
     reactor->Finish(finished);
     service.in_flight_.fetch_sub(1);
   }
@@ -180,23 +180,6 @@ PredictionServiceImpl::PredictionServiceImpl(const ModelManager& manager, Servin
 }
 
 PredictionServiceImpl::~PredictionServiceImpl() = default;
-
-std::unique_ptr<PredictionServiceImpl::GrpcPredictCall> PredictionServiceImpl::AcquireCall() {
-  {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    if (!pool_.empty()) {
-      std::unique_ptr<GrpcPredictCall> call = std::move(pool_.back());
-      pool_.pop_back();
-      return call;
-    }
-  }
-  return std::make_unique<GrpcPredictCall>(*this);
-}
-
-void PredictionServiceImpl::ReleaseCall(std::unique_ptr<GrpcPredictCall> call) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  pool_.push_back(std::move(call));
-}
 
 // One Classify, Regress or MultiInference call: its tasks' graphs run one after another
 // (inference.h's ExamplesRun), and while one waits for a batch the call holds no thread.
@@ -238,7 +221,7 @@ class PredictionServiceImpl::ExamplesCall final : public BatchTask {
     service_.metrics_.Record(record_, status.code(),
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     grpc::ServerUnaryReactor* reactor = reactor_;
-    const grpc::Status finished = Finish(context_, method_, status);
+    const grpc::Status finished = FinishCall(context_, method_, status);
     PredictionServiceImpl& service = service_;
     std::unique_ptr<ExamplesCall> self = std::move(self_);
     reactor->Finish(finished);
@@ -276,7 +259,7 @@ grpc::ServerUnaryReactor* PredictionServiceImpl::Predict(grpc::CallbackServerCon
                                                          tfs::PredictResponse* response) {
   in_flight_.fetch_add(1);  // before the drain check, as in StartExamples
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::unique_ptr<GrpcPredictCall> call = AcquireCall();
+  std::unique_ptr<GrpcPredictCall> call = pool_.Acquire(*this);
   GrpcPredictCall& started = *call;
   started.Start(std::move(call), context, reactor, request, response);
   return reactor;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,51 @@
 namespace lockstep {
 
 grpc::Status ToGrpcStatus(const Status& status);
+
+// What every service's calls share (TF Serving's and the v2 protocol's):
+// A call whose gRPC deadline has passed is not run (as TF Serving's RunOptions timeout).
+Status CheckStillWanted(const grpc::ServerContextBase& context);
+// The call's deadline on the steady clock, which the batch queues use; max when it has none.
+std::chrono::steady_clock::time_point SteadyDeadline(const grpc::ServerContextBase& context);
+// The value of the client's metadata `key` (a view into the call's metadata), or empty.
+std::string_view ClientMetadata(const grpc::ServerContextBase& context, const char* key);
+// The x-routing-key metadata, which keeps a client on one arm of a traffic split.
+std::string_view RoutingKey(const grpc::ServerContextBase& context);
+// The call's gRPC status. A failed call gets a request id (the client's x-request-id metadata,
+// else a new one) in its trailing metadata and in the log line about it; 5xx-like failures
+// are warnings.
+grpc::Status FinishCall(grpc::ServerContextBase* context, std::string_view method, const Status& status);
+// Finishes a unary call on its default reactor now, as FinishCall words it; the handler returns
+// the reactor.
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, std::string_view method,
+                                    const Status& status);
+
+// A service's calls kept for reuse: a steady load reuses them and, with them, their tensors.
+template <typename Call>
+class CallPool {
+ public:
+  // A pooled call, or a new one made of `args`.
+  template <typename... Args>
+  std::unique_ptr<Call> Acquire(Args&... args) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!pool_.empty()) {
+        std::unique_ptr<Call> call = std::move(pool_.back());
+        pool_.pop_back();
+        return call;
+      }
+    }
+    return std::make_unique<Call>(args...);
+  }
+  void Release(std::unique_ptr<Call> call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pool_.push_back(std::move(call));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Call>> pool_;
+};
 
 class PredictionServiceImpl final : public tensorflow::serving::PredictionService::CallbackService {
  public:
@@ -72,9 +118,6 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   template <typename Prepare>
   grpc::ServerUnaryReactor* StartExamples(grpc::CallbackServerContext* context, std::string_view method,
                                           std::string_view api, Prepare&& prepare);
-  // A Predict call's state, from the pool (or new); back into the pool once answered.
-  std::unique_ptr<GrpcPredictCall> AcquireCall();
-  void ReleaseCall(std::unique_ptr<GrpcPredictCall> call);
 
   const ModelManager& manager_;
   ServingMetrics& metrics_;
@@ -84,8 +127,7 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   PooledMessageAllocator<tensorflow::serving::PredictRequest, tensorflow::serving::PredictResponse>
       predict_messages_;
   std::atomic<int> in_flight_{0};
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<GrpcPredictCall>> pool_;
+  CallPool<GrpcPredictCall> pool_;  // Predict's calls, back once answered
 };
 
 // Applies a ModelServerConfig the way --model_config_file does; OK or why it was refused.

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/open_inference/rest_infer.h"
 #include "server/request_id.h"
 #include "server/rest_json.h"
 
@@ -151,6 +152,14 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
   }
 
   void Start() {
+    // As gRPC names peers ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"), for AdminAccess.
+    beast::error_code ec;
+    const tcp::endpoint remote = socket().remote_endpoint(ec);
+    if (!ec) {
+      const std::string address = remote.address().to_string();
+      peer_ = remote.address().is_v4() ? "ipv4:" + address : "ipv6:[" + address + "]";
+      peer_ += ":" + std::to_string(remote.port());
+    }
     {
       std::lock_guard<std::mutex> lock(server_.connections_mu);
       registration_ = server_.connections.insert(server_.connections.end(), this->weak_from_this());
@@ -313,9 +322,16 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     waiting_ = this->shared_from_this();
     answer_.store(kStarting, std::memory_order_relaxed);
     // A request not run within the REST timeout would find its connection gone.
-    server_.api.Start({View(request.method_string()), View(request.target()), request.body(),
-                       View(request[kRoutingKeyHeader]), std::chrono::steady_clock::now() + server_.options.timeout},
-                      &call_);
+    RestRequest rest;
+    rest.method = View(request.method_string());
+    rest.target = View(request.target());
+    rest.body = request.body();
+    rest.routing_key = View(request[kRoutingKeyHeader]);
+    rest.deadline = std::chrono::steady_clock::now() + server_.options.timeout;
+    rest.inference_header_length = View(request[open_inference::kHeaderLengthHeader]);
+    rest.authorization = View(request[http::field::authorization]);
+    rest.peer = peer_;
+    server_.api.Start(rest, &call_);
     if (answer_.exchange(kStarted, std::memory_order_acq_rel) == kAnswered) {
       waiting_.reset();  // the handler running this holds the connection too
       Respond();
@@ -342,6 +358,9 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     }
     if (!call_.request_id.empty()) response_.set("X-Request-Id", call_.request_id);
     if (rest.model_version >= 0) response_.set("X-Model-Version", std::to_string(rest.model_version));
+    if (rest.inference_header_length > 0) {
+      response_.set(open_inference::kHeaderLengthHeader, std::to_string(rest.inference_header_length));
+    }
     SetCors();
     response_.body().swap(call_.response.body);
     response_.prepare_payload();
@@ -418,6 +437,7 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
   std::optional<http::response<http::empty_body>> continue_;
   http::response<http::string_body> response_;
   std::string body_;  // kept between requests so a keep-alive connection reuses its capacity
+  std::string peer_;  // the client's address, as gRPC names peers
 
   // The connection's one request in flight.
   class Call final : public RestCall {

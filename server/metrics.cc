@@ -176,6 +176,12 @@ void Family<T>::Render(Exposition& out) const {
   }
 }
 
+template <typename T>
+void Family<T>::ForEach(const std::function<void(std::span<const std::string>, const T&)>& fn) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [key, child] : children_) fn(key, *child);
+}
+
 template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;

@@ -92,6 +92,8 @@ class Family {
   Family(std::string name, std::string help, std::vector<std::string> label_names,
          std::vector<double> bounds);
   void Render(Exposition& out) const;
+  // Calls `fn(label_values, child)` for every child, under the family's shared lock.
+  void ForEach(const std::function<void(std::span<const std::string>, const T&)>& fn) const;
 
  private:
   struct Less {

@@ -82,7 +82,8 @@ ModelServer::ModelServer(const ServerFlags& flags, std::optional<ServerBatching>
       prediction_service_(manager_, metrics_, health_, shadow_, batching_.get()),
       model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
         return ReloadConfig(proto);
-      }) {}
+      }),
+      inference_service_(manager_, metrics_, health_, shadow_, batching_.get()) {}
 
 ModelServer::~ModelServer() { Shutdown(); }
 
@@ -95,10 +96,17 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   }
   auto server = std::make_unique<ModelServer>(flags, std::move(batching));
 
+  AdminAccess admin;
   if (!flags.admin_token_file.empty()) {
-    LS_ASSIGN_OR_RETURN(AdminAccess access, AdminAccess::WithTokenFile(flags.admin_token_file));
-    server->model_service_.set_admin_access(std::move(access));
+    LS_ASSIGN_OR_RETURN(admin, AdminAccess::WithTokenFile(flags.admin_token_file));
   }
+  server->model_service_.set_admin_access(admin);
+  ModelServer* raw_server = server.get();
+  const open_inference::RepositoryControl repository{
+      [raw_server] { return raw_server->RepositoryModels(); },
+      [raw_server](const std::string& model, bool load) { return raw_server->SetModelLoaded(model, load); }};
+  server->rest_api_.set_repository(repository, admin);
+  server->inference_service_.set_repository(repository, admin);
   // Before any model loads: a bad file should stop the server at once.
   std::optional<TlsCredentials> tls;
   if (!flags.ssl_config_file.empty()) {
@@ -157,6 +165,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(const ServerFlags& fla
   // holds no thread (the synchronous server's cap refused calls beyond it).
   builder.RegisterService(&server->prediction_service_);
   builder.RegisterService(&server->model_service_);
+  builder.RegisterService(&server->inference_service_);
   // gRPC's standard health service (grpc.health.v1.Health), for Kubernetes' gRPC probes.
   grpc::EnableDefaultHealthCheckService(true);
   server->grpc_server_ = builder.BuildAndStart();
@@ -228,6 +237,60 @@ bool ModelServer::WaitForLoads() {
 
 Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching) {
   std::lock_guard<std::mutex> lock(config_mu_);
+  // A model that left the config is forgotten as unloaded: if it comes back, it loads.
+  std::set<std::string, std::less<>> unloaded;
+  for (const ModelConfig& m : config.models) {
+    if (unloaded_.contains(m.name)) unloaded.insert(m.name);
+  }
+  StoreConfig full = config;
+  std::erase_if(config.models, [&](const ModelConfig& m) { return unloaded.contains(m.name); });
+  const Status status = ApplyStoreConfigLocked(std::move(config), batching);
+  // UNKNOWN: applied, but a model it adds has nothing available (yet).
+  if (!status.ok() && status.code() != StatusCode::kUnknown) return status;
+  applied_ = std::move(full);
+  applied_batching_ = std::move(batching);
+  unloaded_ = std::move(unloaded);
+  return status;
+}
+
+std::vector<open_inference::RepositoryModel> ModelServer::RepositoryModels() {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  std::vector<open_inference::RepositoryModel> models;
+  for (const ModelConfig& m : applied_.models) models.push_back({m.name, unloaded_.contains(m.name)});
+  std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return models;
+}
+
+Status ModelServer::SetModelLoaded(const std::string& model, bool load) {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  if (std::none_of(applied_.models.begin(), applied_.models.end(), [&](const ModelConfig& m) { return m.name == model; })) {
+    return NotFound("model '" + model + "' is not in the server's model config");
+  }
+  if (load && !unloaded_.contains(model)) {
+    // Loaded already: read its base path again, as a load of a loaded model does.
+    manager_.PollNow();
+    WaitForLoads();
+    spdlog::info("event=model_reloaded model={}", model);
+    return Status::Ok();
+  }
+  if (!load && unloaded_.contains(model)) return Status::Ok();
+  std::set<std::string, std::less<>> unloaded = unloaded_;
+  if (load) {
+    unloaded.erase(model);
+  } else {
+    unloaded.insert(model);
+  }
+  StoreConfig config = applied_;
+  std::erase_if(config.models, [&](const ModelConfig& m) { return unloaded.contains(m.name); });
+  const Status status = ApplyStoreConfigLocked(std::move(config), applied_batching_);
+  // UNKNOWN: applied, but nothing of the loaded model is available (yet).
+  if (!status.ok() && status.code() != StatusCode::kUnknown) return status;
+  unloaded_ = std::move(unloaded);
+  spdlog::info("event={} model={}", load ? "model_loaded" : "model_unloaded", model);
+  return status;
+}
+
+Status ModelServer::ApplyStoreConfigLocked(StoreConfig config, ModelBatching batching) {
   // The models' batching goes with the store's config, as soon as the manager has taken it
   // (before its loads), under the same lock: two reloads at once cannot mix their halves.
   auto set_batching = [&] {
@@ -236,7 +299,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching)
   // Models new here (or read from another base path) have nothing loaded yet: the config
   // returns once they have loaded, and their labels wait for that.
   std::set<std::pair<std::string, std::string>> known;
-  for (const ModelConfig& m : applied_.models) known.insert({m.name, m.base_path});
+  for (const ModelConfig& m : served_.models) known.insert({m.name, m.base_path});
   std::vector<std::string> added;
   for (const ModelConfig& m : config.models) {
     if (known.count({m.name, m.base_path}) == 0) added.push_back(m.name);
@@ -255,7 +318,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching)
   }
   if (deferred) {
     LS_RETURN_IF_ERROR(manager_.ApplyConfig(first));
-    applied_ = std::move(first);
+    served_ = std::move(first);
     set_batching();
     WaitForLoads();
   }
@@ -267,10 +330,10 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching)
     }
     return status;
   }
-  applied_ = std::move(config);
+  served_ = std::move(config);
   if (!added.empty() && !deferred) WaitForLoads();
   std::string names;
-  for (const ModelConfig& m : applied_.models) names += (names.empty() ? "" : ",") + m.name;
+  for (const ModelConfig& m : served_.models) names += (names.empty() ? "" : ",") + m.name;
   spdlog::info("event=config_applied models={}", names);
 
   // As TF Serving's reload does, a config whose new models serve nothing says so (the config
@@ -342,10 +405,11 @@ void ModelServer::Drain(std::chrono::milliseconds timeout) {
   });
   // gRPC: new calls are refused UNAVAILABLE by the service; wait for the running ones, then
   // stop the server (which cancels only what is left at the deadline).
-  while (prediction_service_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+  auto grpc_in_flight = [this] { return prediction_service_.in_flight() + inference_service_.in_flight(); };
+  while (grpc_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  const int grpc_cut = prediction_service_.in_flight();
+  const int grpc_cut = grpc_in_flight();
   if (grpc_server_) grpc_server_->Shutdown(std::chrono::system_clock::now());
   http_drain.join();
   spdlog::info("event=drained grpc_calls_cut={} http_connections_cut={}", grpc_cut, http_cut);

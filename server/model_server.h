@@ -14,8 +14,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
@@ -24,6 +26,8 @@
 #include "server/flags.h"
 #include "server/grpc_services.h"
 #include "server/health.h"
+#include "server/open_inference/grpc_inference_service.h"
+#include "server/open_inference/model_repository.h"
 #include "server/shadow.h"
 #include "server/http_server.h"
 #include "server/rest_api.h"
@@ -44,6 +48,14 @@ class ModelServer {
 
   // What HandleReloadConfigRequest and the config file poll call.
   Status ReloadConfig(const tensorflow::serving::ModelServerConfig& proto);
+
+  // The v2 protocol's model_repository extension. The repository is the config: every model it
+  // has, and whether it was unloaded.
+  std::vector<open_inference::RepositoryModel> RepositoryModels();
+  // Unloading takes a model of the config out of the model store and keeps it out, config
+  // reloads included, until it is loaded again; loading puts it back and reads its base path
+  // again, and returns once its loads are done. NotFound for a model the config does not have.
+  Status SetModelLoaded(const std::string& model, bool load);
 
   // SIGTERM's drain: readiness and gRPC health turn NOT_SERVING, the ports stop accepting, and
   // the requests already accepted finish (at most `timeout`; then they are cut). Then Shutdown.
@@ -73,6 +85,7 @@ class ModelServer {
   // available once their loads are done; the config is applied all the same.
   // `batching` goes to the batch scheduler once the model store has taken `config`.
   Status ApplyStoreConfig(StoreConfig config, ModelBatching batching);
+  Status ApplyStoreConfigLocked(StoreConfig config, ModelBatching batching);
   // Waits (at most kFirstLoadWait, less if the server stops) for the manager's loads.
   bool WaitForLoads();
   void ConfigFilePollLoop();
@@ -91,12 +104,16 @@ class ModelServer {
   RestApi rest_api_;
   PredictionServiceImpl prediction_service_;
   ModelServiceImpl model_service_;
+  open_inference::InferenceServiceImpl inference_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int grpc_port_ = 0;
   std::unique_ptr<HttpServer> http_;
 
-  std::mutex config_mu_;  // serialises config applications
-  StoreConfig applied_;   // the config the manager holds now
+  std::mutex config_mu_;  // serialises config applications and loads and unloads
+  StoreConfig applied_;   // the config, unloaded models included
+  ModelBatching applied_batching_;
+  StoreConfig served_;    // what the manager holds now: the config less the unloaded models
+  std::set<std::string, std::less<>> unloaded_;  // models of the config unloaded over v2
 
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

@@ -43,24 +43,6 @@ int HexValue(char c) {
   return -1;
 }
 
-// %XX decoding ('+' stays '+': this is a path, not a form) into `out`, reusing its capacity.
-// False for a malformed escape.
-bool UrlDecodeInto(std::string_view s, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      *out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return false;
-    const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    *out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
-}
-
 std::optional<std::string> UrlDecode(std::string_view s) {
   std::string out;
   if (!UrlDecodeInto(s, &out)) return std::nullopt;
@@ -77,6 +59,22 @@ std::string_view TakeSegment(std::string_view* s) {
 }
 
 }  // namespace
+
+bool UrlDecodeInto(std::string_view s, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      *out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return false;
+    const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    *out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
 
 Status ParseRestPath(std::string_view method, std::string_view target, RestPath* out) {
   std::string_view path = target.substr(0, target.find('?'));
@@ -158,6 +156,7 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
   call->deadline_ = request.deadline;
   RestResponse* response = &call->response;
   response->model_version = -1;
+  response->inference_header_length = 0;
   response->content_type = "application/json";
   const std::string_view path = target.substr(0, target.find('?'));
   if (method == "GET" && (path == "/metrics" || (!monitoring_path_.empty() && path == monitoring_path_))) {
@@ -170,11 +169,11 @@ void RestApi::Start(const RestRequest& request, RestCall* call) const {
   call->start_ = std::chrono::steady_clock::now();
   call->record_ = RequestRecord{};
   call->record_.protocol = "rest";
-  // A probe that finds the server not ready is routine, not a server error worth a warning.
-  call->probe_ = method == "GET" && path.rfind("/v2/", 0) == 0;
+  call->probe_ = false;
   bool pending = false;
-  const Status status =
-      Guarded([&] { return call->probe_ ? Health(path, response) : Dispatch(request, call, &pending); });
+  const Status status = Guarded([&] {
+    return open_inference::IsV2Target(target) ? DispatchV2(request, call, &pending) : Dispatch(request, call, &pending);
+  });
   // A pending call may be answered already, on a batch thread: it is not ours to touch.
   if (!pending) Answer(call, status);
 }
@@ -241,6 +240,8 @@ void RestApi::Answer(RestCall* call, const Status& status) const {
   if (request_id->empty()) *request_id = NewRequestId();
   response->http_status = HttpStatusFor(status.code());
   response->body = ErrorJson(status.message());
+  response->content_type = "application/json";
+  response->inference_header_length = 0;
   if (response->http_status >= 500 && !call->probe_) {
     spdlog::warn("event=rest_error request_id={} method={} target={} http_status={} error=\"{}\"", *request_id,
                  call->method_, call->target_, response->http_status, status.message());
@@ -287,6 +288,86 @@ Status RestApi::Health(std::string_view path, RestResponse* response) const {
   LS_RETURN_IF_ERROR(health_.ModelReady(*model, version));
   response->body = R"({"name": )" + nlohmann::json(*model).dump() + R"(, "ready": true})";
   return Status::Ok();
+}
+
+Status RestApi::DispatchV2(const RestRequest& rest, RestCall* call, bool* pending) const {
+  namespace oi = open_inference;
+  oi::RestPath& path = call->v2_path_;
+  LS_RETURN_IF_ERROR(oi::ParseRestPath(rest.method, rest.target, &path));
+  RestResponse* response = &call->response;
+  switch (path.kind) {
+    case oi::RestPath::Kind::kServer:
+      response->body = oi::ServerMetadataJson(oi::ServerMetadata());
+      return Status::Ok();
+    case oi::RestPath::Kind::kHealth:
+    case oi::RestPath::Kind::kModelReady:
+      // A probe that finds the server not ready is routine, not a server error worth a warning.
+      call->probe_ = true;
+      return Health(rest.target.substr(0, rest.target.find('?')), response);
+    case oi::RestPath::Kind::kMetadata: {
+      inference::ModelMetadataResponse metadata;
+      LS_RETURN_IF_ERROR(oi::ModelMetadata(manager_, path.model, path.version, path.signature_name, &metadata));
+      response->body = oi::ModelMetadataJson(metadata);
+      return Status::Ok();
+    }
+    case oi::RestPath::Kind::kStatistics: {
+      inference::ModelStatisticsResponse statistics;
+      LS_RETURN_IF_ERROR(oi::ModelStatistics(manager_, metrics_, path.model, path.version, &statistics));
+      response->body = oi::ModelStatisticsJson(statistics);
+      return Status::Ok();
+    }
+    case oi::RestPath::Kind::kIndex: {
+      if (!repository_.models) return NotFound("Unknown path: /v2/repository/index");
+      LS_ASSIGN_OR_RETURN(const bool ready_only, oi::ParseRepositoryIndexBody(rest.body));
+      response->body = oi::RepositoryIndexJson(oi::RepositoryIndex(manager_, repository_, ready_only));
+      return Status::Ok();
+    }
+    case oi::RestPath::Kind::kLoad:
+    case oi::RestPath::Kind::kUnload: {
+      if (!repository_.set_loaded) return NotFound("Unknown path: " + std::string(rest.target));
+      const bool load = path.kind == oi::RestPath::Kind::kLoad;
+      const std::string_view operation = load ? "RepositoryModelLoad" : "RepositoryModelUnload";
+      if (Status allowed = admin_.Check(operation, rest.peer, rest.authorization); !allowed.ok()) {
+        spdlog::warn("event=admin_refused method={} peer={} error=\"{}\"", operation, rest.peer, allowed.message());
+        return allowed;
+      }
+      // Runs on this I/O thread for as long as the loads take: a rare operator's call.
+      LS_RETURN_IF_ERROR(repository_.set_loaded(path.model, load));
+      response->body = "{}";
+      return Status::Ok();
+    }
+    case oi::RestPath::Kind::kInfer: {
+      RestInferCall& infer = call->infer_;
+      infer.body_ = rest.body;
+      infer.header_length_ = rest.inference_header_length;
+      // From here the answer comes through the infer call (RestInferCall::OnAnswered).
+      *pending = true;
+      infer_.Start({path.model, path.version, rest.routing_key, oi::kRestProtocol, rest.deadline}, &infer);
+      return Status::Ok();
+    }
+  }
+  return Internal("unhandled v2 path kind");
+}
+
+Status RestInferCall::ReadRequest(open_inference::InferRequest* request) {
+  LS_RETURN_IF_ERROR(reader_.Start(body_, header_length_));
+  return reader_.ReadRequest(request);
+}
+
+Status RestInferCall::ReadInputs(open_inference::InputBinder& binder) { return reader_.ReadInputs(binder); }
+
+Status RestInferCall::WriteResponse(std::span<const open_inference::AnsweredOutput> outputs) {
+  RestResponse& response = owner_.response;
+  response.inference_header_length = open_inference::WriteInferResponse(
+      servable().model(), servable().version(), request().id, outputs, &response.body);
+  if (response.inference_header_length > 0) response.content_type = "application/octet-stream";
+  response.model_version = servable().version();
+  return Status::Ok();
+}
+
+void RestInferCall::OnAnswered(const Status& status) {
+  reader_.ReleaseIfLarge();
+  owner_.api_->Answer(&owner_, status);
 }
 
 StatusOr<const Signature*> RestApi::ReadPredictBody(std::string_view body, const ServableRequest& request,

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "server/flags.h"
@@ -164,7 +165,7 @@ void ServingMetrics::Record(const RequestRecord& r, StatusCode code, double tota
   const std::string_view status = StatusCodeName(code);
   requests_.With({model, version, r.signature, r.protocol, r.api, status}).Add();
   tf_request_count_.With({model, status}).Add();
-  tf_request_latency_.With({model, r.api, r.protocol == "rest" ? "REST" : "GRPC"})
+  tf_request_latency_.With({model, r.api, r.protocol.starts_with("rest") ? "REST" : "GRPC"})
       .Observe(total_seconds * 1e6);
   if (code != StatusCode::kOk) return;  // latencies of answers only: a refusal is not a latency
   const std::initializer_list<std::string_view> labels = {model, version, r.protocol, r.api};
@@ -172,6 +173,45 @@ void ServingMetrics::Record(const RequestRecord& r, StatusCode code, double tota
   queue_.With(labels).Observe(r.queue_seconds);
   compute_.With(labels).Observe(r.compute_seconds);
   tf_runtime_latency_.With({model, r.api, "Lockstep"}).Observe(r.compute_seconds * 1e6);
+}
+
+std::vector<VersionStatistics> ServingMetrics::Statistics(std::string_view model) const {
+  std::map<int64_t, VersionStatistics> versions;
+  // Children whose labels start with {model, version}; those without a version (requests that
+  // never resolved) belong to no version.
+  auto of = [&](std::span<const std::string> labels) -> VersionStatistics* {
+    if (labels.size() < 2 || labels[0] != model || labels[1].empty()) return nullptr;
+    int64_t version = 0;
+    const auto [end, ec] = std::from_chars(labels[1].data(), labels[1].data() + labels[1].size(), version);
+    if (ec != std::errc()) return nullptr;
+    VersionStatistics& v = versions[version];
+    v.version = version;
+    return &v;
+  };
+  requests_.ForEach([&](std::span<const std::string> labels, const metrics::Counter& counter) {
+    // {model, version, signature, protocol, api, status}
+    if (VersionStatistics* v = of(labels); v != nullptr && labels[5] != StatusCodeName(StatusCode::kOk)) {
+      v->fail_count += counter.value();
+    }
+  });
+  total_.ForEach([&](std::span<const std::string> labels, const metrics::Histogram& h) {
+    if (VersionStatistics* v = of(labels)) {
+      v->success_count += h.count();
+      v->success_seconds += h.sum();
+    }
+  });
+  queue_.ForEach([&](std::span<const std::string> labels, const metrics::Histogram& h) {
+    if (VersionStatistics* v = of(labels)) v->queue_seconds += h.sum();
+  });
+  compute_.ForEach([&](std::span<const std::string> labels, const metrics::Histogram& h) {
+    if (VersionStatistics* v = of(labels)) v->compute_seconds += h.sum();
+  });
+  batch_size_.ForEach([&](std::span<const std::string> labels, const metrics::Histogram& h) {
+    if (VersionStatistics* v = of(labels)) v->batches += h.count();
+  });
+  std::vector<VersionStatistics> out;
+  for (auto& [version, stats] : versions) out.push_back(stats);
+  return out;
 }
 
 void ServingMetrics::RecordBatch(const BatchRun& batch) {

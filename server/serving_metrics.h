@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model_store/manager.h"
 #include "runtime/status.h"
@@ -44,12 +45,24 @@ namespace lockstep {
 
 // One inference request, filled in by its handler as it goes.
 struct RequestRecord {
-  std::string_view protocol;   // "rest" or "grpc"
-  std::string_view api;        // "predict", "classify", "regress", "multi_inference"; empty: not inference
+  std::string_view protocol;   // "rest" or "grpc" (TF Serving's API), "rest_v2" or "grpc_v2" (v2's)
+  std::string_view api;        // "predict", "classify", "regress", "multi_inference", "infer"; empty: not inference
   ServableHandle servable;     // null until it resolved; holds the model and the signature alive
   std::string_view signature;  // empty until the signature was found
   double queue_seconds = 0;    // waiting in a batch queue before its graph ran
   double compute_seconds = 0;  // running its graph (alone, or the batch it joined)
+};
+
+// What the metrics hold about one version of a model, whatever the API: the v2 protocol's
+// statistics extension reads it.
+struct VersionStatistics {
+  int64_t version = 0;
+  uint64_t success_count = 0;  // requests answered
+  double success_seconds = 0;  // their whole times, summed
+  uint64_t fail_count = 0;     // requests that resolved to this version and failed
+  double queue_seconds = 0;    // the answered requests' waits in batch queues, summed
+  double compute_seconds = 0;  // the answered requests' graph runs, summed
+  uint64_t batches = 0;        // batches run (dynamic batching); 0 without batching
 };
 
 class ServingMetrics {
@@ -64,6 +77,9 @@ class ServingMetrics {
   void RecordBatch(const BatchRun& batch);
   // Serves `batching`'s queue depths from now on; it must outlive this. Before any scrape.
   void AddBatchQueues(const BatchScheduler& batching);
+
+  // Every version of `model` the metrics have seen, ascending.
+  std::vector<VersionStatistics> Statistics(std::string_view model) const;
 
   // The exposition, with the values read at scrape time (versions, memory) fresh.
   std::string Render() const { return registry_.Render(); }

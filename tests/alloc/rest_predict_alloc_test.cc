@@ -36,7 +36,10 @@ TEST_P(RestPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
 
   std::string body = GetParam();
   body.replace(body.find("ROW"), 3, Row(784));
-  const RestRequest request{"POST", "/v1/models/m:predict", body, "", std::chrono::steady_clock::time_point::max()};
+  RestRequest request;
+  request.method = "POST";
+  request.target = "/v1/models/m:predict";
+  request.body = body;
   CountingCall call;
   auto predict = [&] {
     const int answered = call.answered;

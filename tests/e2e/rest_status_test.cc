@@ -108,8 +108,8 @@ TEST_F(RestApiTest, MalformedPathsAre400) {
   EXPECT_REST_ERROR(Post("/v1/models/half_plus_two:explain", "{}"), 400, "Malformed request");
   EXPECT_REST_ERROR(Post("/v1/models/half_plus_two/versions/x:predict", R"({"instances": [1.0]})"), 400,
                     "Malformed request");
-  // Outside /v1/ nothing is served.
-  const HttpResult outside = Get("/v2/models/half_plus_two");
+  // Outside /v1/ and /v2 (the Open Inference Protocol's) nothing is served.
+  const HttpResult outside = Get("/v3/models/half_plus_two");
   EXPECT_EQ(outside.status, 404) << outside.body;
 }
 

@@ -1,0 +1,191 @@
+#include "server/open_inference/infer_api.h"
+
+#include <charconv>
+
+#include "server/open_inference/datatype.h"
+
+namespace lockstep::open_inference {
+
+RequestedOutput& InferRequest::AddOutput() {
+  if (num_outputs == outputs.size()) outputs.emplace_back();
+  RequestedOutput& output = outputs[num_outputs++];
+  output.name.clear();
+  output.binary = false;
+  output.binary_given = false;
+  return output;
+}
+
+Status ParseVersion(std::string_view version, ServableRequest* request) {
+  request->version.reset();
+  request->label.reset();
+  if (version.empty()) return Status::Ok();
+  if (version.find_first_not_of("0123456789") != std::string_view::npos) {
+    request->label = version;
+    return Status::Ok();
+  }
+  int64_t number = 0;
+  const auto [end, ec] = std::from_chars(version.data(), version.data() + version.size(), number);
+  if (ec != std::errc() || end != version.data() + version.size()) {
+    return InvalidArgument("model version '" + std::string(version) + "' is out of range");
+  }
+  request->version = number;
+  return Status::Ok();
+}
+
+void InputBinder::Begin(const Signature& signature, std::vector<NamedTensor>* inputs) {
+  signature_ = &signature;
+  inputs_ = inputs;
+  inputs->resize(signature.inputs.size());
+  given_.assign(signature.inputs.size(), false);
+}
+
+StatusOr<Tensor*> InputBinder::Bind(std::string_view name, std::string_view datatype, DType* dtype) {
+  const std::vector<TensorBinding>& bindings = signature_->inputs;
+  size_t k = 0;
+  while (k < bindings.size() && bindings[k].key != name) ++k;
+  if (k == bindings.size()) {
+    std::string known;
+    for (const TensorBinding& b : bindings) known += (known.empty() ? "" : ", ") + b.key;
+    return InvalidArgument("unknown input '" + std::string(name) + "': signature '" + signature_->name +
+                           "' takes " + known);
+  }
+  if (given_[k]) return InvalidArgument("input '" + std::string(name) + "' is given twice");
+  StatusOr<DType> given = DTypeFromDatatype(datatype);
+  if (!given.ok()) return given.status().WithPrefix("input '" + std::string(name) + "'");
+  if (*given != bindings[k].dtype) {
+    return InvalidArgument("input '" + std::string(name) + "' has datatype " + std::string(datatype) +
+                           ", but the model takes " + std::string(DatatypeName(bindings[k].dtype)));
+  }
+  given_[k] = true;
+  *dtype = *given;
+  NamedTensor& input = (*inputs_)[k];
+  if (input.name != bindings[k].key) input.name = bindings[k].key;
+  return &input.tensor;
+}
+
+Status InputBinder::Finish() const {
+  for (size_t k = 0; k < given_.size(); ++k) {
+    if (!given_[k]) {
+      return InvalidArgument("input '" + signature_->inputs[k].key + "' of signature '" + signature_->name +
+                             "' is missing");
+    }
+  }
+  return Status::Ok();
+}
+
+Status AddShapeDim(std::string_view input, int64_t dim, Shape* shape) {
+  if (dim < 0) {
+    return InvalidArgument("input '" + std::string(input) + "': shape dimension " + std::to_string(dim) +
+                           " is negative");
+  }
+  if (!shape->AddDim(dim)) {
+    return InvalidArgument("input '" + std::string(input) + "': shape has more than " +
+                           std::to_string(Shape::kMaxRank) + " dimensions");
+  }
+  return Status::Ok();
+}
+
+Status CheckShapeElements(std::string_view input, const Shape& shape, int64_t max_elements) {
+  if (!shape.CheckedNumElements(max_elements).ok()) {
+    return InvalidArgument("input '" + std::string(input) + "': shape " + shape.ToString() +
+                           " has more elements than the request carries");
+  }
+  return Status::Ok();
+}
+
+void InferApi::Start(const InferArgs& args, InferCall* call) const {
+  call->api_ = this;
+  call->args_ = args;
+  call->start_ = std::chrono::steady_clock::now();
+  call->record_.protocol = args.protocol;
+  call->record_.api = "infer";
+  const Status started = health_.draining()
+                             ? Status(StatusCode::kUnavailable, "the server is draining; retry elsewhere")
+                             : Guarded([&] { return call->StartRun(); });
+  if (!started.ok()) call->Finish(started);
+}
+
+Status InferCall::StartRun() {
+  request_.Clear();
+  LS_RETURN_IF_ERROR(ReadRequest(&request_));
+  ServableRequest spec;
+  spec.model = args_.model;
+  if (spec.model.empty()) return InvalidArgument("missing model name");
+  LS_RETURN_IF_ERROR(ParseVersion(args_.version, &spec));
+  spec.routing_key = args_.routing_key;
+  LS_ASSIGN_OR_RETURN(record_.servable, ResolveServable(api_->manager_, spec));
+  LS_ASSIGN_OR_RETURN(signature_, FindServingSignature(record_.servable->session(), request_.signature_name));
+  record_.signature = signature_->name;
+  // The outputs asked for, checked before anything runs.
+  answered_.clear();
+  const std::vector<TensorBinding>& outputs = signature_->outputs;
+  for (size_t i = 0; i < request_.num_outputs; ++i) {
+    const RequestedOutput& wanted = request_.outputs[i];
+    size_t k = 0;
+    while (k < outputs.size() && outputs[k].key != wanted.name) ++k;
+    if (k == outputs.size()) {
+      std::string known;
+      for (const TensorBinding& b : outputs) known += (known.empty() ? "" : ", ") + b.key;
+      return InvalidArgument("unknown output '" + wanted.name + "': signature '" + signature_->name +
+                             "' has outputs " + known);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (request_.outputs[j].name == wanted.name) {
+        return InvalidArgument("output '" + wanted.name + "' is requested twice");
+      }
+    }
+  }
+  binder_.Begin(*signature_, &inputs_);
+  LS_RETURN_IF_ERROR(ReadInputs(binder_));
+  LS_RETURN_IF_ERROR(binder_.Finish());
+  if (std::chrono::steady_clock::now() > args_.deadline) {
+    return Status(StatusCode::kDeadlineExceeded, "the request's deadline passed before it could run");
+  }
+  const GraphRunner runner{record_.servable, &record_, api_->batching_, args_.deadline};
+  runner.Start(*signature_, inputs_, &outputs_, this);
+  return Status::Ok();
+}
+
+void InferCall::OnBatchDone(Status status) {
+  RecordBatchTiming(*this, &record_);
+  if (status.ok()) status = Guarded([&] { return Answer(); });
+  Finish(status);
+}
+
+Status InferCall::Answer() {
+  api_->shadow_.MaybeShadow(api_->manager_, *record_.servable, *signature_, inputs_, outputs_);
+  // The graph's outputs come in the signature's order, named by their keys.
+  auto find = [&](std::string_view name) -> const NamedTensor* {
+    for (const NamedTensor& output : outputs_) {
+      if (output.name == name) return &output;
+    }
+    return nullptr;
+  };
+  answered_.clear();
+  if (request_.num_outputs == 0) {
+    for (const NamedTensor& output : outputs_) answered_.push_back({&output, request_.binary_data_output});
+  } else {
+    for (size_t i = 0; i < request_.num_outputs; ++i) {
+      const NamedTensor* output = find(request_.outputs[i].name);
+      if (output == nullptr) return Internal("the graph did not produce output '" + request_.outputs[i].name + "'");
+      answered_.push_back({output, request_.outputs[i].binary});
+    }
+  }
+  return WriteResponse(answered_);
+}
+
+void InferCall::Finish(const Status& status) {
+  api_->metrics_.Record(record_, status.code(),
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  // Let go of large tensors: the call may wait long for its next request.
+  if (!KeepCallTensors(inputs_, outputs_)) {
+    inputs_.clear();
+    outputs_.clear();
+  }
+  answered_.clear();
+  record_ = RequestRecord{};  // lets go of the version: a pooled call must not keep it loaded
+  signature_ = nullptr;
+  OnAnswered(status);
+}
+
+}  // namespace lockstep::open_inference

@@ -1,0 +1,179 @@
+// The Open Inference Protocol's infer, transport aside: what a v2 inference does between its
+// request's arrival and its answer, for REST (JSON, and the binary tensor extension) and gRPC
+// (ModelInfer, ModelStreamInfer) alike. A transport's call reads its own wire format through
+// the hooks below; routing, the signature, the run (alone or batched, without a thread waiting),
+// shadow traffic, metrics and the choice of outputs are the same for both, and the same as TF
+// Serving's API's (server/inference.h).
+//
+// Versions travel as strings: digits name a version, and, beyond the protocol, any other
+// string names a version label ("stable", "canary"); no version routes as TF Serving's API
+// does (traffic split by routing key, else the highest available version). A request's
+// "signature_name" parameter picks a signature other than serving_default.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model_store/manager.h"
+#include "runtime/status.h"
+#include "server/batching/batch_scheduler.h"
+#include "server/health.h"
+#include "server/inference.h"
+#include "server/serving_metrics.h"
+#include "server/shadow.h"
+
+namespace lockstep::open_inference {
+
+// The value of RequestRecord::protocol for v2 requests: metrics tell the protocols apart.
+inline constexpr std::string_view kRestProtocol = "rest_v2";
+inline constexpr std::string_view kGrpcProtocol = "grpc_v2";
+
+// An output the request asks for.
+struct RequestedOutput {
+  std::string name;
+  bool binary = false;  // REST: sent after the JSON header (binary tensor extension)
+  bool binary_given = false;  // REST: the request said which; else binary_data_output decides
+};
+
+// What a request asks besides its inputs; the transport's ReadRequest fills it. Kept by the
+// call from request to request, with its strings' capacity.
+struct InferRequest {
+  std::string id;              // echoed in the answer
+  std::string signature_name;  // empty: serving_default
+  std::vector<RequestedOutput> outputs;  // [0, num_outputs); none: every output of the signature
+  size_t num_outputs = 0;
+  bool binary_data_output = false;  // REST: outputs not named in `outputs` go binary too
+
+  void Clear() {
+    id.clear();
+    signature_name.clear();
+    num_outputs = 0;
+    binary_data_output = false;
+  }
+  // The next entry of `outputs`, cleared, reusing its string.
+  RequestedOutput& AddOutput();
+};
+
+// A version string: digits are a version, anything else a label; empty, neither.
+// InvalidArgument for a version past int64.
+Status ParseVersion(std::string_view version, ServableRequest* request);
+
+// Takes a request's inputs, named in any order, into the signature's inputs in its order.
+class InputBinder {
+ public:
+  // Into `inputs`, resized to the signature's inputs (their tensors kept, for reuse).
+  void Begin(const Signature& signature, std::vector<NamedTensor>* inputs);
+  // Where the input called `name`, of `datatype`, goes: its dtype in `*dtype`, the tensor to
+  // decode into returned. InvalidArgument for an input the signature does not have, one given
+  // twice, a datatype unknown, unsupported or not the input's.
+  StatusOr<Tensor*> Bind(std::string_view name, std::string_view datatype, DType* dtype);
+  // Every input was given, else InvalidArgument naming the first missing.
+  Status Finish() const;
+
+ private:
+  const Signature* signature_ = nullptr;
+  std::vector<NamedTensor>* inputs_ = nullptr;
+  std::vector<bool> given_;
+};
+
+// Reads a shape from the wire's dimensions: each at least 0, and at most `max_elements`
+// elements in all (what the request's bytes can hold: checked before any tensor is made for
+// it, so that a hostile shape allocates nothing). InvalidArgument naming `input` otherwise.
+template <typename Dims>
+Status ShapeFromDims(std::string_view input, const Dims& dims, int64_t max_elements, Shape* shape);
+Status AddShapeDim(std::string_view input, int64_t dim, Shape* shape);
+Status CheckShapeElements(std::string_view input, const Shape& shape, int64_t max_elements);
+
+template <typename Dims>
+Status ShapeFromDims(std::string_view input, const Dims& dims, int64_t max_elements, Shape* shape) {
+  *shape = Shape();
+  for (const int64_t dim : dims) LS_RETURN_IF_ERROR(AddShapeDim(input, dim, shape));
+  return CheckShapeElements(input, *shape, max_elements);
+}
+
+class InferApi;
+
+// An output of the answer: the tensor and how the request wants it.
+struct AnsweredOutput {
+  const NamedTensor* output;
+  bool binary;
+};
+
+// What the transport hands over, valid until the call is answered.
+struct InferArgs {
+  std::string_view model;
+  std::string_view version;      // as the client sent it; empty: routed
+  std::string_view routing_key;  // keeps a client on one arm of a traffic split; empty: none
+  std::string_view protocol;     // kRestProtocol or kGrpcProtocol
+  // Past it the request is not run (it waited too long in a batch queue).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// One inference in flight, the transport's: it reuses its calls from request to request, and
+// with them the capacity of their tensors and strings. While it waits for a batch the call is
+// its batch task, and no thread waits with it.
+class InferCall : public BatchTask {
+ public:
+  // What the request asked (after ReadRequest) and, in WriteResponse, what answers it.
+  const InferRequest& request() const { return request_; }
+  const LoadedVersion& servable() const { return *record_.servable; }
+
+ protected:
+  InferCall() = default;
+  ~InferCall() = default;
+
+ private:
+  friend class InferApi;
+  // The transport's wire format. ReadRequest fills everything but the inputs; ReadInputs
+  // decodes every input through `binder` (Bind each, in any order); WriteResponse writes the
+  // answer: `outputs` in the order to answer them.
+  virtual Status ReadRequest(InferRequest* request) = 0;
+  virtual Status ReadInputs(InputBinder& binder) = 0;
+  virtual Status WriteResponse(std::span<const AnsweredOutput> outputs) = 0;
+  // The answer is there (`status`; on success, what WriteResponse wrote). Called once per
+  // InferApi::Start, on the thread that called Start before Start returns, or later on a batch
+  // thread; the call is free for its next request once it is called.
+  virtual void OnAnswered(const Status& status) = 0;
+  void OnBatchDone(Status status) final;
+
+  Status StartRun();
+  Status Answer();
+  void Finish(const Status& status);
+
+  const InferApi* api_ = nullptr;
+  InferArgs args_;
+  std::chrono::steady_clock::time_point start_;
+  InferRequest request_;
+  RequestRecord record_;
+  const Signature* signature_ = nullptr;
+  InputBinder binder_;
+  std::vector<NamedTensor> inputs_;
+  std::vector<NamedTensor> outputs_;
+  std::vector<AnsweredOutput> answered_;
+};
+
+class InferApi {
+ public:
+  // As PredictApi (server/predict_api.h): calls are recorded in `metrics`, refused while
+  // `health` drains, shadowed by `shadow`, batched by `batching` (null: off).
+  InferApi(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health, ShadowRunner& shadow,
+           BatchScheduler* batching)
+      : manager_(manager), metrics_(metrics), health_(health), shadow_(shadow), batching_(batching) {}
+
+  // Serves `args` into `call`, whose OnAnswered says when the answer is there. Thread-safe.
+  void Start(const InferArgs& args, InferCall* call) const;
+
+ private:
+  friend class InferCall;
+  const ModelManager& manager_;
+  ServingMetrics& metrics_;
+  const ServerHealth& health_;
+  ShadowRunner& shadow_;
+  BatchScheduler* const batching_;
+};
+
+}  // namespace lockstep::open_inference

@@ -1,0 +1,421 @@
+#include "server/open_inference/rest_infer.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstring>
+#include <vector>
+
+#include "runtime/bfloat16.h"
+#include "runtime/tensor_json.h"
+#include "server/open_inference/datatype.h"
+
+namespace lockstep::open_inference {
+
+namespace od = simdjson::ondemand;
+using simdjson::SUCCESS;
+
+namespace {
+
+Status Malformed(simdjson::error_code error, std::string_view where) {
+  return InvalidArgument("malformed inference request: " + std::string(where) + ": " +
+                         simdjson::error_message(error));
+}
+
+// A field's string value into `out`.
+Status ReadString(od::value value, std::string_view where, std::string* out) {
+  std::string_view s;
+  if (const auto error = value.get_string().get(s); error != SUCCESS) return Malformed(error, where);
+  out->assign(s);
+  return Status::Ok();
+}
+
+// One element of "data" into element `i` of `tensor`, which has `dtype`.
+Status ReadElement(od::value& v, DType dtype, size_t i, std::string_view input, Tensor* tensor) {
+  auto wrong = [&](std::string_view expected) {
+    return InvalidArgument("input '" + std::string(input) + "': element " + std::to_string(i) + " of 'data' is not " +
+                           std::string(expected));
+  };
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kBFloat16: {
+      double d;
+      if (v.get_double().get(d) != SUCCESS) return wrong("a number");
+      const std::optional<float> f = JsonNumberToFloat32(d);
+      if (!f) return wrong("a number within FP32's range");
+      if (dtype == DType::kFloat32) {
+        tensor->mutable_data<float>()[i] = *f;
+      } else {
+        tensor->mutable_data<bfloat16>()[i] = FloatToBfloat16(*f);
+      }
+      return Status::Ok();
+    }
+    case DType::kFloat64: {
+      double d;
+      if (v.get_double().get(d) != SUCCESS) return wrong("a number");
+      tensor->mutable_data<double>()[i] = d;
+      return Status::Ok();
+    }
+    case DType::kInt32: {
+      int64_t n;
+      if (v.get_int64().get(n) != SUCCESS || n < INT32_MIN || n > INT32_MAX) return wrong("an INT32 integer");
+      tensor->mutable_data<int32_t>()[i] = static_cast<int32_t>(n);
+      return Status::Ok();
+    }
+    case DType::kInt64: {
+      int64_t n;
+      if (v.get_int64().get(n) != SUCCESS) return wrong("an INT64 integer");
+      tensor->mutable_data<int64_t>()[i] = n;
+      return Status::Ok();
+    }
+    case DType::kBool: {
+      bool b;
+      if (v.get_bool().get(b) != SUCCESS) return wrong("true or false");
+      tensor->mutable_data<bool>()[i] = b;
+      return Status::Ok();
+    }
+    case DType::kString: {
+      std::string_view s;
+      if (v.get_string().get(s) != SUCCESS) return wrong("a string");
+      tensor->mutable_data<std::string>()[i].assign(s);
+      return Status::Ok();
+    }
+    case DType::kInvalid:
+      break;
+  }
+  return Internal("unhandled dtype");
+}
+
+// "data", flat or nested, in row-major order into `tensor` (already of its dtype and shape).
+class DataReader {
+ public:
+  DataReader(std::string_view input, Tensor* tensor)
+      : input_(input), tensor_(tensor), capacity_(static_cast<size_t>(tensor->num_elements())) {}
+
+  Status Walk(od::value value, int depth) {
+    od::json_type type;
+    if (const auto error = value.type().get(type); error != SUCCESS) return Malformed(error, "'data'");
+    if (type != od::json_type::array) {
+      if (count_ == capacity_) return TooMany();
+      LS_RETURN_IF_ERROR(ReadElement(value, tensor_->dtype(), count_, input_, tensor_));
+      ++count_;
+      return Status::Ok();
+    }
+    if (depth == Shape::kMaxRank) {
+      return InvalidArgument("input '" + std::string(input_) + "': 'data' nests deeper than " +
+                             std::to_string(Shape::kMaxRank) + " levels");
+    }
+    od::array array;
+    if (const auto error = value.get_array().get(array); error != SUCCESS) return Malformed(error, "'data'");
+    for (auto child : array) {
+      od::value c;
+      if (const auto error = child.get(c); error != SUCCESS) return Malformed(error, "'data'");
+      LS_RETURN_IF_ERROR(Walk(c, depth + 1));
+    }
+    return Status::Ok();
+  }
+
+  Status Finish() const {
+    if (count_ == capacity_) return Status::Ok();
+    return InvalidArgument("input '" + std::string(input_) + "': 'data' has " + std::to_string(count_) +
+                           " elements, but shape " + tensor_->shape().ToString() + " takes " +
+                           std::to_string(capacity_));
+  }
+
+ private:
+  Status TooMany() const {
+    return InvalidArgument("input '" + std::string(input_) + "': 'data' has more elements than shape " +
+                           tensor_->shape().ToString() + " takes (" + std::to_string(capacity_) + ")");
+  }
+
+  std::string_view input_;
+  Tensor* tensor_;
+  size_t capacity_;
+  size_t count_ = 0;
+};
+
+}  // namespace
+
+struct InferBodyReader::State {
+  od::parser parser;
+  std::vector<char> padded;  // the JSON, with simdjson's padding after it
+  size_t json_size = 0;
+  od::document document;
+  std::string_view binary;  // the body after the JSON header
+  bool has_binary = false;  // the request had an Inference-Header-Content-Length
+  std::string name;         // an input's name, reused
+  std::string datatype;
+};
+
+InferBodyReader::InferBodyReader() : state_(std::make_unique<State>()) {}
+InferBodyReader::~InferBodyReader() = default;
+
+void InferBodyReader::ReleaseIfLarge() {
+  if (state_->padded.size() > (size_t{1} << 20) + simdjson::SIMDJSON_PADDING) state_ = std::make_unique<State>();
+}
+
+Status InferBodyReader::Start(std::string_view body, std::string_view header_length) {
+  State& s = *state_;
+  size_t json_size = body.size();
+  s.has_binary = !header_length.empty();
+  if (s.has_binary) {
+    const auto [end, ec] = std::from_chars(header_length.data(), header_length.data() + header_length.size(), json_size);
+    if (ec != std::errc() || end != header_length.data() + header_length.size()) {
+      return InvalidArgument(std::string(kHeaderLengthHeader) + " '" + std::string(header_length) + "' is not a number");
+    }
+    if (json_size > body.size()) {
+      return InvalidArgument(std::string(kHeaderLengthHeader) + " " + std::to_string(json_size) + " is beyond the body's " +
+                             std::to_string(body.size()) + " bytes");
+    }
+  }
+  s.binary = body.substr(json_size);
+  s.json_size = json_size;
+  if (s.padded.size() < json_size + simdjson::SIMDJSON_PADDING) s.padded.resize(json_size + simdjson::SIMDJSON_PADDING);
+  std::memcpy(s.padded.data(), body.data(), json_size);
+  std::memset(s.padded.data() + json_size, 0, simdjson::SIMDJSON_PADDING);
+  if (const auto error = s.parser.iterate(s.padded.data(), json_size, s.padded.size()).get(s.document);
+      error != SUCCESS) {
+    return Malformed(error, "JSON");
+  }
+  return Status::Ok();
+}
+
+Status InferBodyReader::ReadRequest(InferRequest* request) {
+  State& s = *state_;
+  od::object top;
+  if (s.document.get_object().get(top) != SUCCESS) {
+    return InvalidArgument("malformed inference request: the body is not a JSON object");
+  }
+  bool has_inputs = false;
+  for (auto field_result : top) {
+    od::field field;
+    std::string_view key;
+    if (const auto error = std::move(field_result).get(field); error != SUCCESS) return Malformed(error, "JSON");
+    if (const auto error = field.unescaped_key().get(key); error != SUCCESS) return Malformed(error, "JSON");
+    od::value value = field.value();
+    if (key == "id") {
+      LS_RETURN_IF_ERROR(ReadString(value, "'id'", &request->id));
+    } else if (key == "inputs") {
+      has_inputs = true;  // read by ReadInputs, once the signature is known
+    } else if (key == "parameters") {
+      od::object parameters;
+      if (const auto error = value.get_object().get(parameters); error != SUCCESS) return Malformed(error, "'parameters'");
+      for (auto p : parameters) {
+        od::field parameter;
+        std::string_view name;
+        if (const auto error = std::move(p).get(parameter); error != SUCCESS) return Malformed(error, "'parameters'");
+        if (const auto error = parameter.unescaped_key().get(name); error != SUCCESS) return Malformed(error, "'parameters'");
+        if (name == "signature_name") {
+          LS_RETURN_IF_ERROR(ReadString(parameter.value(), "parameter 'signature_name'", &request->signature_name));
+        } else if (name == "binary_data_output") {
+          if (const auto error = parameter.value().get_bool().get(request->binary_data_output); error != SUCCESS) {
+            return Malformed(error, "parameter 'binary_data_output'");
+          }
+        }
+      }
+    } else if (key == "outputs") {
+      od::array outputs;
+      if (const auto error = value.get_array().get(outputs); error != SUCCESS) return Malformed(error, "'outputs'");
+      for (auto o : outputs) {
+        od::object output;
+        if (const auto error = o.get_object().get(output); error != SUCCESS) return Malformed(error, "'outputs'");
+        RequestedOutput& wanted = request->AddOutput();
+        bool named = false;
+        for (auto f : output) {
+          od::field of;
+          std::string_view okey;
+          if (const auto error = std::move(f).get(of); error != SUCCESS) return Malformed(error, "'outputs'");
+          if (const auto error = of.unescaped_key().get(okey); error != SUCCESS) return Malformed(error, "'outputs'");
+          if (okey == "name") {
+            LS_RETURN_IF_ERROR(ReadString(of.value(), "an output's 'name'", &wanted.name));
+            named = true;
+          } else if (okey == "parameters") {
+            od::object parameters;
+            if (const auto error = of.value().get_object().get(parameters); error != SUCCESS) {
+              return Malformed(error, "an output's 'parameters'");
+            }
+            od::value binary;
+            if (parameters.find_field_unordered("binary_data").get(binary) == SUCCESS) {
+              if (const auto error = binary.get_bool().get(wanted.binary); error != SUCCESS) {
+                return Malformed(error, "an output's 'binary_data'");
+              }
+              wanted.binary_given = true;
+            }
+          }
+        }
+        if (!named) return InvalidArgument("malformed inference request: an output has no 'name'");
+      }
+    }
+  }
+  // Nothing may follow the object. (simdjson 3.0.1 has no document::at_end().)
+  const char* end;
+  if (s.document.current_location().get(end) != simdjson::OUT_OF_BOUNDS) {
+    return InvalidArgument("malformed inference request: text after the JSON object");
+  }
+  if (!has_inputs) return InvalidArgument("malformed inference request: no 'inputs'");
+  for (size_t i = 0; i < request->num_outputs; ++i) {
+    RequestedOutput& wanted = request->outputs[i];
+    if (!wanted.binary_given) wanted.binary = request->binary_data_output;
+  }
+  return Status::Ok();
+}
+
+Status InferBodyReader::ReadInputs(InputBinder& binder) {
+  State& s = *state_;
+  s.document.rewind();
+  od::object top;
+  od::array inputs;
+  if (s.document.get_object().get(top) != SUCCESS) return InvalidArgument("malformed inference request");
+  if (const auto error = top.find_field_unordered("inputs").get_array().get(inputs); error != SUCCESS) {
+    return Malformed(error, "'inputs'");
+  }
+  size_t binary_used = 0;
+  for (auto i : inputs) {
+    od::object input;
+    if (const auto error = i.get_object().get(input); error != SUCCESS) return Malformed(error, "'inputs'");
+    od::value value;
+    if (input.find_field_unordered("name").get(value) != SUCCESS) {
+      return InvalidArgument("malformed inference request: an input has no 'name'");
+    }
+    LS_RETURN_IF_ERROR(ReadString(value, "an input's 'name'", &s.name));
+    const std::string& name = s.name;
+    if (input.find_field_unordered("datatype").get(value) != SUCCESS) {
+      return InvalidArgument("input '" + name + "' has no 'datatype'");
+    }
+    LS_RETURN_IF_ERROR(ReadString(value, "input '" + name + "': 'datatype'", &s.datatype));
+    DType dtype;
+    LS_ASSIGN_OR_RETURN(Tensor* tensor, binder.Bind(name, s.datatype, &dtype));
+
+    od::array dims;
+    if (input.find_field_unordered("shape").get(value) != SUCCESS) {
+      return InvalidArgument("input '" + name + "' has no 'shape'");
+    }
+    if (const auto error = value.get_array().get(dims); error != SUCCESS) {
+      return Malformed(error, "input '" + name + "': 'shape'");
+    }
+    Shape shape;
+    for (auto d : dims) {
+      int64_t dim;
+      if (const auto error = d.get_int64().get(dim); error != SUCCESS) {
+        return Malformed(error, "input '" + name + "': 'shape'");
+      }
+      LS_RETURN_IF_ERROR(AddShapeDim(name, dim, &shape));
+    }
+
+    std::optional<uint64_t> binary_size;
+    od::object parameters;
+    if (input.find_field_unordered("parameters").get_object().get(parameters) == SUCCESS) {
+      uint64_t size;
+      if (parameters.find_field_unordered("binary_data_size").get(value) == SUCCESS) {
+        if (const auto error = value.get_uint64().get(size); error != SUCCESS) {
+          return Malformed(error, "input '" + name + "': 'binary_data_size'");
+        }
+        binary_size = size;
+      }
+    }
+    const bool has_data = input.find_field_unordered("data").get(value) == SUCCESS;
+    if (binary_size) {
+      if (has_data) return InvalidArgument("input '" + name + "' has both 'data' and binary_data_size");
+      if (!s.has_binary) {
+        return InvalidArgument("input '" + name + "' has binary_data_size, but the request has no " +
+                               kHeaderLengthHeader + " header");
+      }
+      if (*binary_size > s.binary.size() - binary_used) {
+        return InvalidArgument("input '" + name + "': binary_data_size " + std::to_string(*binary_size) +
+                               " runs past the body's binary data (" + std::to_string(s.binary.size() - binary_used) +
+                               " bytes left)");
+      }
+      // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
+      LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(*binary_size)));
+      LS_RETURN_IF_ERROR(
+          TensorFromRawContents(name, dtype, shape, s.binary.substr(binary_used, *binary_size), tensor));
+      binary_used += *binary_size;
+      continue;
+    }
+    if (!has_data) return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
+    // Every element takes at least one byte of JSON.
+    LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(s.json_size)));
+    if (dtype == DType::kString || !tensor->Writable(dtype, shape)) *tensor = Tensor(dtype, shape);
+    DataReader reader(name, tensor);
+    LS_RETURN_IF_ERROR(reader.Walk(value, 0));
+    LS_RETURN_IF_ERROR(reader.Finish());
+  }
+  if (binary_used != s.binary.size()) {
+    return InvalidArgument("the request's binary data has " + std::to_string(s.binary.size() - binary_used) +
+                           " bytes that no input's binary_data_size covers");
+  }
+  return Status::Ok();
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *out += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      *out += '\\';
+      *out += c;
+    } else if (u < 0x20) {
+      *out += "\\u00";
+      *out += kHex[u >> 4];
+      *out += kHex[u & 15];
+    } else {
+      *out += c;
+    }
+  }
+  *out += '"';
+}
+
+size_t WriteInferResponse(std::string_view model, int64_t version, std::string_view id,
+                          std::span<const AnsweredOutput> outputs, std::string* out) {
+  out->clear();
+  *out += R"({"model_name":)";
+  AppendJsonString(model, out);
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), version);
+  *out += R"(,"model_version":")";
+  out->append(digits, end);
+  *out += '"';
+  if (!id.empty()) {
+    *out += R"(,"id":)";
+    AppendJsonString(id, out);
+  }
+  *out += R"(,"outputs":[)";
+  bool any_binary = false;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& tensor = outputs[i].output->tensor;
+    if (i > 0) *out += ',';
+    *out += R"({"name":)";
+    AppendJsonString(outputs[i].output->name, out);
+    *out += R"(,"datatype":")";
+    *out += DatatypeName(tensor.dtype());
+    *out += R"(","shape":[)";
+    for (int d = 0; d < tensor.shape().rank(); ++d) {
+      if (d > 0) *out += ',';
+      const auto [dim_end, dim_ec] = std::to_chars(digits, digits + sizeof(digits), tensor.shape().dim(d));
+      out->append(digits, dim_end);
+    }
+    *out += ']';
+    if (outputs[i].binary) {
+      any_binary = true;
+      const auto [size_end, size_ec] = std::to_chars(digits, digits + sizeof(digits), RawByteSize(tensor));
+      *out += R"(,"parameters":{"binary_data_size":)";
+      out->append(digits, size_end);
+      *out += "}}";
+      continue;
+    }
+    *out += R"(,"data":)";
+    // Flat: the protocol's answers are row-major lists whatever the rank.
+    AppendTensorJson(tensor.shape().rank() == 1 ? tensor : tensor.Reshaped(Shape{tensor.num_elements()}), out);
+    *out += '}';
+  }
+  *out += "]}";
+  if (!any_binary) return 0;
+  const size_t header_length = out->size();
+  for (const AnsweredOutput& output : outputs) {
+    if (output.binary) AppendRawContents(output.output->tensor, out);
+  }
+  return header_length;
+}
+
+}  // namespace lockstep::open_inference
