@@ -24,6 +24,15 @@ void RestRequest(Bytes data);
 // A serialized PredictRequest, as gRPC delivers it: each input's TensorProto decoded, and a
 // decoded tensor encoded back and decoded again, which must give the same tensor.
 void TensorProto(Bytes data);
+// The Open Inference Protocol's infer requests (v2_infer_fuzz.cc), decoded for a signature of
+// each datatype; a decoded request's tensors must come back from its answer, written as REST
+// JSON (which must parse), REST binary and gRPC raw contents, and read back as a request.
+// V2InferJson: a REST body, all JSON. V2InferBinary: the Inference-Header-Content-Length value, a
+// newline, then the body (JSON header and binary tensors). V2InferGrpc: a serialized
+// ModelInferRequest.
+void V2InferJson(Bytes data);
+void V2InferBinary(Bytes data);
+void V2InferGrpc(Bytes data);
 // A model server config in text format (--model_config_file, ReloadConfig): parsed, turned
 // into a StoreConfig, and its models' batching parameters read.
 void ModelConfig(Bytes data);

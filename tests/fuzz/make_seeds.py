@@ -4,6 +4,7 @@
   tests/fuzz/make_seeds.py [BUNDLE_DIR ...]
 
 tensor_proto: PredictRequest and ClassificationRequest texts encoded by protoc.
+v2_infer_grpc: Open Inference Protocol ModelInferRequest texts encoded by protoc.
 tfrecord_example: TFRecord files of tf.train.Example records encoded by protoc.
 bundle_reader: each BUNDLE_DIR (model-cli make-example, model-train exports) in the target's
 input form: uint32 little-endian size of model.pb, model.pb, weights.bin.
@@ -91,6 +92,11 @@ def main():
         (tp / f"classify_{name}").write_bytes(
             encode("tensorflow.serving.ClassificationRequest", "tensorflow_serving/apis/classification.proto", text))
 
+    v2 = CORPUS / "v2_infer_grpc"
+    v2.mkdir(parents=True, exist_ok=True)
+    for name, text in MODEL_INFER.items():
+        (v2 / name).write_bytes(encode("inference.ModelInferRequest", "inference/grpc_service.proto", text))
+
     tf = CORPUS / "tfrecord_example"
     tf.mkdir(parents=True, exist_ok=True)
     records = [encode("tensorflow.Example", "tensorflow/core/example/example.proto", t) for t in EXAMPLES]
@@ -125,6 +131,24 @@ def main():
     for case in ONNX_CASES:
         (om / case.split("/")[-1]).write_bytes((suite / case / "model.onnx").read_bytes())
     (om / "tensor_input").write_bytes((suite / "node/test_gemm_default_vector_bias/test_data_set_0/input_0.pb").read_bytes())
+
+
+# ModelInferRequests: typed contents of each kind, raw contents (BF16 and BYTES), a parameter.
+MODEL_INFER = {
+    "fp32_contents": 'model_name: "m" id: "1" inputs { name: "x" datatype: "FP32" shape: 2 '
+                     'contents { fp32_contents: 1.5 fp32_contents: -2 } }',
+    "int_contents": 'inputs { name: "x" datatype: "INT32" shape: 2 contents { int_contents: 7 int_contents: -8 } }',
+    "two_inputs": 'parameters { key: "signature_name" value { string_param: "two" } } '
+                  'inputs { name: "a" datatype: "FP32" shape: 1 shape: 2 contents { fp32_contents: 1 fp32_contents: 2 } } '
+                  'inputs { name: "b" datatype: "BYTES" shape: 1 contents { bytes_contents: "s" } } '
+                  'outputs { name: "a" }',
+    "bool_contents": 'inputs { name: "x" datatype: "BOOL" shape: 3 contents { bool_contents: true bool_contents: false '
+                     'bool_contents: true } }',
+    "raw_bf16": 'inputs { name: "x" datatype: "BF16" shape: 2 } raw_input_contents: "\\x80\\x3f\\x00\\xc0"',
+    "raw_bytes": 'inputs { name: "x" datatype: "BYTES" shape: 2 } '
+                 'raw_input_contents: "\\x02\\x00\\x00\\x00ab\\x00\\x00\\x00\\x00"',
+    "raw_count_mismatch": 'inputs { name: "x" datatype: "INT64" shape: 2 } raw_input_contents: "\\x01\\x00"',
+}
 
 
 # One case per family of ops the ONNX importer translates.

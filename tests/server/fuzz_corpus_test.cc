@@ -10,6 +10,15 @@ TEST(FuzzCorpusTest, RestRequest) {
 TEST(FuzzCorpusTest, TensorProto) {
   ReplayFuzzCorpus("tensor_proto", fuzz::TensorProto);
 }
+TEST(FuzzCorpusTest, V2InferJson) {
+  ReplayFuzzCorpus("v2_infer_json", fuzz::V2InferJson);
+}
+TEST(FuzzCorpusTest, V2InferBinary) {
+  ReplayFuzzCorpus("v2_infer_binary", fuzz::V2InferBinary);
+}
+TEST(FuzzCorpusTest, V2InferGrpc) {
+  ReplayFuzzCorpus("v2_infer_grpc", fuzz::V2InferGrpc);
+}
 TEST(FuzzCorpusTest, ModelConfig) {
   ReplayFuzzCorpus("model_config", fuzz::ModelConfig);
 }
