@@ -1,6 +1,8 @@
 // Admin calls against the real binary: HandleReloadConfigRequest is refused from a peer that
 // is not on loopback (PERMISSION_DENIED) and allowed from loopback; with --admin_token_file it
 // needs the token from everyone (UNAUTHENTICATED without it). A refused reload changes nothing.
+// The Open Inference Protocol's repository load and unload are admin calls the same way, over
+// gRPC and REST (Authorization: Bearer).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
@@ -11,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "inference/grpc_service.grpc.pb.h"
+#include "tests/e2e/http_client.h"
 #include "tests/e2e/server_harness.h"
 
 namespace lockstep::e2e {
@@ -95,6 +99,51 @@ TEST_F(AdminTest, ATokenIsNeededFromEveryone) {
   const grpc::Status ok = Reload(target, Config("b"), "tok-123");
   EXPECT_TRUE(ok.ok()) << ok.error_message();
   EXPECT_TRUE(WaitFor([&] { return Serves(server, "b"); }));
+}
+
+grpc::Status Unload(const std::string& target, const std::string& model, const std::string& token = "") {
+  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(target));
+  inference::RepositoryModelUnloadRequest request;
+  request.set_model_name(model);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  inference::RepositoryModelUnloadResponse response;
+  return stub->RepositoryModelUnload(&context, request, &response);
+}
+
+TEST_F(AdminTest, RepositoryLoadAndUnloadAreAdminCalls) {
+  WriteFile(dir_.path() / "token", "tok-123\n");
+  ServerProcess server(dir_.path(), {"--model_name=a", "--model_base_path=" + (dir_.path() / "a").string(),
+                                     "--admin_token_file=" + (dir_.path() / "token").string()});
+  HttpClient http(server.rest_port());
+  EXPECT_EQ(Unload(server.grpc_target(), "a").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(http.Post("/v2/repository/models/a/unload", "").status, 401);
+  EXPECT_EQ(http.Request("POST", "/v2/repository/models/a/unload", "", {{"Authorization", "Bearer nope"}}).status,
+            401);
+  EXPECT_TRUE(Serves(server, "a"));
+  EXPECT_NE(server.Log().find("event=admin_refused method=RepositoryModelUnload"), std::string::npos);
+
+  const HttpResult unloaded =
+      http.Request("POST", "/v2/repository/models/a/unload", "", {{"Authorization", "Bearer tok-123"}});
+  EXPECT_EQ(unloaded.status, 200) << unloaded.body;
+  EXPECT_FALSE(Serves(server, "a"));
+  const HttpResult loaded =
+      http.Request("POST", "/v2/repository/models/a/load", "", {{"Authorization", "Bearer tok-123"}});
+  EXPECT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_TRUE(Serves(server, "a"));
+  const grpc::Status ok = Unload(server.grpc_target(), "a", "tok-123");
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_FALSE(Serves(server, "a"));
+}
+
+TEST_F(AdminTest, RepositoryCallsFromAfarNeedATokenPolicy) {
+  ServerProcess server(dir_.path(), {"--model_name=a", "--model_base_path=" + (dir_.path() / "a").string()});
+  const std::optional<std::string> address = NonLoopbackAddress();
+  if (!address) GTEST_SKIP() << "no non-loopback IPv4 address here";
+  const grpc::Status remote = Unload(*address + ":" + std::to_string(server.grpc_port()), "a");
+  EXPECT_EQ(remote.error_code(), grpc::StatusCode::PERMISSION_DENIED) << remote.error_message();
+  EXPECT_TRUE(Serves(server, "a"));
 }
 
 TEST_F(AdminTest, AnEmptyTokenFileStopsTheServer) {

@@ -81,6 +81,26 @@ TEST_F(OnnxServingTest, PredictOverRestAndGrpcUnderTheModelsOwnNames) {
   EXPECT_EQ(response.model_spec().version().value(), 1);
 }
 
+// The Open Inference Protocol on the same model: metadata names the ONNX platform and the
+// model's own tensors, and infer answers what predict answers, bit for bit.
+TEST_F(OnnxServingTest, OpenInferenceProtocolAnswersAsPredictDoes) {
+  HttpResult r = HttpClient(server_->rest_port()).Get("/v2/models/mlp");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json meta = ParseBody(r);
+  EXPECT_EQ(meta["platform"], "onnxruntime_onnx");
+  EXPECT_EQ(meta["inputs"], json::parse(R"([{"name": "x", "datatype": "FP32", "shape": [-1, 4]}])"));
+  r = Post("/v2/models/mlp/infer",
+           R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 4], "data": [[1, 2, 3, 4], [-1, 0.5, 2, -3]]}],
+               "outputs": [{"name": "probabilities"}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json v2 = ParseBody(r)["outputs"][0];
+  EXPECT_EQ(v2["shape"], json({2, 2}));
+  const json predict = ParseBody(Post("/v1/models/mlp:predict", R"({"instances": [[1, 2, 3, 4], [-1, 0.5, 2, -3]]})"));
+  json flat = json::array();
+  for (const json& row : predict["predictions"]) flat.insert(flat.end(), row.begin(), row.end());
+  EXPECT_EQ(v2["data"], flat);
+}
+
 // matmul_precision "bfloat16": the model's products take bf16-rounded operands, so it answers
 // as the bf16 reference does and not as float32 does (the input and weights are not bf16
 // numbers).

@@ -4,6 +4,9 @@
 // while the version before it keeps serving.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "inference/grpc_service.grpc.pb.h"
 #include "runtime/base64.h"
 #include "tensorflow/core/example/example.pb.h"
 #include "tests/e2e/rest_test_util.h"
@@ -169,6 +172,56 @@ TEST_F(SavedModelServingTest, Tf2HalfPlusTwoOverRestAndGrpc) {
   const grpc::Status status = stub->Predict(&context, predict, &predicted);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(predicted.outputs().at("y").float_val(0), 4.0f);
+}
+
+// The Open Inference Protocol on TF Serving's own SavedModel: the SavedModel's platform and
+// signature in metadata, and infer answers as predict does, over REST and gRPC.
+TEST_F(SavedModelServingTest, Tf1HalfPlusTwoOverTheOpenInferenceProtocol) {
+  Serve(kData / "saved_model_half_plus_two_cpu");
+  HttpResult r = HttpClient(server_->rest_port()).Get("/v2/models/m");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(ParseBody(r)["platform"], "tensorflow_savedmodel");
+  EXPECT_EQ(ParseBody(r)["versions"], json({"123"}));
+  r = Post("/v2/models/m/infer",
+           R"({"id": "a", "inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": [1.0, 2.0, 5.0]}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(ParseBody(r), json::parse(R"({"model_name": "m", "model_version": "123", "id": "a",
+      "outputs": [{"name": "y", "datatype": "FP32", "shape": [3], "data": [2.5, 3.0, 4.5]}]})"));
+  // regress_x_to_y takes serialized tf.Examples, bytes that are not UTF-8: BYTES sent binary.
+  const std::string example = ExampleOf({{"x", 4.0f}}).SerializeAsString();
+  const uint32_t length = static_cast<uint32_t>(example.size());
+  const std::string raw = std::string(reinterpret_cast<const char*>(&length), 4) + example;
+  const std::string header =
+      json({{"parameters", {{"signature_name", "regress_x_to_y"}}},
+            {"inputs", {{{"name", "inputs"}, {"datatype", "BYTES"}, {"shape", {1}},
+                         {"parameters", {{"binary_data_size", raw.size()}}}}}}})
+          .dump();
+  r = HttpClient(server_->rest_port())
+          .Request("POST", "/v2/models/m/infer", header + raw,
+                   {{"Inference-Header-Content-Length", std::to_string(header.size())}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(ParseBody(r)["outputs"][0]["data"], json({4.0}));
+
+  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(server_->grpc_target()));
+  inference::ModelInferRequest request;
+  request.set_model_name("m");
+  request.set_model_version("123");
+  auto* x = request.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(2);
+  x->mutable_contents()->add_fp32_contents(1.0f);
+  x->mutable_contents()->add_fp32_contents(5.0f);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status status = stub->ModelInfer(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  float y[2];
+  ASSERT_EQ(response.raw_output_contents(0).size(), sizeof(y));
+  std::memcpy(y, response.raw_output_contents(0).data(), sizeof(y));
+  EXPECT_EQ(y[0], 2.5f);
+  EXPECT_EQ(y[1], 4.5f);
 }
 
 TEST_F(SavedModelServingTest, HalfPlusThree) {

@@ -2,7 +2,8 @@
 // name no version and no label over the arms by weight; a routing key (REST header
 // X-Routing-Key, gRPC metadata x-routing-key) keeps a client on its arm, the same one over
 // both protocols; moving the weights by a config reload moves only the keys that must move,
-// takes effect without a restart, and fails no request on the way.
+// takes effect without a restart, and fails no request on the way. The Open Inference
+// Protocol's requests route by the same keys to the same arms.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "inference/grpc_service.grpc.pb.h"
 #include "tests/common/prometheus_text.h"
 #include "tests/e2e/server_harness.h"
 
@@ -83,6 +85,42 @@ class TrafficSplitTest : public ::testing::Test {
     tfs::PredictResponse response;
     if (!stub.Predict(&context, request, &response).ok()) return -1;
     return response.model_spec().version().value();
+  }
+
+  // The version that answered a v2 infer over REST (model_version, checked against y), or -1.
+  int64_t V2RestVersion(const std::string& key) {
+    const HttpResult r = http_->Request(
+        "POST", "/v2/models/m/infer",
+        R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1.0]}]})", {{"X-Routing-Key", key}});
+    if (r.status != 200) {
+      ADD_FAILURE() << "status " << r.status << " " << r.error << " " << r.body;
+      return -1;
+    }
+    const int64_t version = std::stoll(HeaderOfResult(r, "x-model-version"));
+    const bool consistent = r.body.find(R"("model_version":")" + std::to_string(version) + "\"") != std::string::npos &&
+                            r.body.find(R"("data":[)" + std::to_string(version) + ".0]") != std::string::npos;
+    return consistent ? version : -1;
+  }
+
+  // The same over gRPC's ModelInfer, with the key in the x-routing-key metadata.
+  int64_t V2GrpcVersion(inference::GRPCInferenceService::Stub& stub, const std::string& key) {
+    inference::ModelInferRequest request;
+    request.set_model_name("m");
+    auto* x = request.add_inputs();
+    x->set_name("x");
+    x->set_datatype("FP32");
+    x->add_shape(1);
+    x->mutable_contents()->add_fp32_contents(1.0f);
+    grpc::ClientContext context;
+    context.AddMetadata("x-routing-key", key);
+    inference::ModelInferResponse response;
+    if (!stub.ModelInfer(&context, request, &response).ok()) return -1;
+    return std::stoll(response.model_version());
+  }
+
+  static std::string HeaderOfResult(const HttpResult& r, const std::string& name) {
+    const auto it = r.headers.find(name);
+    return it == r.headers.end() ? "-1" : it->second;
   }
 
   // Whether the canary answers some of the requests without a key: the split is in place.
@@ -170,6 +208,21 @@ TEST_F(TrafficSplitTest, WeightsStickyKeysAndAReloadThatMovesOnlyWhatMust) {
   // 40 % of all keys must move (90 % -> 50 % on stable): 400 of 1000, +-6 points.
   EXPECT_NEAR(moved, 400, 60);
   EXPECT_EQ(ArmsOfKeys(1000), after);
+}
+
+TEST_F(TrafficSplitTest, OpenInferenceRequestsRouteByTheSameKeys) {
+  ASSERT_TRUE(CanaryAnswers());
+  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(server_->grpc_target()));
+  int canary = 0;
+  for (int k = 0; k < 40; ++k) {
+    const std::string key = "user-" + std::to_string(k);
+    const int64_t arm = RestVersion(key);
+    ASSERT_NE(arm, -1) << key;
+    EXPECT_EQ(V2RestVersion(key), arm) << key;
+    EXPECT_EQ(V2GrpcVersion(*stub, key), arm) << key;
+    canary += arm == 2;
+  }
+  EXPECT_GT(canary, 0) << "no key of 40 landed on the 10 % canary arm";
 }
 
 TEST_F(TrafficSplitTest, ABadSplitIsRefusedAndTheOldOneKeepsServing) {
