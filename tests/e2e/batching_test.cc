@@ -4,11 +4,13 @@
 // queued requests still run; requests waiting for a batch hold no REST or gRPC thread (one REST
 // thread serves while seven predicts wait, or classifies, regresses and a MultiInference); a request whose gRPC deadline passes in the queue is not run; a
 // model's own batching_parameters apply to it; and bad batching settings stop the server at
-// start, or a reload, with the file and field named.
+// start, or a reload, with the file and field named. The Open Inference Protocol's infers join
+// the same batches as predicts, and wait without a thread too.
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "inference/grpc_service.grpc.pb.h"
 #include "tests/common/prometheus_text.h"
 #include "tests/e2e/grpc_test_util.h"
 #include "tests/e2e/http_client.h"
@@ -197,6 +200,68 @@ TEST_F(BatchingTest, WaitingRequestsHoldNoThread) {
   const PrometheusText metrics = Scrape();
   EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 1);
   EXPECT_EQ(metrics.Sum("lockstep_batch_size_sum", "model=\"m\""), kRest + kGrpc + 1);
+}
+
+TEST_F(BatchingTest, OpenInferenceRequestsJoinThePredictsBatchesWithoutAThread) {
+  // One REST thread and a batch of 6 rows: v2 REST and gRPC infers wait beside a predict, and
+  // the one REST thread still serves the request that fills the batch.
+  Start("max_batch_size { value: 6 } batch_timeout_micros { value: 30000000 } max_enqueued_batches { value: 4 }\n",
+        "", {"--enable_batching", "--rest_api_num_threads=1"});
+  auto infer_body = [](float x) {
+    return R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [)" + std::to_string(x) + "]}]}";
+  };
+  std::vector<std::future<HttpResult>> rest;
+  for (int i = 0; i < 2; ++i) {
+    rest.push_back(std::async(std::launch::async, [&, i] {
+      return HttpClient(server_->rest_port()).Post("/v2/models/m/infer", infer_body(2.0f * i));
+    }));
+  }
+  std::future<HttpResult> predict = std::async(std::launch::async, [&] {
+    return HttpClient(server_->rest_port()).Post("/v1/models/m:predict", R"({"instances": [8.0]})");
+  });
+  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(server_->grpc_target()));
+  struct GrpcCall {
+    grpc::ClientContext context;
+    inference::ModelInferRequest request;
+    inference::ModelInferResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<GrpcCall>> calls;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 2; ++i) {
+    calls.push_back(std::make_unique<GrpcCall>());
+    GrpcCall* call = calls.back().get();
+    call->request.set_model_name("m");
+    auto* x = call->request.add_inputs();
+    x->set_name("x");
+    x->set_datatype("FP32");
+    x->add_shape(1);
+    x->mutable_contents()->add_fp32_contents(10.0f + i);
+    clients.emplace_back([&, call] { call->status = stub->ModelInfer(&call->context, call->request, &call->response); });
+  }
+  ASSERT_TRUE(WaitForQueued(5));
+  const HttpResult filler = HttpClient(server_->rest_port()).Post("/v2/models/m/infer", infer_body(100.0f));
+  EXPECT_EQ(filler.status, 200) << filler.body;
+  EXPECT_EQ(nlohmann::json::parse(filler.body)["outputs"][0]["data"], nlohmann::json({52.0}));
+  for (int i = 0; i < 2; ++i) {
+    const HttpResult r = rest[i].get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(nlohmann::json::parse(r.body)["outputs"][0]["data"], nlohmann::json({i + 2.0}));
+  }
+  EXPECT_EQ(predict.get().body, R"({"predictions": [6.0]})");
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(calls[i]->status.ok()) << calls[i]->status.error_message();
+    float y;
+    ASSERT_EQ(calls[i]->response.raw_output_contents(0).size(), sizeof(y));
+    std::memcpy(&y, calls[i]->response.raw_output_contents(0).data(), sizeof(y));
+    EXPECT_EQ(y, 0.5f * (10.0f + i) + 2.0f);
+  }
+  const PrometheusText metrics = Scrape();
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_count", "model=\"m\""), 1);
+  EXPECT_EQ(metrics.Sum("lockstep_batch_size_sum", "model=\"m\""), 6);
+  EXPECT_EQ(metrics.Sum("lockstep_requests_total", "protocol=\"grpc_v2\""), 2);
+  EXPECT_EQ(metrics.Sum("lockstep_requests_total", "protocol=\"rest_v2\""), 3);
 }
 
 tfs::Input ExamplesOfX(const std::vector<float>& xs) {
