@@ -282,7 +282,11 @@ Status InferBodyReader::ReadInputs(InputBinder& binder) {
     if (input.find_field_unordered("datatype").get(value) != SUCCESS) {
       return InvalidArgument("input '" + name + "' has no 'datatype'");
     }
-    LS_RETURN_IF_ERROR(ReadString(value, "input '" + name + "': 'datatype'", &s.datatype));
+    if (std::string_view datatype; value.get_string().get(datatype) == SUCCESS) {
+      s.datatype.assign(datatype);
+    } else {
+      return InvalidArgument("input '" + name + "': 'datatype' is not a string");
+    }
     DType dtype;
     LS_ASSIGN_OR_RETURN(Tensor* tensor, binder.Bind(name, s.datatype, &dtype));
 
