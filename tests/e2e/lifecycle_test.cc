@@ -1,6 +1,7 @@
 // Health and lifecycle of the real binary: the v2 health paths and gRPC's standard health
 // service; SIGTERM under REST and gRPC load drains (every request the server accepted is
-// answered, the process exits 0); SIGHUP reloads the config file.
+// answered, the process exits 0), an open ModelStreamInfer stream included; SIGHUP reloads the
+// config file.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "inference/grpc_service.grpc.pb.h"
 #include "tests/e2e/server_harness.h"
 
 namespace lockstep::e2e {
@@ -133,6 +135,41 @@ TEST(LifecycleTest, SigtermUnderLoadDrainsWithoutFailingAcceptedRequests) {
   EXPECT_EQ(refused_before_signal.load(), 0) << ::testing::PrintToString(problems);
   EXPECT_NE(server.Log().find("event=drained grpc_calls_cut=0 http_connections_cut=0"), std::string::npos)
       << server.Log();
+}
+
+// A client holding a ModelStreamInfer stream open does not hold up the drain: its answered
+// request stays answered, the stream ends, and the process exits 0 well within the timeout.
+TEST(LifecycleTest, AnOpenInferenceStreamDoesNotHoldUpTheDrain) {
+  ScratchDir dir;
+  WriteVersionModel(dir.path() / "m", 1);
+  ServerProcess server(dir.path(), {"--model_name=m", "--model_base_path=" + (dir.path() / "m").string(),
+                                    "--drain_timeout_seconds=20"});
+  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(server.grpc_target()));
+  grpc::ClientContext context;
+  auto stream = stub->ModelStreamInfer(&context);
+  inference::ModelInferRequest request;
+  request.set_model_name("m");
+  request.set_id("before");
+  auto* x = request.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(1);
+  x->mutable_contents()->add_fp32_contents(3.0f);
+  ASSERT_TRUE(stream->Write(request));
+  inference::ModelStreamInferResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.error_message(), "");
+  EXPECT_EQ(answer.infer_response().id(), "before");
+
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << server.Log();
+  while (stream->Read(&answer)) {
+  }
+  const grpc::Status ended = stream->Finish();
+  EXPECT_NE(ended.error_code(), grpc::StatusCode::OK);  // cut by the server's end, not finished by the client
+  EXPECT_NE(server.Log().find("event=drained grpc_calls_cut=0"), std::string::npos) << server.Log();
 }
 
 TEST(LifecycleTest, SighupReloadsTheConfigFile) {

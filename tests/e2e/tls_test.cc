@@ -89,6 +89,15 @@ TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
   EXPECT_TRUE(last.tls_closed_cleanly);
   EXPECT_EQ(https.Get("/v2/health/ready").status, 200);
   EXPECT_EQ(https.Get("/v1/models/half").status, 200);
+  // The Open Inference Protocol on the same HTTPS port, binary extension included.
+  const std::string header =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "parameters": {"binary_data_size": 4}}]})";
+  const float x = 3.0f;
+  const HttpResult v2 = https.Request("POST", "/v2/models/half/infer",
+                                      header + std::string(reinterpret_cast<const char*>(&x), sizeof(x)),
+                                      {{"Inference-Header-Content-Length", std::to_string(header.size())}});
+  EXPECT_EQ(v2.status, 200) << v2.error << v2.body;
+  EXPECT_NE(v2.body.find(R"("data":[3.5])"), std::string::npos) << v2.body;
 
   // Plain HTTP on the HTTPS port gets no answer, and the server goes on.
   HttpClient plain(server.rest_port());
