@@ -152,6 +152,14 @@ TEST_F(OpenInferenceTest, ModelMetadataOverRestAndGrpc) {
   EXPECT_EQ(response.inputs(1).datatype(), "INT64");
   EXPECT_EQ(std::vector<int64_t>(response.inputs(1).shape().begin(), response.inputs(1).shape().end()),
             (std::vector<int64_t>{-1, -1}));
+
+  // ModelMetadataRequest has no parameters: another signature is named in the call's metadata.
+  grpc::ClientContext named;
+  named.AddMetadata("signature-name", "echo_BOOL");
+  inference::ModelMetadataResponse echo;
+  ASSERT_TRUE(Stub()->ModelMetadata(&named, request, &echo).ok());
+  ASSERT_EQ(echo.inputs_size(), 1);
+  EXPECT_EQ(echo.inputs(0).datatype(), "BOOL");
 }
 
 TEST_F(OpenInferenceTest, HealthAndReadinessOverGrpc) {

@@ -243,7 +243,7 @@ TEST_F(TrafficSplitTest, ABadSplitIsRefusedAndTheOldOneKeepsServing) {
   EXPECT_EQ(ArmsOfKeys(100), before);
 }
 
-// Shadow traffic: every request version 1 answers is copied to the shadow's target; the client
+// Shadow traffic: every request version 1 answers (predicts, and v2 infers) is copied to the shadow's target; the client
 // always gets version 1's answer; the metrics say whether the candidate agreed. Version 3 is
 // y = x, as version 1; version 2 is y = 2x.
 TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
@@ -293,7 +293,14 @@ TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
     ASSERT_TRUE(stub->Predict(&context, request, &response).ok());
     EXPECT_EQ(response.outputs().at("y").float_val(0), 3.0f);
   }
-  EXPECT_TRUE(WaitFor([&] { return shadow_count("3", "agree") == 25; })) << http.Get("/metrics").body;
+  // And the Open Inference Protocol's infers, version label given as the version string.
+  for (int i = 0; i < 5; ++i, ++sent) {
+    const HttpResult r = http.Post("/v2/models/m/versions/stable/infer",
+                                   R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [3.0]}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("model_version":"1")"), std::string::npos) << r.body;
+  }
+  EXPECT_TRUE(WaitFor([&] { return shadow_count("3", "agree") == 30; })) << http.Get("/metrics").body;
   EXPECT_EQ(shadow_count("3", "disagree"), 0);
 
   // The shadow moves to version 2 (y = 2x): it disagrees, and the client still gets version 1.
