@@ -1,10 +1,12 @@
-// serving_load_gen: a closed-loop load generator for TensorFlow Serving's predict API over
-// REST or gRPC. For each concurrency level it keeps that many requests outstanding for a fixed
-// time after a warm-up, checks every answer, and prints one Markdown table row: requests/s,
-// latency percentiles and errors. One thread and asynchronous I/O, so that on a small machine
-// the client takes as little CPU as possible from the server it measures.
+// serving_load_gen: a closed-loop load generator for TensorFlow Serving's predict API, or the
+// Open Inference Protocol's (KServe v2) infer, over REST or gRPC. For each concurrency level
+// it keeps that many requests outstanding for a fixed time after a warm-up, checks every
+// answer, and prints one Markdown table row: requests/s, latency percentiles and errors. One
+// thread and asynchronous I/O, so that on a small machine the client takes as little CPU as
+// possible from the server it measures.
 //
 //   serving_load_gen --protocol=rest --target=127.0.0.1:8501 --concurrency=1,16,64
+//   serving_load_gen --protocol=grpc --api=v2 --target=127.0.0.1:8500
 //
 // Exit status: 0 when every level ran (errors are in the table), 1 when the target cannot be
 // reached, 2 for bad usage.
@@ -22,17 +24,21 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: serving_load_gen [--name=value ...]
   --protocol=rest|grpc            (default rest)
+  --api=tfs|v2|v2_binary          tfs: TF Serving's predict (default); v2: the Open Inference
+                                  Protocol's infer, REST with JSON "data", gRPC ModelInfer with
+                                  raw_input_contents; v2_binary (REST only): infer with the
+                                  input and output as raw bytes after a JSON header
   --target=HOST:PORT              (default 127.0.0.1:8501)
   --model=NAME                    (default half_plus_two)
   --concurrency=1,16,64           requests kept outstanding, one level each
   --duration_s=5 --warmup_s=1     seconds measured per level, after the unmeasured warm-up
-  --body=JSON                     REST request body (default {"instances": [1.0, 2.0, 5.0]})
-  --input=x                       the gRPC input key
-  --grpc_x=1,2,5                  gRPC inputs[input] float_val
+  --body=JSON                     TF API REST request body (default {"instances": [1.0, 2.0, 5.0]})
+  --input=x                       the gRPC and v2 input's name
+  --grpc_x=1,2,5                  its values (gRPC float_val; v2 FP32 "data" or raw bytes)
   --grpc_shape=N,...              its shape (default [n], n the number of values)
   --expect=2.5,3.0,4.5            the values a correct answer holds:
-  --rest_output=predictions         REST: the value of this key of the body, read flat
-  --output=y                        gRPC: outputs[output] (float or int64)
+  --rest_output=predictions         TF API REST: the value of this key of the body, read flat
+  --output=y                        gRPC and v2: the output of this name (float or int64)
   --grpc_channels=1               gRPC connections the calls are spread over
   --rate=0                        requests/s per level, evenly spaced (0: as fast as answered)
   --label=NAME                    first column of each row (default the target)
@@ -55,6 +61,7 @@ std::optional<std::vector<T>> ParseList(std::string_view text) {
 
 struct Options {
   std::string protocol;
+  std::string protocol_column;  // the protocol, and the API unless it is the TF API
   std::string label;
   bool header = true;
   std::vector<int> levels;
@@ -65,7 +72,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   std::optional<Flags> flags =
       Flags::Parse(argc, argv, {"protocol", "target", "model", "concurrency", "duration_s",
                                 "warmup_s", "body", "grpc_x", "expect", "grpc_channels", "label",
-                                "header", "input", "grpc_shape", "rest_output", "output", "rate"});
+                                "header", "input", "grpc_shape", "rest_output", "output", "rate", "api"});
   if (!flags) return std::nullopt;
   Options options;
   options.protocol = flags->Get("protocol", "rest");
@@ -73,6 +80,19 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     std::fprintf(stderr, "--protocol must be rest or grpc\n");
     return std::nullopt;
   }
+  const std::string api = flags->Get("api", "tfs");
+  if (api == "tfs") {
+    options.spec.api = Api::kTfs;
+  } else if (api == "v2") {
+    options.spec.api = Api::kV2;
+  } else if (api == "v2_binary" && options.protocol == "rest") {
+    options.spec.api = Api::kV2Binary;
+  } else {
+    std::fprintf(stderr, "--api must be tfs or v2, or over REST v2_binary (gRPC's ModelInfer is binary already)\n");
+    return std::nullopt;
+  }
+  // The table's protocol column: the TF API's rows read as they always have.
+  options.protocol_column = api == "tfs" ? options.protocol : options.protocol + " " + api;
   std::string target = flags->Get("target", "127.0.0.1:8501");
   size_t colon = target.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == target.size()) {
@@ -136,12 +156,12 @@ void PrintRow(const Options& options, int concurrency, Tally& tally) {
   uint32_t p90 = Percentile(latencies, 0.90);
   uint32_t p99 = Percentile(latencies, 0.99);
   std::printf("| %s | %s | %d | %.0f | %u | %u | %u | %llu |\n", options.label.c_str(),
-              options.protocol.c_str(), concurrency, rate, p50, p90, p99,
+              options.protocol_column.c_str(), concurrency, rate, p50, p90, p99,
               static_cast<unsigned long long>(tally.errors()));
   std::fflush(stdout);
   if (tally.errors() > 0) {
     std::fprintf(stderr, "serving_load_gen: %s %s concurrency %d: %llu errors, the first: %s\n",
-                 options.label.c_str(), options.protocol.c_str(), concurrency,
+                 options.label.c_str(), options.protocol_column.c_str(), concurrency,
                  static_cast<unsigned long long>(tally.errors()), tally.first_error().c_str());
   }
 }

@@ -13,6 +13,15 @@ namespace lockstep::bench {
 
 using Clock = std::chrono::steady_clock;
 
+// Which API the requests speak. The drivers' loops are the same for all: only how a request is
+// encoded and how an answer is checked differ.
+enum class Api {
+  kTfs,       // TensorFlow Serving's predict: REST /v1/models/<model>:predict, gRPC Predict
+  kV2,        // the Open Inference Protocol's infer: REST /v2/models/<model>/infer with JSON
+              // "data", gRPC ModelInfer with raw_input_contents (as Triton's clients send it)
+  kV2Binary,  // REST only: that infer with the input and output as raw bytes after a JSON header
+};
+
 // Requests still outstanding this long after a level's end are abandoned, so that a hung server
 // ends the run instead of stalling it; they count as errors.
 inline constexpr std::chrono::seconds kGrace{10};
@@ -24,12 +33,14 @@ struct LevelSpec {
   int concurrency = 1;
   Clock::duration warmup{};
   Clock::duration duration{};
-  std::string rest_body;       // POSTed to /v1/models/<model>:predict
-  std::string input = "x";          // the gRPC input key
-  std::vector<float> grpc_x;        // its float_val
+  Api api = Api::kTfs;
+  std::string rest_body;       // POSTed to /v1/models/<model>:predict (TF API only)
+  std::string input = "x";          // the gRPC and v2 input's name
+  std::vector<float> grpc_x;        // its values (gRPC float_val; v2 FP32, JSON or raw)
   std::vector<int64_t> grpc_shape;  // its shape; empty: [grpc_x.size()]
-  // The values a correct answer holds: REST, the value of the body's key `rest_output`
-  // (nested arrays read flat); gRPC, outputs[`output`] (float or int64, read as float).
+  // The values a correct answer holds: TF API over REST, the value of the body's key
+  // `rest_output` (nested arrays read flat); gRPC and v2, the output named `output` (float or
+  // int64, read as float).
   std::string rest_output = "predictions";
   std::string output = "y";
   std::vector<float> expect;
@@ -130,5 +141,9 @@ bool RunGrpcLevel(const LevelSpec& spec, Tally* tally, std::string* error);
 // (text read back as float; nested arrays read flat), without building a JSON document per
 // response.
 bool RestBodyMatches(std::string_view body, std::string_view key, std::span<const float> expect);
+
+// Whether `raw`, a v2 output's raw little-endian bytes of `datatype` (FP32 or INT64, read as
+// float), holds exactly `expect`.
+bool RawTensorMatches(std::string_view raw, std::string_view datatype, std::span<const float> expect);
 
 }  // namespace lockstep::bench
