@@ -354,8 +354,6 @@ Status RestInferCall::ReadRequest(open_inference::InferRequest* request) {
   return reader_.ReadRequest(request);
 }
 
-Status RestInferCall::ReadInputs(open_inference::InputBinder& binder) { return reader_.ReadInputs(binder); }
-
 Status RestInferCall::WriteResponse(std::span<const open_inference::AnsweredOutput> outputs) {
   RestResponse& response = owner_.response;
   response.inference_header_length = open_inference::WriteInferResponse(

@@ -94,7 +94,6 @@ class RestInferCall final : public open_inference::InferCall {
  private:
   friend class RestApi;
   Status ReadRequest(open_inference::InferRequest* request) override;
-  Status ReadInputs(open_inference::InputBinder& binder) override;
   Status WriteResponse(std::span<const open_inference::AnsweredOutput> outputs) override;
   void OnAnswered(const Status& status) override;
 

@@ -25,7 +25,6 @@ class InferenceServiceImpl::ProtoInferCall : public InferCall {
 
  private:
   Status ReadRequest(InferRequest* request) override { return ReadInferRequest(*request_, request); }
-  Status ReadInputs(InputBinder& binder) override { return ReadInferInputs(*request_, binder); }
   Status WriteResponse(std::span<const AnsweredOutput> outputs) override {
     WriteInferResponse(servable().model(), servable().version(), request().id, outputs, response_);
     return Status::Ok();

@@ -32,42 +32,48 @@ Status ParseVersion(std::string_view version, ServableRequest* request) {
   return Status::Ok();
 }
 
-void InputBinder::Begin(const Signature& signature, std::vector<NamedTensor>* inputs) {
-  signature_ = &signature;
-  inputs_ = inputs;
-  inputs->resize(signature.inputs.size());
-  given_.assign(signature.inputs.size(), false);
+NamedTensor& InferRequest::AddInput(std::string_view name) {
+  if (num_inputs == inputs.size()) inputs.emplace_back();
+  NamedTensor& input = inputs[num_inputs++];
+  input.name.assign(name);
+  return input;
 }
 
-StatusOr<Tensor*> InputBinder::Bind(std::string_view name, std::string_view datatype, DType* dtype) {
-  const std::vector<TensorBinding>& bindings = signature_->inputs;
-  size_t k = 0;
-  while (k < bindings.size() && bindings[k].key != name) ++k;
-  if (k == bindings.size()) {
-    std::string known;
-    for (const TensorBinding& b : bindings) known += (known.empty() ? "" : ", ") + b.key;
-    return InvalidArgument("unknown input '" + std::string(name) + "': signature '" + signature_->name +
-                           "' takes " + known);
-  }
-  if (given_[k]) return InvalidArgument("input '" + std::string(name) + "' is given twice");
-  StatusOr<DType> given = DTypeFromDatatype(datatype);
-  if (!given.ok()) return given.status().WithPrefix("input '" + std::string(name) + "'");
-  if (*given != bindings[k].dtype) {
-    return InvalidArgument("input '" + std::string(name) + "' has datatype " + std::string(datatype) +
-                           ", but the model takes " + std::string(DatatypeName(bindings[k].dtype)));
-  }
-  given_[k] = true;
-  *dtype = *given;
-  NamedTensor& input = (*inputs_)[k];
-  if (input.name != bindings[k].key) input.name = bindings[k].key;
-  return &input.tensor;
+StatusOr<DType> InputDType(std::string_view input, std::string_view datatype) {
+  StatusOr<DType> dtype = DTypeFromDatatype(datatype);
+  if (!dtype.ok()) return dtype.status().WithPrefix("input '" + std::string(input) + "'");
+  return dtype;
 }
 
-Status InputBinder::Finish() const {
-  for (size_t k = 0; k < given_.size(); ++k) {
-    if (!given_[k]) {
-      return InvalidArgument("input '" + signature_->inputs[k].key + "' of signature '" + signature_->name +
-                             "' is missing");
+Status BindInputs(const Signature& signature, InferRequest& request, std::vector<NamedTensor>* inputs,
+                  std::vector<bool>* bound) {
+  const std::vector<TensorBinding>& bindings = signature.inputs;
+  inputs->resize(bindings.size());
+  bound->assign(bindings.size(), false);
+  for (size_t i = 0; i < request.num_inputs; ++i) {
+    NamedTensor& given = request.inputs[i];
+    size_t k = 0;
+    while (k < bindings.size() && bindings[k].key != given.name) ++k;
+    if (k == bindings.size()) {
+      std::string known;
+      for (const TensorBinding& b : bindings) known += (known.empty() ? "" : ", ") + b.key;
+      return InvalidArgument("unknown input '" + given.name + "': signature '" + signature.name + "' takes " +
+                             known);
+    }
+    if ((*bound)[k]) return InvalidArgument("input '" + given.name + "' is given twice");
+    if (given.tensor.dtype() != bindings[k].dtype) {
+      return InvalidArgument("input '" + given.name + "' has datatype " +
+                             std::string(DatatypeName(given.tensor.dtype())) + ", but the model takes " +
+                             std::string(DatatypeName(bindings[k].dtype)));
+    }
+    (*bound)[k] = true;
+    NamedTensor& input = (*inputs)[k];
+    if (input.name != bindings[k].key) input.name = bindings[k].key;
+    std::swap(input.tensor, given.tensor);
+  }
+  for (size_t k = 0; k < bindings.size(); ++k) {
+    if (!(*bound)[k]) {
+      return InvalidArgument("input '" + bindings[k].key + "' of signature '" + signature.name + "' is missing");
     }
   }
   return Status::Ok();
@@ -135,9 +141,7 @@ Status InferCall::StartRun() {
       }
     }
   }
-  binder_.Begin(*signature_, &inputs_);
-  LS_RETURN_IF_ERROR(ReadInputs(binder_));
-  LS_RETURN_IF_ERROR(binder_.Finish());
+  LS_RETURN_IF_ERROR(BindInputs(*signature_, request_, &inputs_, &bound_));
   if (std::chrono::steady_clock::now() > args_.deadline) {
     return Status(StatusCode::kDeadlineExceeded, "the request's deadline passed before it could run");
   }
@@ -178,9 +182,12 @@ void InferCall::Finish(const Status& status) {
   api_->metrics_.Record(record_, status.code(),
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   // Let go of large tensors: the call may wait long for its next request.
-  if (!KeepCallTensors(inputs_, outputs_)) {
+  if (!KeepCallTensors(inputs_, outputs_) ||
+      !KeepCallTensors(std::span(request_.inputs).first(request_.num_inputs), {})) {
     inputs_.clear();
     outputs_.clear();
+    request_.inputs.clear();
+    request_.num_inputs = 0;
   }
   answered_.clear();
   record_ = RequestRecord{};  // lets go of the version: a pooled call must not keep it loaded

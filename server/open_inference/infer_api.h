@@ -39,11 +39,14 @@ struct RequestedOutput {
   bool binary_given = false;  // REST: the request said which; else binary_data_output decides
 };
 
-// What a request asks besides its inputs; the transport's ReadRequest fills it. Kept by the
-// call from request to request, with its strings' capacity.
+// What a request asks, inputs included: the transport's ReadRequest decodes it whole, in one
+// pass, before the signature is known (each input's datatype and shape come with it). Kept by
+// the call from request to request, with its strings' and tensors' capacity.
 struct InferRequest {
   std::string id;              // echoed in the answer
   std::string signature_name;  // empty: serving_default
+  std::vector<NamedTensor> inputs;  // [0, num_inputs), as the request names them, in its order
+  size_t num_inputs = 0;
   std::vector<RequestedOutput> outputs;  // [0, num_outputs); none: every output of the signature
   size_t num_outputs = 0;
   bool binary_data_output = false;  // REST: outputs not named in `outputs` go binary too
@@ -51,9 +54,13 @@ struct InferRequest {
   void Clear() {
     id.clear();
     signature_name.clear();
+    num_inputs = 0;
     num_outputs = 0;
     binary_data_output = false;
   }
+  // The next entry of `inputs`, named `name`; its tensor is the one this entry held last time,
+  // for the decoder to reuse (Tensor::Writable) or replace.
+  NamedTensor& AddInput(std::string_view name);
   // The next entry of `outputs`, cleared, reusing its string.
   RequestedOutput& AddOutput();
 };
@@ -62,23 +69,16 @@ struct InferRequest {
 // InvalidArgument for a version past int64.
 Status ParseVersion(std::string_view version, ServableRequest* request);
 
-// Takes a request's inputs, named in any order, into the signature's inputs in its order.
-class InputBinder {
- public:
-  // Into `inputs`, resized to the signature's inputs (their tensors kept, for reuse).
-  void Begin(const Signature& signature, std::vector<NamedTensor>* inputs);
-  // Where the input called `name`, of `datatype`, goes: its dtype in `*dtype`, the tensor to
-  // decode into returned. InvalidArgument for an input the signature does not have, one given
-  // twice, a datatype unknown, unsupported or not the input's.
-  StatusOr<Tensor*> Bind(std::string_view name, std::string_view datatype, DType* dtype);
-  // Every input was given, else InvalidArgument naming the first missing.
-  Status Finish() const;
+// The datatype of input `input`, named by the wire: InvalidArgument naming the input when the
+// protocol has no such datatype or the runtime has no tensors of it (datatype.h).
+StatusOr<DType> InputDType(std::string_view input, std::string_view datatype);
 
- private:
-  const Signature* signature_ = nullptr;
-  std::vector<NamedTensor>* inputs_ = nullptr;
-  std::vector<bool> given_;
-};
+// Moves the request's inputs into `inputs` in `signature`'s order: each input given exactly
+// once, with the input's dtype, else InvalidArgument naming it. Tensors are swapped, not copied,
+// so that the buffers of a repeated shape go back and forth between the two for reuse.
+// `bound` is scratch, kept by the caller.
+Status BindInputs(const Signature& signature, InferRequest& request, std::vector<NamedTensor>* inputs,
+                  std::vector<bool>* bound);
 
 // Reads a shape from the wire's dimensions: each at least 0, and at most `max_elements`
 // elements in all (what the request's bytes can hold: checked before any tensor is made for
@@ -128,11 +128,9 @@ class InferCall : public BatchTask {
 
  private:
   friend class InferApi;
-  // The transport's wire format. ReadRequest fills everything but the inputs; ReadInputs
-  // decodes every input through `binder` (Bind each, in any order); WriteResponse writes the
-  // answer: `outputs` in the order to answer them.
+  // The transport's wire format. ReadRequest decodes the whole request (after Clear());
+  // WriteResponse writes the answer: `outputs` in the order to answer them.
   virtual Status ReadRequest(InferRequest* request) = 0;
-  virtual Status ReadInputs(InputBinder& binder) = 0;
   virtual Status WriteResponse(std::span<const AnsweredOutput> outputs) = 0;
   // The answer is there (`status`; on success, what WriteResponse wrote). Called once per
   // InferApi::Start, on the thread that called Start before Start returns, or later on a batch
@@ -150,7 +148,7 @@ class InferCall : public BatchTask {
   InferRequest request_;
   RequestRecord record_;
   const Signature* signature_ = nullptr;
-  InputBinder binder_;
+  std::vector<bool> bound_;
   std::vector<NamedTensor> inputs_;
   std::vector<NamedTensor> outputs_;
   std::vector<AnsweredOutput> answered_;

@@ -71,10 +71,6 @@ Status ReadInferRequest(const inference::ModelInferRequest& message, InferReques
     request->signature_name = it->second.string_param();
   }
   for (const auto& output : message.outputs()) request->AddOutput().name = output.name();
-  return Status::Ok();
-}
-
-Status ReadInferInputs(const inference::ModelInferRequest& message, InputBinder& binder) {
   const bool raw = message.raw_input_contents_size() > 0;
   if (raw && message.raw_input_contents_size() != message.inputs_size()) {
     return InvalidArgument("raw_input_contents has " + std::to_string(message.raw_input_contents_size()) +
@@ -84,13 +80,13 @@ Status ReadInferInputs(const inference::ModelInferRequest& message, InputBinder&
   Shape shape;
   for (int i = 0; i < message.inputs_size(); ++i) {
     const auto& input = message.inputs(i);
-    DType dtype;
-    LS_ASSIGN_OR_RETURN(Tensor* tensor, binder.Bind(input.name(), input.datatype(), &dtype));
+    NamedTensor& decoded = request->AddInput(input.name());
+    LS_ASSIGN_OR_RETURN(const DType dtype, InputDType(input.name(), input.datatype()));
     if (raw) {
       const std::string& bytes = message.raw_input_contents(i);
       // Raw contents take at least a byte per element.
       LS_RETURN_IF_ERROR(ShapeFromDims(input.name(), input.shape(), static_cast<int64_t>(bytes.size()), &shape));
-      LS_RETURN_IF_ERROR(TensorFromRawContents(input.name(), dtype, shape, bytes, tensor));
+      LS_RETURN_IF_ERROR(TensorFromRawContents(input.name(), dtype, shape, bytes, &decoded.tensor));
       continue;
     }
     if (!input.has_contents()) {
@@ -98,7 +94,7 @@ Status ReadInferInputs(const inference::ModelInferRequest& message, InputBinder&
     }
     // The contents' count must equal the shape's, checked before any tensor is made.
     LS_RETURN_IF_ERROR(ShapeFromDims(input.name(), input.shape(), Shape::kMaxElements, &shape));
-    LS_RETURN_IF_ERROR(TensorFromContents(input.name(), dtype, shape, input.contents(), tensor));
+    LS_RETURN_IF_ERROR(TensorFromContents(input.name(), dtype, shape, input.contents(), &decoded.tensor));
   }
   return Status::Ok();
 }

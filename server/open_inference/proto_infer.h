@@ -16,10 +16,8 @@
 
 namespace lockstep::open_inference {
 
-// Everything but the inputs: id, the "signature_name" parameter, the outputs asked for.
+// The whole request: id, the "signature_name" parameter, the outputs asked for, every input.
 Status ReadInferRequest(const inference::ModelInferRequest& message, InferRequest* request);
-// Every input, through `binder`.
-Status ReadInferInputs(const inference::ModelInferRequest& message, InputBinder& binder);
 // The answer into `response`, in place.
 void WriteInferResponse(std::string_view model, int64_t version, std::string_view id,
                         std::span<const AnsweredOutput> outputs, inference::ModelInferResponse* response);

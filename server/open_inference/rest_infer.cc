@@ -143,8 +143,7 @@ struct InferBodyReader::State {
   od::document document;
   std::string_view binary;  // the body after the JSON header
   bool has_binary = false;  // the request had an Inference-Header-Content-Length
-  std::string name;         // an input's name, reused
-  std::string datatype;
+  size_t binary_used = 0;   // of `binary`, by the inputs read so far
 };
 
 InferBodyReader::InferBodyReader() : state_(std::make_unique<State>()) {}
@@ -169,6 +168,7 @@ Status InferBodyReader::Start(std::string_view body, std::string_view header_len
     }
   }
   s.binary = body.substr(json_size);
+  s.binary_used = 0;
   s.json_size = json_size;
   if (s.padded.size() < json_size + simdjson::SIMDJSON_PADDING) s.padded.resize(json_size + simdjson::SIMDJSON_PADDING);
   std::memcpy(s.padded.data(), body.data(), json_size);
@@ -178,6 +178,83 @@ Status InferBodyReader::Start(std::string_view body, std::string_view header_len
     return Malformed(error, "JSON");
   }
   return Status::Ok();
+}
+
+template <typename Object>
+Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
+  State& s = *state_;
+  od::value value;
+  if (input.find_field_unordered("name").get(value) != SUCCESS) {
+    return InvalidArgument("malformed inference request: an input has no 'name'");
+  }
+  std::string_view name_view;
+  if (const auto error = value.get_string().get(name_view); error != SUCCESS) {
+    return Malformed(error, "an input's 'name'");
+  }
+  NamedTensor& decoded = request->AddInput(name_view);
+  const std::string& name = decoded.name;
+  Tensor* tensor = &decoded.tensor;
+  if (input.find_field_unordered("datatype").get(value) != SUCCESS) {
+    return InvalidArgument("input '" + name + "' has no 'datatype'");
+  }
+  std::string_view datatype;
+  if (value.get_string().get(datatype) != SUCCESS) {
+    return InvalidArgument("input '" + name + "': 'datatype' is not a string");
+  }
+  LS_ASSIGN_OR_RETURN(const DType dtype, InputDType(name, datatype));
+
+  od::array dims;
+  if (input.find_field_unordered("shape").get(value) != SUCCESS) {
+    return InvalidArgument("input '" + name + "' has no 'shape'");
+  }
+  if (const auto error = value.get_array().get(dims); error != SUCCESS) {
+    return Malformed(error, "input '" + name + "': 'shape'");
+  }
+  Shape shape;
+  for (auto d : dims) {
+    int64_t dim;
+    if (const auto error = d.get_int64().get(dim); error != SUCCESS) {
+      return Malformed(error, "input '" + name + "': 'shape'");
+    }
+    LS_RETURN_IF_ERROR(AddShapeDim(name, dim, &shape));
+  }
+
+  std::optional<uint64_t> binary_size;
+  od::object parameters;
+  if (input.find_field_unordered("parameters").get_object().get(parameters) == SUCCESS) {
+    uint64_t size;
+    if (parameters.find_field_unordered("binary_data_size").get(value) == SUCCESS) {
+      if (const auto error = value.get_uint64().get(size); error != SUCCESS) {
+        return Malformed(error, "input '" + name + "': 'binary_data_size'");
+      }
+      binary_size = size;
+    }
+  }
+  const bool has_data = input.find_field_unordered("data").get(value) == SUCCESS;
+  if (binary_size) {
+    if (has_data) return InvalidArgument("input '" + name + "' has both 'data' and binary_data_size");
+    if (!s.has_binary) {
+      return InvalidArgument("input '" + name + "' has binary_data_size, but the request has no " +
+                             kHeaderLengthHeader + " header");
+    }
+    if (*binary_size > s.binary.size() - s.binary_used) {
+      return InvalidArgument("input '" + name + "': binary_data_size " + std::to_string(*binary_size) +
+                             " runs past the body's binary data (" + std::to_string(s.binary.size() - s.binary_used) +
+                             " bytes left)");
+    }
+    // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
+    LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(*binary_size)));
+    LS_RETURN_IF_ERROR(TensorFromRawContents(name, dtype, shape, s.binary.substr(s.binary_used, *binary_size), tensor));
+    s.binary_used += *binary_size;
+    return Status::Ok();
+  }
+  if (!has_data) return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
+  // Every element takes at least one byte of JSON.
+  LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(s.json_size)));
+  if (dtype == DType::kString || !tensor->Writable(dtype, shape)) *tensor = Tensor(dtype, shape);
+  DataReader reader(name, tensor);
+  LS_RETURN_IF_ERROR(reader.Walk(value, 0));
+  return reader.Finish();
 }
 
 Status InferBodyReader::ReadRequest(InferRequest* request) {
@@ -196,7 +273,14 @@ Status InferBodyReader::ReadRequest(InferRequest* request) {
     if (key == "id") {
       LS_RETURN_IF_ERROR(ReadString(value, "'id'", &request->id));
     } else if (key == "inputs") {
-      has_inputs = true;  // read by ReadInputs, once the signature is known
+      has_inputs = true;
+      od::array inputs;
+      if (const auto error = value.get_array().get(inputs); error != SUCCESS) return Malformed(error, "'inputs'");
+      for (auto i : inputs) {
+        od::object input;
+        if (const auto error = i.get_object().get(input); error != SUCCESS) return Malformed(error, "'inputs'");
+        LS_RETURN_IF_ERROR(ReadInput(input, request));
+      }
     } else if (key == "parameters") {
       od::object parameters;
       if (const auto error = value.get_object().get(parameters); error != SUCCESS) return Malformed(error, "'parameters'");
@@ -253,100 +337,13 @@ Status InferBodyReader::ReadRequest(InferRequest* request) {
     return InvalidArgument("malformed inference request: text after the JSON object");
   }
   if (!has_inputs) return InvalidArgument("malformed inference request: no 'inputs'");
+  if (s.binary_used != s.binary.size()) {
+    return InvalidArgument("the request's binary data has " + std::to_string(s.binary.size() - s.binary_used) +
+                           " bytes that no input's binary_data_size covers");
+  }
   for (size_t i = 0; i < request->num_outputs; ++i) {
     RequestedOutput& wanted = request->outputs[i];
     if (!wanted.binary_given) wanted.binary = request->binary_data_output;
-  }
-  return Status::Ok();
-}
-
-Status InferBodyReader::ReadInputs(InputBinder& binder) {
-  State& s = *state_;
-  s.document.rewind();
-  od::object top;
-  od::array inputs;
-  if (s.document.get_object().get(top) != SUCCESS) return InvalidArgument("malformed inference request");
-  if (const auto error = top.find_field_unordered("inputs").get_array().get(inputs); error != SUCCESS) {
-    return Malformed(error, "'inputs'");
-  }
-  size_t binary_used = 0;
-  for (auto i : inputs) {
-    od::object input;
-    if (const auto error = i.get_object().get(input); error != SUCCESS) return Malformed(error, "'inputs'");
-    od::value value;
-    if (input.find_field_unordered("name").get(value) != SUCCESS) {
-      return InvalidArgument("malformed inference request: an input has no 'name'");
-    }
-    LS_RETURN_IF_ERROR(ReadString(value, "an input's 'name'", &s.name));
-    const std::string& name = s.name;
-    if (input.find_field_unordered("datatype").get(value) != SUCCESS) {
-      return InvalidArgument("input '" + name + "' has no 'datatype'");
-    }
-    if (std::string_view datatype; value.get_string().get(datatype) == SUCCESS) {
-      s.datatype.assign(datatype);
-    } else {
-      return InvalidArgument("input '" + name + "': 'datatype' is not a string");
-    }
-    DType dtype;
-    LS_ASSIGN_OR_RETURN(Tensor* tensor, binder.Bind(name, s.datatype, &dtype));
-
-    od::array dims;
-    if (input.find_field_unordered("shape").get(value) != SUCCESS) {
-      return InvalidArgument("input '" + name + "' has no 'shape'");
-    }
-    if (const auto error = value.get_array().get(dims); error != SUCCESS) {
-      return Malformed(error, "input '" + name + "': 'shape'");
-    }
-    Shape shape;
-    for (auto d : dims) {
-      int64_t dim;
-      if (const auto error = d.get_int64().get(dim); error != SUCCESS) {
-        return Malformed(error, "input '" + name + "': 'shape'");
-      }
-      LS_RETURN_IF_ERROR(AddShapeDim(name, dim, &shape));
-    }
-
-    std::optional<uint64_t> binary_size;
-    od::object parameters;
-    if (input.find_field_unordered("parameters").get_object().get(parameters) == SUCCESS) {
-      uint64_t size;
-      if (parameters.find_field_unordered("binary_data_size").get(value) == SUCCESS) {
-        if (const auto error = value.get_uint64().get(size); error != SUCCESS) {
-          return Malformed(error, "input '" + name + "': 'binary_data_size'");
-        }
-        binary_size = size;
-      }
-    }
-    const bool has_data = input.find_field_unordered("data").get(value) == SUCCESS;
-    if (binary_size) {
-      if (has_data) return InvalidArgument("input '" + name + "' has both 'data' and binary_data_size");
-      if (!s.has_binary) {
-        return InvalidArgument("input '" + name + "' has binary_data_size, but the request has no " +
-                               kHeaderLengthHeader + " header");
-      }
-      if (*binary_size > s.binary.size() - binary_used) {
-        return InvalidArgument("input '" + name + "': binary_data_size " + std::to_string(*binary_size) +
-                               " runs past the body's binary data (" + std::to_string(s.binary.size() - binary_used) +
-                               " bytes left)");
-      }
-      // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
-      LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(*binary_size)));
-      LS_RETURN_IF_ERROR(
-          TensorFromRawContents(name, dtype, shape, s.binary.substr(binary_used, *binary_size), tensor));
-      binary_used += *binary_size;
-      continue;
-    }
-    if (!has_data) return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
-    // Every element takes at least one byte of JSON.
-    LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(s.json_size)));
-    if (dtype == DType::kString || !tensor->Writable(dtype, shape)) *tensor = Tensor(dtype, shape);
-    DataReader reader(name, tensor);
-    LS_RETURN_IF_ERROR(reader.Walk(value, 0));
-    LS_RETURN_IF_ERROR(reader.Finish());
-  }
-  if (binary_used != s.binary.size()) {
-    return InvalidArgument("the request's binary data has " + std::to_string(s.binary.size() - binary_used) +
-                           " bytes that no input's binary_data_size covers");
   }
   return Status::Ok();
 }

@@ -32,21 +32,23 @@ class InferBodyReader {
   InferBodyReader(const InferBodyReader&) = delete;
   InferBodyReader& operator=(const InferBodyReader&) = delete;
 
-  // Takes `body` (its JSON is copied; its binary part must stay valid until ReadInputs is done).
+  // Takes `body` (its JSON is copied; its binary part must stay valid until ReadRequest is done).
   // `header_length` is the Inference-Header-Content-Length header's value, empty when absent:
   // then the whole body is JSON. InvalidArgument when it is not a number or runs past the body.
   Status Start(std::string_view body, std::string_view header_length);
-  // Everything but the inputs: "id", the "signature_name" and "binary_data_output" parameters,
-  // and "outputs".
+  // The whole request, in one pass: "id", the "signature_name" and "binary_data_output"
+  // parameters, "outputs", and every input, from "data" or from the binary part (all of which
+  // the inputs must use).
   Status ReadRequest(InferRequest* request);
-  // Every input, through `binder`, from "data" or from the binary part.
-  Status ReadInputs(InputBinder& binder);
 
   // Gives back buffers grown past what a 1 MiB body needs: a connection keeps its reader.
   void ReleaseIfLarge();
 
  private:
   struct State;  // simdjson's parser and document, out of this header
+  // One element of "inputs" into request->AddInput(). `input` is a simdjson On-Demand object.
+  template <typename Object>
+  Status ReadInput(Object& input, InferRequest* request);
   std::unique_ptr<State> state_;
 };
 

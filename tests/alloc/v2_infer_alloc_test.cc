@@ -123,7 +123,6 @@ class CountingProtoCall final : public oi::InferCall {
 
  private:
   Status ReadRequest(oi::InferRequest* r) override { return oi::ReadInferRequest(*message, r); }
-  Status ReadInputs(oi::InputBinder& binder) override { return oi::ReadInferInputs(*message, binder); }
   Status WriteResponse(std::span<const oi::AnsweredOutput> outputs) override {
     oi::WriteInferResponse(servable().model(), servable().version(), request().id, outputs, response);
     return Status::Ok();

@@ -388,8 +388,13 @@ TEST_F(OpenInferenceTest, BadRequestsAreRefusedWithTheRightStatusAndMessage) {
   input->set_shape(0, 3);
   infer(grpc::StatusCode::INVALID_ARGUMENT, "2 values in fp32_contents, but shape [3] takes 3");
   input->set_shape(0, 2);
+  // Values in the field of another datatype than the one declared; then a consistent FP64 input
+  // for a model that takes FP32.
   input->set_datatype("FP64");
-  infer(grpc::StatusCode::INVALID_ARGUMENT, "has datatype FP64");
+  infer(grpc::StatusCode::INVALID_ARGUMENT, "0 values in fp64_contents, but shape [2] takes 2");
+  input->mutable_contents()->add_fp64_contents(1.0);
+  input->mutable_contents()->add_fp64_contents(2.0);
+  infer(grpc::StatusCode::INVALID_ARGUMENT, "has datatype FP64, but the model takes FP32");
   input->set_datatype("FP32");
   request.add_raw_input_contents(RawFloats({1}));
   infer(grpc::StatusCode::INVALID_ARGUMENT, "4 bytes of raw contents");

@@ -57,6 +57,12 @@ std::vector<oi::AnsweredOutput> AsOutputs(const std::vector<NamedTensor>& tensor
   return outputs;
 }
 
+// The request's inputs in `signature`'s order.
+Status Bind(const Signature& signature, oi::InferRequest& request, std::vector<NamedTensor>* inputs) {
+  std::vector<bool> bound;
+  return oi::BindInputs(signature, request, inputs, &bound);
+}
+
 // Reads a REST body for `signature`; OK with the inputs decoded.
 Status ReadRest(std::string_view body, std::string_view header_length, const Signature& signature,
                 std::vector<NamedTensor>* inputs) {
@@ -64,10 +70,7 @@ Status ReadRest(std::string_view body, std::string_view header_length, const Sig
   oi::InferRequest request;
   LS_RETURN_IF_ERROR(reader.Start(body, header_length));
   LS_RETURN_IF_ERROR(reader.ReadRequest(&request));
-  oi::InputBinder binder;
-  binder.Begin(signature, inputs);
-  LS_RETURN_IF_ERROR(reader.ReadInputs(binder));
-  return binder.Finish();
+  return Bind(signature, request, inputs);
 }
 
 // The REST answer with `inputs` as its outputs: JSON (which must parse), and binary (which,
@@ -119,9 +122,7 @@ void V2InferGrpc(Bytes data) {
     oi::InferRequest request;
     if (!oi::ReadInferRequest(message, &request).ok()) return;
     std::vector<NamedTensor> inputs;
-    oi::InputBinder binder;
-    binder.Begin(signature, &inputs);
-    if (!oi::ReadInferInputs(message, binder).ok() || !binder.Finish().ok()) continue;
+    if (!Bind(signature, request, &inputs).ok()) continue;
     // The answer, turned into a request, decodes to the same tensors.
     inference::ModelInferResponse response;
     oi::WriteInferResponse("m", 1, request.id, AsOutputs(inputs, false), &response);
@@ -133,10 +134,10 @@ void V2InferGrpc(Bytes data) {
       *input->mutable_shape() = output.shape();
     }
     *again_message.mutable_raw_input_contents() = response.raw_output_contents();
+    oi::InferRequest again_request;
+    LOCKSTEP_FUZZ_CHECK(oi::ReadInferRequest(again_message, &again_request).ok());
     std::vector<NamedTensor> again;
-    binder.Begin(signature, &again);
-    LOCKSTEP_FUZZ_CHECK(oi::ReadInferInputs(again_message, binder).ok());
-    LOCKSTEP_FUZZ_CHECK(binder.Finish().ok());
+    LOCKSTEP_FUZZ_CHECK(Bind(signature, again_request, &again).ok());
     ExpectSame(inputs, again);
   }
 }
