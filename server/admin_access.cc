@@ -38,9 +38,14 @@ StatusOr<AdminAccess> AdminAccess::WithTokenFile(const std::string& path) {
   return access;
 }
 
-Status AdminAccess::Check(std::string_view operation, std::string_view peer,
-                          std::string_view authorization) const {
+Status AdminAccess::Check(std::string_view operation, std::string_view peer, std::string_view authorization,
+                          std::string_view origin) const {
   if (token_.empty()) {
+    if (!origin.empty()) {
+      return Status(StatusCode::kPermissionDenied,
+                    std::string(operation) + " is refused from a web page (Origin: " + std::string(origin) +
+                        ") unless the server has --admin_token_file");
+    }
     if (IsLocalPeer(peer)) return Status::Ok();
     return Status(StatusCode::kPermissionDenied,
                   std::string(operation) +

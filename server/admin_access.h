@@ -25,7 +25,11 @@ class AdminAccess {
 
   // OK, or PermissionDenied (a remote peer without a token policy) or Unauthenticated (a missing
   // or wrong token), saying what `operation` needs.
-  Status Check(std::string_view operation, std::string_view peer, std::string_view authorization) const;
+  // `origin` is a REST call's Origin header. A call with one comes from a web page, and any page
+  // the host's browser opens can send a form's POST to the loopback without a CORS preflight:
+  // loopback does not vouch for it, so without a token policy it is refused (PermissionDenied).
+  Status Check(std::string_view operation, std::string_view peer, std::string_view authorization,
+               std::string_view origin = {}) const;
 
  private:
   std::string token_;  // empty: loopback only

@@ -314,6 +314,7 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
       // A browser's CORS preflight: the headers below are the answer.
       call_.response.http_status = 204;
       call_.response.model_version = -1;
+      call_.response.inference_header_length = 0;
       call_.response.body.clear();
       return Respond();
     }
@@ -330,6 +331,7 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     rest.deadline = std::chrono::steady_clock::now() + server_.options.timeout;
     rest.inference_header_length = View(request[open_inference::kHeaderLengthHeader]);
     rest.authorization = View(request[http::field::authorization]);
+    rest.origin = View(request[http::field::origin]);
     rest.peer = peer_;
     server_.api.Start(rest, &call_);
     if (answer_.exchange(kStarted, std::memory_order_acq_rel) == kAnswered) {
@@ -385,7 +387,11 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     if (!server_.options.enable_cors) return;
     response_.set(http::field::access_control_allow_origin, "*");
     response_.set(http::field::access_control_allow_methods, "POST, GET");
-    response_.set(http::field::access_control_allow_headers, "Content-Type");
+    // The v2 binary extension's header and ours may be sent, and read back, from a page.
+    response_.set(http::field::access_control_allow_headers,
+                  "Content-Type, Inference-Header-Content-Length, X-Request-Id, X-Routing-Key");
+    response_.set(http::field::access_control_expose_headers,
+                  "Inference-Header-Content-Length, X-Request-Id, X-Model-Version");
   }
 
   void Write(bool close) {

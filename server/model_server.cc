@@ -250,15 +250,21 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching)
   applied_ = std::move(full);
   applied_batching_ = std::move(batching);
   unloaded_ = std::move(unloaded);
+  PublishRepositoryLocked();
   return status;
 }
 
-std::vector<open_inference::RepositoryModel> ModelServer::RepositoryModels() {
-  std::lock_guard<std::mutex> lock(config_mu_);
+void ModelServer::PublishRepositoryLocked() {
   std::vector<open_inference::RepositoryModel> models;
   for (const ModelConfig& m : applied_.models) models.push_back({m.name, unloaded_.contains(m.name)});
   std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  return models;
+  std::lock_guard<std::mutex> lock(repository_mu_);
+  repository_ = std::move(models);
+}
+
+std::vector<open_inference::RepositoryModel> ModelServer::RepositoryModels() {
+  std::lock_guard<std::mutex> lock(repository_mu_);
+  return repository_;
 }
 
 Status ModelServer::SetModelLoaded(const std::string& model, bool load) {
@@ -286,6 +292,7 @@ Status ModelServer::SetModelLoaded(const std::string& model, bool load) {
   // UNKNOWN: applied, but nothing of the loaded model is available (yet).
   if (!status.ok() && status.code() != StatusCode::kUnknown) return status;
   unloaded_ = std::move(unloaded);
+  PublishRepositoryLocked();
   spdlog::info("event={} model={}", load ? "model_loaded" : "model_unloaded", model);
   return status;
 }
@@ -395,6 +402,13 @@ void ModelServer::ReadConfigFile(bool force) {
 
 void ModelServer::Drain(std::chrono::milliseconds timeout) {
   health_.SetDraining();
+  {
+    // A repository load or config reload waiting for its loads stops waiting: its gRPC call
+    // would otherwise hold up the server's shutdown below.
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    stopping_ = true;
+  }
+  poll_cv_.notify_all();
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   spdlog::info("event=draining timeout_ms={}", timeout.count());
   const auto deadline = std::chrono::steady_clock::now() + timeout;

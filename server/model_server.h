@@ -114,6 +114,11 @@ class ModelServer {
   ModelBatching applied_batching_;
   StoreConfig served_;    // what the manager holds now: the config less the unloaded models
   std::set<std::string, std::less<>> unloaded_;  // models of the config unloaded over v2
+  // applied_ and unloaded_ as RepositoryModels shows them, published after each change: an index
+  // must not wait behind a load that holds config_mu_ for minutes.
+  void PublishRepositoryLocked();
+  std::mutex repository_mu_;
+  std::vector<open_inference::RepositoryModel> repository_;
 
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

@@ -327,7 +327,7 @@ Status RestApi::DispatchV2(const RestRequest& rest, RestCall* call, bool* pendin
       if (!repository_.set_loaded) return NotFound("Unknown path: " + std::string(rest.target));
       const bool load = path.kind == oi::RestPath::Kind::kLoad;
       const std::string_view operation = load ? "RepositoryModelLoad" : "RepositoryModelUnload";
-      if (Status allowed = admin_.Check(operation, rest.peer, rest.authorization); !allowed.ok()) {
+      if (Status allowed = admin_.Check(operation, rest.peer, rest.authorization, rest.origin); !allowed.ok()) {
         spdlog::warn("event=admin_refused method={} peer={} error=\"{}\"", operation, rest.peer, allowed.message());
         return allowed;
       }

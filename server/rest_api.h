@@ -72,6 +72,7 @@ struct RestRequest {
   std::string_view inference_header_length;  // the v2 binary extension's header; empty when absent
   std::string_view authorization;  // the Authorization header (admin calls); empty when absent
   std::string_view peer;           // the client, as gRPC names peers ("ipv4:127.0.0.1:5000")
+  std::string_view origin;         // the Origin header a browser sends; empty when absent
 };
 
 struct RestResponse {

@@ -69,7 +69,8 @@ class InferenceServiceImpl::StreamCall final : public ProtoInferCall {
   inference::ModelStreamInferResponse answer;
 
   void Start(const InferApi& api, grpc::CallbackServerContext* context) {
-    answer.Clear();
+    // Not answer.Clear(), which would free the response that the answer reuses.
+    answer.clear_error_message();
     Serve(api, context, &request, answer.mutable_infer_response());
   }
 
@@ -91,15 +92,16 @@ class InferenceServiceImpl::Stream final
   // A request's answer: queued, and written when the stream's writes reach it.
   void Answered(StreamCall* call, const Status& status) {
     if (!status.ok()) {
-      const std::string id = call->request.id();
-      call->answer.Clear();
+      const std::string& id = call->request.id();
       call->answer.set_error_message(status.message());
+      inference::ModelInferResponse* response = call->answer.mutable_infer_response();
+      response->Clear();
       // The failed request's id, so that a client matching answers by id finds it.
-      call->answer.mutable_infer_response()->set_id(id);
+      response->set_id(id);
       spdlog::debug("event=grpc_stream_error method=ModelStreamInfer id={} code={} error=\"{}\"", id,
                     StatusCodeName(status.code()), status.message());
     }
-    service_.in_flight_.fetch_sub(1);
+    // Still in flight until written (OnWriteDone): a drain waits for the answer to leave.
     std::lock_guard<std::mutex> lock(mu_);
     written_.push_back(call);
     if (written_.size() == 1) StartWrite(&call->answer);
@@ -141,10 +143,16 @@ class InferenceServiceImpl::Stream final
     written_.pop_front();
     for (auto it = running_.begin(); it != running_.end(); ++it) {
       if (it->get() != done) continue;
-      free_.push_back(std::move(*it));
+      // A call that carried a large request keeps its capacity only until the next: a stream
+      // holds up to kMaxStreamInFlight of them.
+      if (done->retained_tensor_bytes() + done->request.SpaceUsedLong() + done->answer.SpaceUsedLong() <=
+          kMaxPooledStreamCallBytes) {
+        free_.push_back(std::move(*it));
+      }
       running_.erase(it);
       break;
     }
+    service_.in_flight_.fetch_sub(1);
     if (!ok) write_failed_ = true;  // the client went away; the rest is answered into nothing
     if (!written_.empty()) {
       StartWrite(&written_.front()->answer);

@@ -33,6 +33,8 @@ namespace lockstep::open_inference {
 class InferenceServiceImpl final : public inference::GRPCInferenceService::CallbackService {
  public:
   static constexpr int kMaxStreamInFlight = 64;
+  // A stream keeps a finished request's call for the next only below this size.
+  static constexpr size_t kMaxPooledStreamCallBytes = size_t{1} << 20;
 
   // As PredictionServiceImpl (server/grpc_services.h).
   InferenceServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,

@@ -99,6 +99,27 @@ Status CheckShapeElements(std::string_view input, const Shape& shape, int64_t ma
   return Status::Ok();
 }
 
+size_t InferCall::retained_tensor_bytes() const {
+  size_t bytes = 0;
+  for (const auto* tensors : {&request_.inputs, &inputs_, &outputs_}) {
+    for (const NamedTensor& t : *tensors) bytes += t.tensor.byte_size();
+  }
+  return bytes;
+}
+
+Status TakeTensorBytes(std::string_view input, DType dtype, const Shape& shape, InferRequest* request) {
+  // The shape was checked against the request's bytes (at most 2^40 elements), and an element
+  // takes at most 32 bytes, so the product fits.
+  const int64_t bytes = shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
+  if (bytes > request->tensor_bytes_left) {
+    return InvalidArgument("input '" + std::string(input) + "': " + std::string(DatatypeName(dtype)) +
+                           shape.ToString() + " would take the request's inputs past the limit of " +
+                           std::to_string(kMaxRequestTensorBytes) + " bytes");
+  }
+  request->tensor_bytes_left -= bytes;
+  return Status::Ok();
+}
+
 void InferApi::Start(const InferArgs& args, InferCall* call) const {
   call->api_ = this;
   call->args_ = args;

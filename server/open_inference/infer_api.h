@@ -21,6 +21,7 @@
 #include "model_store/manager.h"
 #include "runtime/status.h"
 #include "server/batching/batch_scheduler.h"
+#include "runtime/saved_model/tensor_proto.h"
 #include "server/health.h"
 #include "server/inference.h"
 #include "server/serving_metrics.h"
@@ -50,6 +51,8 @@ struct InferRequest {
   std::vector<RequestedOutput> outputs;  // [0, num_outputs); none: every output of the signature
   size_t num_outputs = 0;
   bool binary_data_output = false;  // REST: outputs not named in `outputs` go binary too
+  // What the inputs still decoded may take (TakeTensorBytes).
+  int64_t tensor_bytes_left = kMaxRequestTensorBytes;
 
   void Clear() {
     id.clear();
@@ -57,6 +60,7 @@ struct InferRequest {
     num_inputs = 0;
     num_outputs = 0;
     binary_data_output = false;
+    tensor_bytes_left = kMaxRequestTensorBytes;
   }
   // The next entry of `inputs`, named `name`; its tensor is the one this entry held last time,
   // for the decoder to reuse (Tensor::Writable) or replace.
@@ -87,6 +91,13 @@ template <typename Dims>
 Status ShapeFromDims(std::string_view input, const Dims& dims, int64_t max_elements, Shape* shape);
 Status AddShapeDim(std::string_view input, int64_t dim, Shape* shape);
 Status CheckShapeElements(std::string_view input, const Shape& shape, int64_t max_elements);
+
+// Takes the memory a tensor of `dtype` and `shape` needs from the request's budget, before the
+// decoder makes it: one cap, kMaxRequestTensorBytes, for all of a request's inputs, as for TF
+// Serving's predict. Each input's shape is bounded by the bytes that carry it, but a BYTES
+// element takes a std::string however short it is on the wire, and several inputs add up.
+// InvalidArgument naming `input` past the cap.
+Status TakeTensorBytes(std::string_view input, DType dtype, const Shape& shape, InferRequest* request);
 
 template <typename Dims>
 Status ShapeFromDims(std::string_view input, const Dims& dims, int64_t max_elements, Shape* shape) {
@@ -121,6 +132,9 @@ class InferCall : public BatchTask {
   // What the request asked (after ReadRequest) and, in WriteResponse, what answers it.
   const InferRequest& request() const { return request_; }
   const LoadedVersion& servable() const { return *record_.servable; }
+  // The bytes of tensors the call keeps for its next request: a transport that pools calls
+  // lets go of one that a large request left large.
+  size_t retained_tensor_bytes() const;
 
  protected:
   InferCall() = default;

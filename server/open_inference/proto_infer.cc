@@ -86,6 +86,7 @@ Status ReadInferRequest(const inference::ModelInferRequest& message, InferReques
       const std::string& bytes = message.raw_input_contents(i);
       // Raw contents take at least a byte per element.
       LS_RETURN_IF_ERROR(ShapeFromDims(input.name(), input.shape(), static_cast<int64_t>(bytes.size()), &shape));
+      LS_RETURN_IF_ERROR(TakeTensorBytes(input.name(), dtype, shape, request));
       LS_RETURN_IF_ERROR(TensorFromRawContents(input.name(), dtype, shape, bytes, &decoded.tensor));
       continue;
     }
@@ -94,6 +95,7 @@ Status ReadInferRequest(const inference::ModelInferRequest& message, InferReques
     }
     // The contents' count must equal the shape's, checked before any tensor is made.
     LS_RETURN_IF_ERROR(ShapeFromDims(input.name(), input.shape(), Shape::kMaxElements, &shape));
+    LS_RETURN_IF_ERROR(TakeTensorBytes(input.name(), dtype, shape, request));
     LS_RETURN_IF_ERROR(TensorFromContents(input.name(), dtype, shape, input.contents(), &decoded.tensor));
   }
   return Status::Ok();
@@ -101,9 +103,10 @@ Status ReadInferRequest(const inference::ModelInferRequest& message, InferReques
 
 void WriteInferResponse(std::string_view model, int64_t version, std::string_view id,
                         std::span<const AnsweredOutput> outputs, inference::ModelInferResponse* response) {
-  response->set_model_name(std::string(model));
+  // assign() keeps the pooled response's strings, where a set_ of a temporary would replace them.
+  response->mutable_model_name()->assign(model);
   response->mutable_model_version()->assign(std::to_string(version));
-  response->set_id(std::string(id));
+  response->mutable_id()->assign(id);
   response->mutable_parameters()->clear();
   const int n = static_cast<int>(outputs.size());
   auto* tensors = response->mutable_outputs();

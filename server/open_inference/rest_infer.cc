@@ -140,6 +140,8 @@ struct InferBodyReader::State {
   od::parser parser;
   std::vector<char> padded;  // the JSON, with simdjson's padding after it
   size_t json_size = 0;
+  // Every element in `data` takes at least a byte of the JSON, whichever input it is in.
+  int64_t json_elements_left = 0;
   od::document document;
   std::string_view binary;  // the body after the JSON header
   bool has_binary = false;  // the request had an Inference-Header-Content-Length
@@ -170,6 +172,7 @@ Status InferBodyReader::Start(std::string_view body, std::string_view header_len
   s.binary = body.substr(json_size);
   s.binary_used = 0;
   s.json_size = json_size;
+  s.json_elements_left = static_cast<int64_t>(json_size);
   if (s.padded.size() < json_size + simdjson::SIMDJSON_PADDING) s.padded.resize(json_size + simdjson::SIMDJSON_PADDING);
   std::memcpy(s.padded.data(), body.data(), json_size);
   std::memset(s.padded.data() + json_size, 0, simdjson::SIMDJSON_PADDING);
@@ -244,13 +247,15 @@ Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
     }
     // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
     LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(*binary_size)));
+    LS_RETURN_IF_ERROR(TakeTensorBytes(name, dtype, shape, request));
     LS_RETURN_IF_ERROR(TensorFromRawContents(name, dtype, shape, s.binary.substr(s.binary_used, *binary_size), tensor));
     s.binary_used += *binary_size;
     return Status::Ok();
   }
   if (!has_data) return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
-  // Every element takes at least one byte of JSON.
-  LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(s.json_size)));
+  LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, s.json_elements_left));
+  s.json_elements_left -= shape.num_elements();
+  LS_RETURN_IF_ERROR(TakeTensorBytes(name, dtype, shape, request));
   if (dtype == DType::kString || !tensor->Writable(dtype, shape)) *tensor = Tensor(dtype, shape);
   DataReader reader(name, tensor);
   LS_RETURN_IF_ERROR(reader.Walk(value, 0));

@@ -7,12 +7,15 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "inference/grpc_service.grpc.pb.h"
+#include "tests/common/prometheus_text.h"
+#include "tests/e2e/http_client.h"
 #include "tests/e2e/server_harness.h"
 
 namespace lockstep::e2e {
@@ -137,39 +140,85 @@ TEST(LifecycleTest, SigtermUnderLoadDrainsWithoutFailingAcceptedRequests) {
       << server.Log();
 }
 
-// A client holding a ModelStreamInfer stream open does not hold up the drain: its answered
-// request stays answered, the stream ends, and the process exits 0 well within the timeout.
-TEST(LifecycleTest, AnOpenInferenceStreamDoesNotHoldUpTheDrain) {
-  ScratchDir dir;
-  WriteVersionModel(dir.path() / "m", 1);
-  ServerProcess server(dir.path(), {"--model_name=m", "--model_base_path=" + (dir.path() / "m").string(),
-                                    "--drain_timeout_seconds=20"});
-  auto stub = inference::GRPCInferenceService::NewStub(MakeChannel(server.grpc_target()));
-  grpc::ClientContext context;
-  auto stream = stub->ModelStreamInfer(&context);
-  inference::ModelInferRequest request;
-  request.set_model_name("m");
-  request.set_id("before");
-  auto* x = request.add_inputs();
-  x->set_name("x");
-  x->set_datatype("FP32");
-  x->add_shape(1);
-  x->mutable_contents()->add_fp32_contents(3.0f);
-  ASSERT_TRUE(stream->Write(request));
+// A server draining with a ModelStreamInfer stream open.
+class StreamDrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteVersionModel(dir_.path() / "m", 1);
+    server_.emplace(dir_.path(), std::vector<std::string>{"--model_name=m",
+                                                          "--model_base_path=" + (dir_.path() / "m").string(),
+                                                          "--drain_timeout_seconds=20"});
+    stub_ = inference::GRPCInferenceService::NewStub(MakeChannel(server_->grpc_target()));
+    stream_ = stub_->ModelStreamInfer(&context_);
+  }
+
+  // x = zeros of `elements` (raw contents) for the model y = x.
+  static inference::ModelInferRequest XRequest(const std::string& id, int elements) {
+    inference::ModelInferRequest request;
+    request.set_model_name("m");
+    request.set_id(id);
+    auto* x = request.add_inputs();
+    x->set_name("x");
+    x->set_datatype("FP32");
+    x->add_shape(elements);
+    request.add_raw_input_contents()->assign(elements * sizeof(float), '\0');
+    return request;
+  }
+
+  ScratchDir dir_;
+  std::optional<ServerProcess> server_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<inference::ModelInferRequest, inference::ModelStreamInferResponse>> stream_;
+};
+
+// An open stream does not hold up the drain: its answered request stays answered, the stream
+// ends, and the process exits 0 well within the timeout.
+TEST_F(StreamDrainTest, AnOpenStreamDoesNotHoldUpTheDrain) {
+  ASSERT_TRUE(stream_->Write(XRequest("before", 1)));
   inference::ModelStreamInferResponse answer;
-  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_TRUE(stream_->Read(&answer));
   EXPECT_EQ(answer.error_message(), "");
   EXPECT_EQ(answer.infer_response().id(), "before");
 
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
-  EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << server.Log();
-  while (stream->Read(&answer)) {
+  ASSERT_EQ(kill(server_->pid(), SIGTERM), 0);
+  EXPECT_EQ(server_->WaitExit(std::chrono::seconds(30)), 0) << server_->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << server_->Log();
+  while (stream_->Read(&answer)) {
   }
-  const grpc::Status ended = stream->Finish();
+  const grpc::Status ended = stream_->Finish();
   EXPECT_NE(ended.error_code(), grpc::StatusCode::OK);  // cut by the server's end, not finished by the client
-  EXPECT_NE(server.Log().find("event=drained grpc_calls_cut=0"), std::string::npos) << server.Log();
+  EXPECT_NE(server_->Log().find("event=drained grpc_calls_cut=0"), std::string::npos) << server_->Log();
+}
+
+// Answers computed before SIGTERM but still queued behind a slow reader are written before the
+// server stops: a stream's request is in flight until its answer has left.
+TEST_F(StreamDrainTest, UnwrittenAnswersLeaveBeforeTheServerStops) {
+  // 1 MiB answers, more of them than HTTP/2's windows hold while the client reads none.
+  constexpr int kRequests = 48;
+  constexpr int kElements = 1 << 18;
+  for (int i = 0; i < kRequests; ++i) ASSERT_TRUE(stream_->Write(XRequest(std::to_string(i), kElements)));
+  // Every request computed: the answers wait in the server's write queue.
+  const auto computed = [&] {
+    HttpClient http(server_->rest_port());
+    return test::ParsePrometheusText(http.Get("/metrics").body).Sum("lockstep_requests_total", "protocol=\"grpc_v2\"");
+  };
+  ASSERT_TRUE(WaitFor([&] { return computed() == kRequests; }, std::chrono::seconds(30))) << server_->Log();
+  ASSERT_EQ(kill(server_->pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the drain is under way
+  int answered = 0;
+  inference::ModelStreamInferResponse answer;
+  while (answered < kRequests && stream_->Read(&answer)) {
+    EXPECT_EQ(answer.error_message(), "");
+    EXPECT_EQ(answer.infer_response().raw_output_contents(0).size(), kElements * sizeof(float));
+    ++answered;
+  }
+  EXPECT_EQ(answered, kRequests) << server_->Log();
+  context_.TryCancel();
+  stream_->Finish();
+  EXPECT_EQ(server_->WaitExit(std::chrono::seconds(30)), 0) << server_->Log();
+  EXPECT_NE(server_->Log().find("event=drained grpc_calls_cut=0"), std::string::npos) << server_->Log();
 }
 
 TEST(LifecycleTest, SighupReloadsTheConfigFile) {

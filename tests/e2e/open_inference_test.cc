@@ -459,6 +459,10 @@ TEST_F(OpenInferenceTest, RepositoryUnloadsAndLoadsAModelOfTheConfig) {
   };
   const json body = {{"inputs", {XInput({1.0})}}};
   EXPECT_EQ(state_of("spare"), "READY");
+  // A page in the host's browser is not the host: a form's POST to the loopback is refused.
+  EXPECT_REST_ERROR(Post("/v2/repository/models/spare/unload", "", {{"Origin", "https://example.com"}}), 403,
+                    "refused from a web page");
+  EXPECT_EQ(state_of("spare"), "READY");
   ASSERT_EQ(Post("/v2/repository/models/spare/unload", "").status, 200);
   EXPECT_EQ(state_of("spare"), "UNAVAILABLE");
   EXPECT_REST_ERROR(Infer("spare", body), 404, "spare");

@@ -36,7 +36,10 @@ TEST_F(RestFlagsTest, CorsSupportAddsTheHeaders) {
   const auto check = [](const HttpResult& r) {
     EXPECT_EQ(HeaderOf(r, "access-control-allow-origin"), "*");
     EXPECT_EQ(HeaderOf(r, "access-control-allow-methods"), "POST, GET");
-    EXPECT_EQ(HeaderOf(r, "access-control-allow-headers"), "Content-Type");
+    EXPECT_EQ(HeaderOf(r, "access-control-allow-headers"),
+              "Content-Type, Inference-Header-Content-Length, X-Request-Id, X-Routing-Key");
+    EXPECT_EQ(HeaderOf(r, "access-control-expose-headers"),
+              "Inference-Header-Content-Length, X-Request-Id, X-Model-Version");
   };
   HttpResult r = client.Post("/v1/models/half_plus_two:predict", R"({"instances": [1.0]})");
   EXPECT_EQ(r.status, 200) << r.error << r.body;
@@ -52,6 +55,23 @@ TEST_F(RestFlagsTest, CorsSupportAddsTheHeaders) {
   r = client.Request("OPTIONS", "/v1/models/half_plus_two:predict");
   EXPECT_EQ(r.status, 204) << r.error << r.body;
   EXPECT_EQ(r.body, "");
+  check(r);
+
+  // A v2 answer with binary outputs, then a preflight on the same connection: the preflight
+  // carries no header length of its own.
+  const std::string header =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "parameters": {"binary_data_size": 4}}],)"
+      R"( "parameters": {"binary_data_output": true}})";
+  const float x = 1.0f;
+  r = client.Request("POST", "/v2/models/half_plus_two/infer",
+                     header + std::string(reinterpret_cast<const char*>(&x), sizeof(x)),
+                     {{"Inference-Header-Content-Length", std::to_string(header.size())}});
+  EXPECT_EQ(r.status, 200) << r.error << r.body;
+  EXPECT_FALSE(HeaderOf(r, "inference-header-content-length").empty());
+  check(r);
+  r = client.Request("OPTIONS", "/v2/models/half_plus_two/infer");
+  EXPECT_EQ(r.status, 204) << r.error << r.body;
+  EXPECT_EQ(HeaderOf(r, "inference-header-content-length"), "");
   check(r);
 }
 

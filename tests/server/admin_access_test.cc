@@ -1,5 +1,5 @@
-// Admin access: loopback peers only by default; with a token, the token from anyone and
-// nothing without it.
+// Admin access: loopback peers only by default (not web pages); with a token, the token from
+// anyone and nothing without it.
 #include "server/admin_access.h"
 
 #include <gtest/gtest.h>
@@ -33,12 +33,23 @@ TEST(AdminAccessTest, LoopbackOnlyByDefault) {
       "Reload is allowed from loopback only (or with --admin_token_file); refused from ipv4:10.0.0.5:1");
 }
 
+TEST(AdminAccessTest, APageInTheHostsBrowserIsNotTheHost) {
+  const AdminAccess access;
+  const Status page = access.Check("RepositoryModelUnload", "ipv4:127.0.0.1:1", "", "https://example.com");
+  EXPECT_EQ(page.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(page.message(),
+            "RepositoryModelUnload is refused from a web page (Origin: https://example.com) unless the server has "
+            "--admin_token_file");
+}
+
 TEST(AdminAccessTest, ATokenIsThePolicy) {
   test::ScratchDir dir;
   test::WriteFile(dir.path() / "token", "  s3cret-token\n");
   StatusOr<AdminAccess> access = AdminAccess::WithTokenFile((dir.path() / "token").string());
   ASSERT_TRUE(access.ok()) << access.status().ToString();
   EXPECT_TRUE(access->Check("Reload", "ipv4:10.0.0.5:1", "Bearer s3cret-token").ok());
+  // A page that has the token (the operator's own console) may use it.
+  EXPECT_TRUE(access->Check("Reload", "ipv4:10.0.0.5:1", "Bearer s3cret-token", "https://console").ok());
   for (const char* wrong : {"", "Bearer", "Bearer ", "Bearer s3cret-toke", "Bearer s3cret-token2",
                             "bearer s3cret-token", "s3cret-token"}) {
     EXPECT_EQ(access->Check("Reload", "ipv4:127.0.0.1:1", wrong).code(), StatusCode::kUnauthenticated)
