@@ -92,7 +92,9 @@ Status AddShapeDim(std::string_view input, int64_t dim, Shape* shape) {
 }
 
 Status CheckShapeElements(std::string_view input, const Shape& shape, int64_t max_elements) {
-  if (!shape.CheckedNumElements(max_elements).ok()) {
+  // Any shape's dimensions must multiply within Shape::kMaxElements, zeros aside (so that
+  // [0, 2^36] is a shape of no elements whatever carries it); then its elements must fit.
+  if (!shape.CheckedNumElements(Shape::kMaxElements).ok() || shape.num_elements() > max_elements) {
     return InvalidArgument("input '" + std::string(input) + "': shape " + shape.ToString() +
                            " has more elements than the request carries");
   }

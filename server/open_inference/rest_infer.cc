@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <vector>
@@ -143,6 +144,9 @@ struct InferBodyReader::State {
   // Every element in `data` takes at least a byte of the JSON, whichever input it is in.
   int64_t json_elements_left = 0;
   od::document document;
+  // "data" met before the fields it needs, parsed on its own (InputFields).
+  od::parser data_parser;
+  od::document data_document;
   std::string_view binary;  // the body after the JSON header
   bool has_binary = false;  // the request had an Inference-Header-Content-Length
   size_t binary_used = 0;   // of `binary`, by the inputs read so far
@@ -183,83 +187,182 @@ Status InferBodyReader::Start(std::string_view body, std::string_view header_len
   return Status::Ok();
 }
 
-template <typename Object>
-Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
-  State& s = *state_;
-  od::value value;
-  if (input.find_field_unordered("name").get(value) != SUCCESS) {
-    return InvalidArgument("malformed inference request: an input has no 'name'");
-  }
-  std::string_view name_view;
-  if (const auto error = value.get_string().get(name_view); error != SUCCESS) {
-    return Malformed(error, "an input's 'name'");
-  }
-  NamedTensor& decoded = request->AddInput(name_view);
-  const std::string& name = decoded.name;
-  Tensor* tensor = &decoded.tensor;
-  if (input.find_field_unordered("datatype").get(value) != SUCCESS) {
-    return InvalidArgument("input '" + name + "' has no 'datatype'");
-  }
+namespace {
+
+// An input's fields as the body has them, before any is checked.
+struct InputFields {
+  std::string_view name;
   std::string_view datatype;
-  if (value.get_string().get(datatype) != SUCCESS) {
-    return InvalidArgument("input '" + name + "': 'datatype' is not a string");
-  }
-  LS_ASSIGN_OR_RETURN(const DType dtype, InputDType(name, datatype));
-
-  od::array dims;
-  if (input.find_field_unordered("shape").get(value) != SUCCESS) {
-    return InvalidArgument("input '" + name + "' has no 'shape'");
-  }
-  if (const auto error = value.get_array().get(dims); error != SUCCESS) {
-    return Malformed(error, "input '" + name + "': 'shape'");
-  }
-  Shape shape;
-  for (auto d : dims) {
-    int64_t dim;
-    if (const auto error = d.get_int64().get(dim); error != SUCCESS) {
-      return Malformed(error, "input '" + name + "': 'shape'");
-    }
-    LS_RETURN_IF_ERROR(AddShapeDim(name, dim, &shape));
-  }
-
+  bool has_name = false;
+  bool has_datatype = false;
+  bool has_shape = false;
+  std::array<int64_t, Shape::kMaxRank + 1> dims{};  // one past the limit, for AddShapeDim's error
+  int rank = 0;
   std::optional<uint64_t> binary_size;
-  od::object parameters;
-  if (input.find_field_unordered("parameters").get_object().get(parameters) == SUCCESS) {
-    uint64_t size;
-    if (parameters.find_field_unordered("binary_data_size").get(value) == SUCCESS) {
-      if (const auto error = value.get_uint64().get(size); error != SUCCESS) {
-        return Malformed(error, "input '" + name + "': 'binary_data_size'");
-      }
-      binary_size = size;
-    }
-  }
-  const bool has_data = input.find_field_unordered("data").get(value) == SUCCESS;
-  if (binary_size) {
-    if (has_data) return InvalidArgument("input '" + name + "' has both 'data' and binary_data_size");
-    if (!s.has_binary) {
-      return InvalidArgument("input '" + name + "' has binary_data_size, but the request has no " +
-                             kHeaderLengthHeader + " header");
-    }
-    if (*binary_size > s.binary.size() - s.binary_used) {
-      return InvalidArgument("input '" + name + "': binary_data_size " + std::to_string(*binary_size) +
-                             " runs past the body's binary data (" + std::to_string(s.binary.size() - s.binary_used) +
-                             " bytes left)");
-    }
-    // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
-    LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(*binary_size)));
-    LS_RETURN_IF_ERROR(TakeTensorBytes(name, dtype, shape, request));
-    LS_RETURN_IF_ERROR(TensorFromRawContents(name, dtype, shape, s.binary.substr(s.binary_used, *binary_size), tensor));
-    s.binary_used += *binary_size;
-    return Status::Ok();
-  }
-  if (!has_data) return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
-  LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, s.json_elements_left));
-  s.json_elements_left -= shape.num_elements();
+  enum class Data { kNone, kDecoded, kDeferred } data = Data::kNone;
+  std::string_view deferred_data;  // the "data" array's text, met before the fields it needs
+
+  bool Known() const { return has_name && has_datatype && has_shape; }
+  std::string Where() const { return has_name ? "input '" + std::string(name) + "'" : "an input"; }
+};
+
+// The input's entry in `request`, its datatype and its shape, once its fields are read.
+Status PrepareInput(const InputFields& fields, InferRequest* request, NamedTensor** decoded, DType* dtype,
+                    Shape* shape) {
+  if (!fields.has_name) return InvalidArgument("malformed inference request: an input has no 'name'");
+  *decoded = &request->AddInput(fields.name);
+  const std::string& name = (*decoded)->name;
+  if (!fields.has_datatype) return InvalidArgument("input '" + name + "' has no 'datatype'");
+  LS_ASSIGN_OR_RETURN(*dtype, InputDType(name, fields.datatype));
+  if (!fields.has_shape) return InvalidArgument("input '" + name + "' has no 'shape'");
+  *shape = Shape();
+  for (int i = 0; i < fields.rank; ++i) LS_RETURN_IF_ERROR(AddShapeDim(name, fields.dims[static_cast<size_t>(i)], shape));
+  return Status::Ok();
+}
+
+// "data" (`value`, an array) into `decoded`'s tensor. Every element takes at least a byte of
+// the JSON, whichever input it is in: `json_elements_left` counts what the inputs have left.
+Status DecodeData(od::value value, DType dtype, const Shape& shape, NamedTensor& decoded, int64_t* json_elements_left,
+                  InferRequest* request) {
+  const std::string& name = decoded.name;
+  od::json_type type;
+  if (const auto error = value.type().get(type); error != SUCCESS) return Malformed(error, "input '" + name + "': 'data'");
+  if (type != od::json_type::array) return InvalidArgument("input '" + name + "': 'data' is not an array");
+  LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, *json_elements_left));
+  *json_elements_left -= shape.num_elements();
   LS_RETURN_IF_ERROR(TakeTensorBytes(name, dtype, shape, request));
+  Tensor* tensor = &decoded.tensor;
   if (dtype == DType::kString || !tensor->Writable(dtype, shape)) *tensor = Tensor(dtype, shape);
   DataReader reader(name, tensor);
   LS_RETURN_IF_ERROR(reader.Walk(value, 0));
   return reader.Finish();
+}
+
+}  // namespace
+
+// The fields are read in the body's order, each once: simdjson's On-Demand parser reads forward,
+// and looking a field up out of order re-reads the object trusting what it read before, which a
+// malformed body breaks (the v2 fuzzers' findings). "data" is decoded where it stands when the
+// name, datatype and shape came before it, as clients send them; else its text is kept and
+// parsed on its own once they are known.
+template <typename Object>
+Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
+  State& s = *state_;
+  InputFields fields;
+  NamedTensor* decoded = nullptr;
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  for (auto field_result : input) {
+    od::field field;
+    std::string_view key;
+    if (const auto error = std::move(field_result).get(field); error != SUCCESS) return Malformed(error, fields.Where());
+    if (const auto error = field.unescaped_key().get(key); error != SUCCESS) return Malformed(error, fields.Where());
+    od::value value = field.value();
+    if (key == "name") {
+      if (const auto error = value.get_string().get(fields.name); error != SUCCESS) {
+        return Malformed(error, "an input's 'name'");
+      }
+      fields.has_name = true;
+    } else if (key == "datatype") {
+      if (value.get_string().get(fields.datatype) != SUCCESS) {
+        return InvalidArgument(fields.Where() + ": 'datatype' is not a string");
+      }
+      fields.has_datatype = true;
+    } else if (key == "shape") {
+      od::array dims;
+      if (const auto error = value.get_array().get(dims); error != SUCCESS) {
+        return Malformed(error, fields.Where() + ": 'shape'");
+      }
+      fields.rank = 0;
+      for (auto d : dims) {
+        int64_t dim;
+        if (const auto error = d.get_int64().get(dim); error != SUCCESS) {
+          return Malformed(error, fields.Where() + ": 'shape'");
+        }
+        if (fields.rank < static_cast<int>(fields.dims.size())) fields.dims[static_cast<size_t>(fields.rank++)] = dim;
+      }
+      fields.has_shape = true;
+    } else if (key == "parameters") {
+      od::object parameters;
+      if (const auto error = value.get_object().get(parameters); error != SUCCESS) {
+        return Malformed(error, fields.Where() + ": 'parameters'");
+      }
+      for (auto p : parameters) {
+        od::field parameter;
+        std::string_view pkey;
+        if (const auto error = std::move(p).get(parameter); error != SUCCESS) {
+          return Malformed(error, fields.Where() + ": 'parameters'");
+        }
+        if (const auto error = parameter.unescaped_key().get(pkey); error != SUCCESS) {
+          return Malformed(error, fields.Where() + ": 'parameters'");
+        }
+        if (pkey != "binary_data_size") continue;
+        uint64_t size;
+        if (const auto error = parameter.value().get_uint64().get(size); error != SUCCESS) {
+          return Malformed(error, fields.Where() + ": 'binary_data_size'");
+        }
+        fields.binary_size = size;
+      }
+    } else if (key == "data") {
+      if (fields.data != InputFields::Data::kNone) return InvalidArgument(fields.Where() + " has 'data' twice");
+      if (fields.Known()) {
+        LS_RETURN_IF_ERROR(PrepareInput(fields, request, &decoded, &dtype, &shape));
+        LS_RETURN_IF_ERROR(DecodeData(value, dtype, shape, *decoded, &s.json_elements_left, request));
+        fields.data = InputFields::Data::kDecoded;
+      } else {
+        od::array data;
+        if (value.get_array().get(data) != SUCCESS) return InvalidArgument(fields.Where() + ": 'data' is not an array");
+        if (const auto error = data.raw_json().get(fields.deferred_data); error != SUCCESS) {
+          return Malformed(error, fields.Where() + ": 'data'");
+        }
+        fields.data = InputFields::Data::kDeferred;
+      }
+    }
+  }
+  if (decoded == nullptr) LS_RETURN_IF_ERROR(PrepareInput(fields, request, &decoded, &dtype, &shape));
+  const std::string& name = decoded->name;
+  if (fields.binary_size) {
+    const uint64_t binary_size = *fields.binary_size;
+    if (fields.data != InputFields::Data::kNone) {
+      return InvalidArgument("input '" + name + "' has both 'data' and binary_data_size");
+    }
+    if (!s.has_binary) {
+      return InvalidArgument("input '" + name + "' has binary_data_size, but the request has no " +
+                             kHeaderLengthHeader + " header");
+    }
+    if (binary_size > s.binary.size() - s.binary_used) {
+      return InvalidArgument("input '" + name + "': binary_data_size " + std::to_string(binary_size) +
+                             " runs past the body's binary data (" + std::to_string(s.binary.size() - s.binary_used) +
+                             " bytes left)");
+    }
+    // Raw bytes are at least one per element (BYTES: four), so the shape is bounded by them.
+    LS_RETURN_IF_ERROR(CheckShapeElements(name, shape, static_cast<int64_t>(binary_size)));
+    LS_RETURN_IF_ERROR(TakeTensorBytes(name, dtype, shape, request));
+    LS_RETURN_IF_ERROR(
+        TensorFromRawContents(name, dtype, shape, s.binary.substr(s.binary_used, binary_size), &decoded->tensor));
+    s.binary_used += binary_size;
+    return Status::Ok();
+  }
+  switch (fields.data) {
+    case InputFields::Data::kNone:
+      return InvalidArgument("input '" + name + "' has no 'data' and no binary_data_size");
+    case InputFields::Data::kDecoded:
+      return Status::Ok();
+    case InputFields::Data::kDeferred:
+      break;
+  }
+  // The array's text lies in the padded copy of the body, so simdjson's padding follows it.
+  const std::string_view text = fields.deferred_data;
+  const size_t readable = static_cast<size_t>(s.padded.data() + s.padded.size() - text.data());
+  od::value data;
+  if (const auto error = s.data_parser.iterate(text.data(), text.size(), readable).get(s.data_document);
+      error != SUCCESS) {
+    return Malformed(error, "input '" + name + "': 'data'");
+  }
+  if (const auto error = s.data_document.get_value().get(data); error != SUCCESS) {
+    return Malformed(error, "input '" + name + "': 'data'");
+  }
+  return DecodeData(data, dtype, shape, *decoded, &s.json_elements_left, request);
 }
 
 Status InferBodyReader::ReadRequest(InferRequest* request) {
@@ -323,9 +426,17 @@ Status InferBodyReader::ReadRequest(InferRequest* request) {
             if (const auto error = of.value().get_object().get(parameters); error != SUCCESS) {
               return Malformed(error, "an output's 'parameters'");
             }
-            od::value binary;
-            if (parameters.find_field_unordered("binary_data").get(binary) == SUCCESS) {
-              if (const auto error = binary.get_bool().get(wanted.binary); error != SUCCESS) {
+            for (auto p : parameters) {
+              od::field parameter;
+              std::string_view pkey;
+              if (const auto error = std::move(p).get(parameter); error != SUCCESS) {
+                return Malformed(error, "an output's 'parameters'");
+              }
+              if (const auto error = parameter.unescaped_key().get(pkey); error != SUCCESS) {
+                return Malformed(error, "an output's 'parameters'");
+              }
+              if (pkey != "binary_data") continue;
+              if (const auto error = parameter.value().get_bool().get(wanted.binary); error != SUCCESS) {
                 return Malformed(error, "an output's 'binary_data'");
               }
               wanted.binary_given = true;

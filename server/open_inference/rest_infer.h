@@ -7,7 +7,9 @@
 // The JSON is read with simdjson's On-Demand parser straight into the inputs' tensors: no DOM,
 // and, once a connection's reader and tensors are warm, no allocation but BYTES elements. "data"
 // may be flat or nested (its elements are taken in row-major order; their count must be the
-// shape's). Unknown keys and parameters are ignored, as other servers do.
+// shape's). Unknown keys and parameters are ignored, as other servers do. An input's fields may
+// come in any order; "data" before "name", "datatype" and "shape" (a client that sorts its keys)
+// costs a second parse of the data's text.
 #pragma once
 
 #include <cstddef>

@@ -344,6 +344,11 @@ TEST_F(OpenInferenceTest, BadRequestsAreRefusedWithTheRightStatusAndMessage) {
   EXPECT_REST_ERROR(Infer("half_plus_two", bad_output), 400, "unknown output 'nope'");
   EXPECT_REST_ERROR(Post("/v2/models/half_plus_two/infer", "{\"inputs\": ["), 400, "malformed");
   EXPECT_REST_ERROR(Post("/v2/models/half_plus_two/infer", "[1]"), 400, "not a JSON object");
+  // Unbalanced brackets after a value once made the reader ask simdjson's abandoned document
+  // again, a null dereference that took the server down.
+  EXPECT_REST_ERROR(Post("/v2/models/half_plus_two/infer",
+                         R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": [1, 2, 3]]}]})"),
+                    400, "malformed");
 
   // The binary extension's own errors.
   const std::string header = json({{"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {3}},
