@@ -3,7 +3,7 @@
 # by model-server without batching and with --enable_batching, measured in this one run (the
 # two servers take turns, level by level, so that drift in the machine's load hits both
 # alike). The models:
-#   digits   the digits MLP 64-128-10, trained here by model-train (config/train/digits.json)
+#   digits   the digits MLP 64-512-10, trained here by model-train (config/train/digits.json)
 #   mlp784   an MLP 784-1024-1024-10 (model-cli's mlp_784_1024_1024_10)
 # Every answer is checked: its class must be the one the unbatched server gives for the input.
 # Prints one Markdown table, then per model and protocol the throughput and p99 ratios

@@ -7,9 +7,9 @@
 //   bench_train --model mlp|cnn --precision float32|bfloat16 --replicas N --threads T
 //               [--batch B] [--seconds S] [--windows W]
 //
-// Models: mlp, 784-1024-1024-10 (relu), batch 256 by default; cnn, the digits CNN of
-// config/train/digits_cnn.json (Conv2D(32, 3, same, relu) -> MaxPool2D -> Flatten -> Dense(10)
-// on 8x8x1), batch 32 by default. T is each replica's intra-op thread count.
+// Models: mlp, 784-1024-1024-10 (relu), batch 256 by default; cnn, a digits CNN (Conv2D(32, 3,
+// same, relu) -> MaxPool2D -> Flatten -> Dense(10) on 8x8x1; config/train/digits_cnn.json's
+// until it gained a second convolution), batch 32 by default. T is each replica's intra-op thread count.
 //
 // Timing: after a warm-up, W windows of about S / W seconds each; the reported rate is the
 // median window's (a noisy neighbour spoils a window, not the result).
