@@ -23,6 +23,29 @@ Status Malformed(simdjson::error_code error, std::string_view where) {
                          simdjson::error_message(error));
 }
 
+// Calls `visit(key, value)` for each field of `object` in the body's order, and stops at the
+// first error. A malformed field is Malformed(error, where()): `where` is called only then, so
+// that the hot path builds no message.
+template <typename Object, typename Where, typename Visit>
+Status ForEachField(Object& object, const Where& where, const Visit& visit) {
+  for (auto field_result : object) {
+    od::field field;
+    std::string_view key;
+    if (const auto error = std::move(field_result).get(field); error != SUCCESS) return Malformed(error, where());
+    if (const auto error = field.unescaped_key().get(key); error != SUCCESS) return Malformed(error, where());
+    LS_RETURN_IF_ERROR(visit(key, field.value()));
+  }
+  return Status::Ok();
+}
+
+// The same for `value`, which must be an object.
+template <typename Where, typename Visit>
+Status ForEachFieldOf(od::value value, const Where& where, const Visit& visit) {
+  od::object object;
+  if (const auto error = value.get_object().get(object); error != SUCCESS) return Malformed(error, where());
+  return ForEachField(object, where, visit);
+}
+
 // A field's string value into `out`.
 Status ReadString(od::value value, std::string_view where, std::string* out) {
   std::string_view s;
@@ -252,12 +275,8 @@ Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
   NamedTensor* decoded = nullptr;
   DType dtype = DType::kInvalid;
   Shape shape;
-  for (auto field_result : input) {
-    od::field field;
-    std::string_view key;
-    if (const auto error = std::move(field_result).get(field); error != SUCCESS) return Malformed(error, fields.Where());
-    if (const auto error = field.unescaped_key().get(key); error != SUCCESS) return Malformed(error, fields.Where());
-    od::value value = field.value();
+  const auto where = [&] { return fields.Where(); };
+  LS_RETURN_IF_ERROR(ForEachField(input, where, [&](std::string_view key, od::value value) -> Status {
     if (key == "name") {
       if (const auto error = value.get_string().get(fields.name); error != SUCCESS) {
         return Malformed(error, "an input's 'name'");
@@ -283,26 +302,16 @@ Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
       }
       fields.has_shape = true;
     } else if (key == "parameters") {
-      od::object parameters;
-      if (const auto error = value.get_object().get(parameters); error != SUCCESS) {
-        return Malformed(error, fields.Where() + ": 'parameters'");
-      }
-      for (auto p : parameters) {
-        od::field parameter;
-        std::string_view pkey;
-        if (const auto error = std::move(p).get(parameter); error != SUCCESS) {
-          return Malformed(error, fields.Where() + ": 'parameters'");
-        }
-        if (const auto error = parameter.unescaped_key().get(pkey); error != SUCCESS) {
-          return Malformed(error, fields.Where() + ": 'parameters'");
-        }
-        if (pkey != "binary_data_size") continue;
+      const auto in_parameters = [&] { return fields.Where() + ": 'parameters'"; };
+      return ForEachFieldOf(value, in_parameters, [&](std::string_view name, od::value parameter) -> Status {
+        if (name != "binary_data_size") return Status::Ok();
         uint64_t size;
-        if (const auto error = parameter.value().get_uint64().get(size); error != SUCCESS) {
+        if (const auto error = parameter.get_uint64().get(size); error != SUCCESS) {
           return Malformed(error, fields.Where() + ": 'binary_data_size'");
         }
         fields.binary_size = size;
-      }
+        return Status::Ok();
+      });
     } else if (key == "data") {
       if (fields.data != InputFields::Data::kNone) return InvalidArgument(fields.Where() + " has 'data' twice");
       if (fields.Known()) {
@@ -318,7 +327,8 @@ Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
         fields.data = InputFields::Data::kDeferred;
       }
     }
-  }
+    return Status::Ok();
+  }));
   if (decoded == nullptr) LS_RETURN_IF_ERROR(PrepareInput(fields, request, &decoded, &dtype, &shape));
   const std::string& name = decoded->name;
   if (fields.binary_size) {
@@ -365,6 +375,34 @@ Status InferBodyReader::ReadInput(Object& input, InferRequest* request) {
   return DecodeData(data, dtype, shape, *decoded, &s.json_elements_left, request);
 }
 
+namespace {
+
+// One element of "outputs" into `wanted`.
+Status ReadOutput(od::object& output, RequestedOutput& wanted) {
+  const auto in_outputs = [] { return std::string("'outputs'"); };
+  bool named = false;
+  LS_RETURN_IF_ERROR(ForEachField(output, in_outputs, [&](std::string_view key, od::value value) -> Status {
+    if (key == "name") {
+      named = true;
+      return ReadString(value, "an output's 'name'", &wanted.name);
+    }
+    if (key != "parameters") return Status::Ok();
+    const auto in_parameters = [] { return std::string("an output's 'parameters'"); };
+    return ForEachFieldOf(value, in_parameters, [&](std::string_view name, od::value parameter) -> Status {
+      if (name != "binary_data") return Status::Ok();
+      if (const auto error = parameter.get_bool().get(wanted.binary); error != SUCCESS) {
+        return Malformed(error, "an output's 'binary_data'");
+      }
+      wanted.binary_given = true;
+      return Status::Ok();
+    });
+  }));
+  if (!named) return InvalidArgument("malformed inference request: an output has no 'name'");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status InferBodyReader::ReadRequest(InferRequest* request) {
   State& s = *state_;
   od::object top;
@@ -372,15 +410,10 @@ Status InferBodyReader::ReadRequest(InferRequest* request) {
     return InvalidArgument("malformed inference request: the body is not a JSON object");
   }
   bool has_inputs = false;
-  for (auto field_result : top) {
-    od::field field;
-    std::string_view key;
-    if (const auto error = std::move(field_result).get(field); error != SUCCESS) return Malformed(error, "JSON");
-    if (const auto error = field.unescaped_key().get(key); error != SUCCESS) return Malformed(error, "JSON");
-    od::value value = field.value();
-    if (key == "id") {
-      LS_RETURN_IF_ERROR(ReadString(value, "'id'", &request->id));
-    } else if (key == "inputs") {
+  const auto in_body = [] { return std::string("JSON"); };
+  LS_RETURN_IF_ERROR(ForEachField(top, in_body, [&](std::string_view key, od::value value) -> Status {
+    if (key == "id") return ReadString(value, "'id'", &request->id);
+    if (key == "inputs") {
       has_inputs = true;
       od::array inputs;
       if (const auto error = value.get_array().get(inputs); error != SUCCESS) return Malformed(error, "'inputs'");
@@ -390,63 +423,29 @@ Status InferBodyReader::ReadRequest(InferRequest* request) {
         LS_RETURN_IF_ERROR(ReadInput(input, request));
       }
     } else if (key == "parameters") {
-      od::object parameters;
-      if (const auto error = value.get_object().get(parameters); error != SUCCESS) return Malformed(error, "'parameters'");
-      for (auto p : parameters) {
-        od::field parameter;
-        std::string_view name;
-        if (const auto error = std::move(p).get(parameter); error != SUCCESS) return Malformed(error, "'parameters'");
-        if (const auto error = parameter.unescaped_key().get(name); error != SUCCESS) return Malformed(error, "'parameters'");
+      const auto in_parameters = [] { return std::string("'parameters'"); };
+      return ForEachFieldOf(value, in_parameters, [&](std::string_view name, od::value parameter) -> Status {
         if (name == "signature_name") {
-          LS_RETURN_IF_ERROR(ReadString(parameter.value(), "parameter 'signature_name'", &request->signature_name));
-        } else if (name == "binary_data_output") {
-          if (const auto error = parameter.value().get_bool().get(request->binary_data_output); error != SUCCESS) {
+          return ReadString(parameter, "parameter 'signature_name'", &request->signature_name);
+        }
+        if (name == "binary_data_output") {
+          if (const auto error = parameter.get_bool().get(request->binary_data_output); error != SUCCESS) {
             return Malformed(error, "parameter 'binary_data_output'");
           }
         }
-      }
+        return Status::Ok();
+      });
     } else if (key == "outputs") {
       od::array outputs;
       if (const auto error = value.get_array().get(outputs); error != SUCCESS) return Malformed(error, "'outputs'");
       for (auto o : outputs) {
         od::object output;
         if (const auto error = o.get_object().get(output); error != SUCCESS) return Malformed(error, "'outputs'");
-        RequestedOutput& wanted = request->AddOutput();
-        bool named = false;
-        for (auto f : output) {
-          od::field of;
-          std::string_view okey;
-          if (const auto error = std::move(f).get(of); error != SUCCESS) return Malformed(error, "'outputs'");
-          if (const auto error = of.unescaped_key().get(okey); error != SUCCESS) return Malformed(error, "'outputs'");
-          if (okey == "name") {
-            LS_RETURN_IF_ERROR(ReadString(of.value(), "an output's 'name'", &wanted.name));
-            named = true;
-          } else if (okey == "parameters") {
-            od::object parameters;
-            if (const auto error = of.value().get_object().get(parameters); error != SUCCESS) {
-              return Malformed(error, "an output's 'parameters'");
-            }
-            for (auto p : parameters) {
-              od::field parameter;
-              std::string_view pkey;
-              if (const auto error = std::move(p).get(parameter); error != SUCCESS) {
-                return Malformed(error, "an output's 'parameters'");
-              }
-              if (const auto error = parameter.unescaped_key().get(pkey); error != SUCCESS) {
-                return Malformed(error, "an output's 'parameters'");
-              }
-              if (pkey != "binary_data") continue;
-              if (const auto error = parameter.value().get_bool().get(wanted.binary); error != SUCCESS) {
-                return Malformed(error, "an output's 'binary_data'");
-              }
-              wanted.binary_given = true;
-            }
-          }
-        }
-        if (!named) return InvalidArgument("malformed inference request: an output has no 'name'");
+        LS_RETURN_IF_ERROR(ReadOutput(output, request->AddOutput()));
       }
     }
-  }
+    return Status::Ok();
+  }));
   // Nothing may follow the object. (simdjson 3.0.1 has no document::at_end().)
   const char* end;
   if (s.document.current_location().get(end) != simdjson::OUT_OF_BOUNDS) {
