@@ -226,6 +226,12 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   f.Get("shuffle_buffer", d.shuffle_buffer, 0);
   f.Get("prefetch", d.prefetch, 0, 64);
   f.Get("threads", d.threads, 1, 64);
+  f.Get("mode", d.mode, {"auto", "memory", "streaming"});
+  f.Get("streaming_threshold_mb", d.streaming_threshold_mb, 0);
+  f.Get("compression", d.compression, {"auto", "none", "gzip"});
+  f.Get("interleave", d.interleave, 1, 1024);
+  f.Get("shards", d.shards, 0, 4096);
+  f.Get("stats_sample", d.stats_sample, 0);
   f.Finish();
   if (!error->ok()) return;
   if (d.train.empty()) return f.Fail("is required: the training data file(s)", "train");
@@ -242,6 +248,12 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   const double held =
       (d.validation.empty() ? d.validation_fraction : 0.0) + (d.test.empty() ? d.test_fraction : 0.0);
   if (held >= 1.0) split.Fail("validation and test fractions leave no training rows", "");
+  if (d.mode == "streaming" && held > 0) {
+    return f.Fail(
+        "is streaming, which reads the training files as they are and cannot split them: give "
+        "data.validation and data.test files, or set data.split.validation and data.split.test to 0",
+        "mode");
+  }
 }
 
 void ReadLayer(const Json& json, const std::string& path, std::string_view source, Status* error,
@@ -393,7 +405,13 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"skip_corrupt_records", d.skip_corrupt_records},
                {"shuffle_buffer", d.shuffle_buffer},
                {"prefetch", d.prefetch},
-               {"threads", d.threads}};
+               {"threads", d.threads},
+               {"mode", d.mode},
+               {"streaming_threshold_mb", d.streaming_threshold_mb},
+               {"compression", d.compression},
+               {"interleave", d.interleave},
+               {"shards", d.shards},
+               {"stats_sample", d.stats_sample}};
   Json layers = Json::array();
   for (const LayerConfig& l : c.model.layers) {
     Json layer = {{"type", l.type}};

@@ -28,6 +28,15 @@ struct DataConfig {
   int64_t shuffle_buffer = 10000;
   int prefetch = 2;
   int threads = 1;
+  // "memory": every file read into a table first; "streaming": read record by record, epoch
+  // after epoch, through the shuffle buffer; "auto": streaming when the training files come to
+  // more than streaming_threshold_mb and no split of them is asked for.
+  std::string mode = "auto";
+  int64_t streaming_threshold_mb = 512;
+  std::string compression = "auto";  // TFRecord: "auto" (by the gzip magic), "none", "gzip"
+  int64_t interleave = 4;            // streaming: files read at once, a record from each in turn
+  int shards = 0;                    // streaming: input shards of a global batch; 0: one per worker
+  int64_t stats_sample = 0;          // streaming: records the statistics come from; 0: all
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

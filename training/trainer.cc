@@ -20,6 +20,8 @@
 #include "training/data/dataset.h"
 #include "training/data/feature_stats.h"
 #include "training/data/pipeline.h"
+#include "training/data/streaming_pipeline.h"
+#include "training/data/row_decoder.h"
 #include "training/event_writer.h"
 #include "training/initializers.h"
 #include "training/mirrored_step.h"
@@ -90,33 +92,65 @@ double ExampleLoss(const std::string& loss, std::span<const float> outputs, int3
   return sum;
 }
 
+// The checks every row passes (row_decoder.h), for the model as planned.
+RowLimits LimitsOf(const ModelConfig& model, int32_t classes) {
+  return RowLimits{.num_classes = classes,
+                   .vocabulary = model.layers.front().type == "embedding" ? model.layers.front().vocabulary : 0,
+                   .last_layer = "model.layers[" + std::to_string(model.layers.size() - 1) + "]"};
+}
+
 // Checks every row of `t` before training, so that a bad value is named by its file, line
-// (or record offset) and column rather than failing a step: each label must be one of the
-// model's `classes` outputs, and when the first layer is an embedding, which looks the
-// feature values up as ids, each value must be a whole number in [0, vocabulary).
-Status CheckRows(const ModelConfig& model, int32_t classes, const LabelledTable& t,
-                 const std::string& label) {
-  const std::string last = "model.layers[" + std::to_string(model.layers.size() - 1) + "]";
-  const bool embedding = model.layers.front().type == "embedding";
-  const int64_t vocabulary = model.layers.front().vocabulary;
+// (or record offset) and column rather than failing a step.
+Status CheckRows(const RowLimits& limits, const LabelledTable& t, const std::string& label) {
   for (int64_t r = 0; r < t.num_rows(); ++r) {
-    if (const int32_t l = t.labels[static_cast<size_t>(r)]; l >= classes) {
-      return InvalidArgument(t.Where(r) + ": label '" + label + "' is " + std::to_string(l) +
-                             ", but the model has " + std::to_string(classes) + " outputs (" + last +
-                             "), one per class from 0");
-    }
-    if (!embedding) continue;
-    const auto row = t.row(r);
-    for (size_t c = 0; c < row.size(); ++c) {
-      const float v = row[c];
-      if (!(v >= 0 && v < static_cast<float>(vocabulary) && v == std::floor(v))) {
-        return InvalidArgument(t.Where(r) + ": feature '" + t.feature_names[c] + "' is " +
-                               fmt::format("{}", v) + ", not an id in [0, " + std::to_string(vocabulary) +
-                               ") for the embedding layer model.layers[0]");
-      }
-    }
+    LS_RETURN_IF_ERROR(
+        CheckRow(limits, t.row(r), t.labels[static_cast<size_t>(r)], t.feature_names, label).WithPrefix(t.Where(r)));
   }
   return Status::Ok();
+}
+
+// The training batches: the in-memory pipeline over the training rows, or the streaming one
+// over this worker's input shards.
+StatusOr<std::unique_ptr<BatchSource>> MakeBatchSource(const TrainConfig& config, const Dataset& dataset,
+                                                       const Workers& workers, const RowLimits& limits) {
+  const DataConfig& data = config.data;
+  if (!dataset.streaming()) {
+    return std::unique_ptr<BatchSource>(std::make_unique<BatchPipeline>(
+        *dataset.train.table, dataset.train.rows,
+        PipelineOptions{.batch_size = config.batch_size,
+                        .drop_remainder = config.drop_remainder,
+                        .shuffle_buffer = data.shuffle_buffer,
+                        .seed = config.seed,
+                        .prefetch = data.prefetch,
+                        .threads = data.threads,
+                        .shard_index = workers.rank(),
+                        .shard_count = workers.size()}));
+  }
+  const int shards = data.shards > 0 ? data.shards : workers.size();
+  if (shards % workers.size() != 0) {
+    return InvalidArgument("data.shards: " + std::to_string(shards) + " input shards cannot be dealt evenly to " +
+                           std::to_string(workers.size()) + " workers");
+  }
+  const int per_worker = shards / workers.size();
+  StreamingOptions options{.batch_size = config.batch_size,
+                           .drop_remainder = config.drop_remainder,
+                           .shuffle_buffer = data.shuffle_buffer,
+                           .seed = config.seed,
+                           .interleave = data.interleave,
+                           .prefetch = data.prefetch,
+                           .num_shards = shards,
+                           .first_shard = workers.rank() * per_worker,
+                           .end_shard = (workers.rank() + 1) * per_worker,
+                           .records = RecordOptions(data),
+                           .limits = limits};
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<StreamingPipeline> streaming,
+                      StreamingPipeline::Create(*dataset.scan, std::move(options)));
+  spdlog::info(
+      "event=input mode=streaming files={} records={} rows_per_epoch={} shards={} worker_shards=[{},{}) "
+      "files_read={}",
+      dataset.scan->files.size(), dataset.scan->total_records(), streaming->rows_per_epoch(), shards,
+      workers.rank() * per_worker, (workers.rank() + 1) * per_worker, streaming->files_read().size());
+  return std::unique_ptr<BatchSource>(std::move(streaming));
 }
 
 struct Evaluation {
@@ -201,7 +235,7 @@ Status RestoreCheckpoint(const Checkpoint& c, const ModelLayout& layout, WeightM
 // Returns the bundle's path.
 StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& config,
                                    const std::string& model_name, const TrainReport& report,
-                                   const ModelLayout& layout, const LabelledTable& train_table) {
+                                   const ModelLayout& layout, const std::string& data_fingerprint) {
   auto& meta = serving_graph.graph.metadata;
   meta["model_name"] = model_name;
   meta["lockstep_version"] = LOCKSTEP_VERSION;
@@ -213,11 +247,7 @@ StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& confi
   meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
   meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
   meta["train_data"] = config.data.train.front();
-  meta["data_fingerprint"] =
-      "crc32c:" + Hex(Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.features.data()),
-                                              train_table.features.size() * sizeof(float)),
-                             Crc32c(std::string_view(reinterpret_cast<const char*>(train_table.labels.data()),
-                                                     train_table.labels.size() * sizeof(int32_t)))));
+  meta["data_fingerprint"] = data_fingerprint;
   if (report.has_test) {
     meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
     meta["test_loss"] = fmt::format("{:.6f}", report.test_loss);
@@ -243,15 +273,14 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   const bool keep_test_predictions = options.keep_test_predictions;
   const DataConfig& data = config.data;
   LS_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(data));
-  const LabelledTable& train_table = *dataset.tables[0];
-  const Part& train = dataset.train;
   const Part& validation = dataset.validation;
   const Part& test = dataset.test;
-  const FeatureStats stats = ComputeFeatureStats(train_table, train.rows);
-  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema::Of(train_table)));
+  const FeatureStats stats = dataset.TrainingStats();
+  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema{dataset.feature_keys(), dataset.class_names()}));
   const int32_t classes = layout.num_classes;
+  const RowLimits limits = LimitsOf(config.model, classes);
   for (const auto& t : dataset.tables) {
-    if (t != nullptr) LS_RETURN_IF_ERROR(CheckRows(config.model, classes, *t, data.label));
+    if (t != nullptr) LS_RETURN_IF_ERROR(CheckRows(limits, *t, data.label));
   }
 
   Random rng(config.seed);
@@ -300,15 +329,8 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     LS_ASSIGN_OR_RETURN(events, EventWriter::Create(config.logdir));
   }
 
-  PipelineOptions pipeline_options{.batch_size = config.batch_size,
-                                   .drop_remainder = config.drop_remainder,
-                                   .shuffle_buffer = data.shuffle_buffer,
-                                   .seed = config.seed,
-                                   .prefetch = data.prefetch,
-                                   .threads = data.threads,
-                                   .shard_index = workers.rank(),
-                                   .shard_count = workers.size()};
-  BatchPipeline pipeline(train_table, train.rows, pipeline_options);
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> input, MakeBatchSource(config, dataset, workers, limits));
+  BatchSource& pipeline = *input;
   const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
 
   const int cores = UsableCores();
@@ -321,10 +343,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   LS_ASSIGN_OR_RETURN(std::unique_ptr<MirroredStep> step,
                       MirroredStep::Create(config, layout, training_weights, stats, mirrored));
   spdlog::info(
-      "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} train_rows={} "
+      "event=start workers=\"{}\" replicas={} threads_per_replica={} precision={} input={} train_rows={} "
       "batch_size={}",
       workers.Describe(), mirrored.replicas, mirrored.threads_per_replica, config.precision,
-      train.rows.size(), config.batch_size);
+      dataset.streaming() ? "streaming" : "memory", dataset.train_rows(), config.batch_size);
   // The update: while the replicas reduce, each updating the stretches it has just reduced,
   // when the gradients need nothing else first (another worker's sum, the global norm's
   // clipping); otherwise after the step, on every core (the replicas are idle then).
@@ -421,6 +443,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       }
     }
     bar.Clear();
+    LS_RETURN_IF_ERROR(pipeline.status());
     LS_RETURN_IF_ERROR(checkpoint(epoch + 1, 0));
     report.steps = optimizer.steps();
     report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));
@@ -489,7 +512,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
           Evaluation t,
           Evaluate(*serving, config.loss, test, keep_test_predictions ? &report.test_features : nullptr,
                    keep_test_predictions ? &report.test_probabilities : nullptr));
-      report.num_features = train_table.num_features();
+      report.num_features = static_cast<int64_t>(dataset.feature_names().size());
       report.num_classes = classes;
       report.has_test = true;
       report.test_accuracy = t.accuracy;
@@ -498,7 +521,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   }
   if (!config.export_.dir.empty()) {
     LS_ASSIGN_OR_RETURN(report.export_path, ExportBundle(std::move(serving_graph), config, model_name, report,
-                                                         layout, train_table));
+                                                         layout, dataset.Fingerprint()));
   }
   return report;
 }

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/common/run_command.h"
 
@@ -81,7 +82,54 @@ TEST(MultiWorkerTest, TwoWorkersStayIdenticalAndMatchOneProcessWithTwoReplicas) 
   EXPECT_GT(TestAccuracy(workers.output), 0.9);
   fs::remove_all(dir);
 }
+// Streaming: each worker opens only its own shards' files (four part files, two each), and the
+// run is the bits of one process that owns both shards and trains them on two replicas.
+TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep_mpi_stream_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ifstream digits(std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv");
+  std::string header, line;
+  std::getline(digits, header);
+  std::vector<std::string> rows;
+  while (std::getline(digits, line)) rows.push_back(line);
+  auto write = [&](const std::string& name, size_t begin, size_t end) {
+    std::ofstream out(dir / name);
+    out << header << "\n";
+    for (size_t i = begin; i < end; ++i) out << rows[i] << "\n";
+  };
+  for (size_t p = 0; p < 4; ++p) write("part-" + std::to_string(p) + ".csv", p * 350, (p + 1) * 350);
+  write("test.csv", 1400, rows.size());
+  auto config = [&](const std::string& name, const std::string& extra) {
+    std::ofstream(dir / name) << R"({"data": {"train": ")" << (dir / "part-*.csv").string() << R"(", "test": ")"
+                              << (dir / "test.csv").string() << R"(", "mode": "streaming", "interleave": 2)"
+                              << extra << R"(}, "model": {"layers": [{"type": "dense", "units": 64, "activation": "relu"},
+        {"type": "dense", "units": 10, "activation": "softmax"}]}, "epochs": 6, "optimizer": {"learning_rate": 0.005}})";
+    return (dir / name).string();
+  };
+  const std::string env =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+      "ASAN_OPTIONS=detect_leaks=0 ";
+  const Result workers = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + MODEL_TRAIN_PATH + " --config " +
+                                    config("workers.json", "") + " --replicas 1 --export_dir " +
+                                    (dir / "workers").string());
+  ASSERT_EQ(workers.exit_code, 0) << workers.output;
+  for (const char* rank_shards : {"worker_shards=[0,1) files_read=2", "worker_shards=[1,2) files_read=2"}) {
+    EXPECT_NE(workers.output.find(rank_shards), std::string::npos) << workers.output;
+  }
+  const Result one = RunCommand(env + MODEL_TRAIN_PATH + " --config " + config("one.json", R"(, "shards": 2)") +
+                                " --replicas 2 --export_dir " + (dir / "one").string());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("worker_shards=[0,2) files_read=4"), std::string::npos) << one.output;
+  EXPECT_EQ(ReadBytes(dir / "workers/1/weights.bin"), ReadBytes(dir / "one/1/weights.bin"))
+      << "two streaming workers differ from one process owning both shards";
+  EXPECT_GT(TestAccuracy(workers.output), 0.9);
+  fs::remove_all(dir);
+}
 #else
+TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
+  GTEST_SKIP() << "model-train was built without MPI (scripts/install-deps installs libopenmpi-dev)";
+}
 TEST(MultiWorkerTest, TwoWorkersStayIdenticalAndMatchOneProcessWithTwoReplicas) {
   GTEST_SKIP() << "model-train was built without MPI (scripts/install-deps installs libopenmpi-dev)";
 }

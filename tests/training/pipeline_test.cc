@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tests/training/drain_epoch.h"
+
 namespace lockstep::training {
 namespace {
 
@@ -26,26 +28,7 @@ std::vector<int64_t> AllRows(int64_t n) {
   return rows;
 }
 
-// The rows of each batch of the current epoch, checking that every batch is consistent.
-std::vector<std::vector<int64_t>> DrainEpoch(BatchPipeline& p) {
-  std::vector<std::vector<int64_t>> batches;
-  while (const Batch* b = p.Next()) {
-    EXPECT_EQ(b->index, static_cast<int64_t>(batches.size()));
-    EXPECT_EQ(b->features.shape(), (Shape{b->rows, 2}));
-    EXPECT_EQ(b->labels.shape(), (Shape{b->rows}));
-    std::vector<int64_t> rows;
-    const auto f = b->features.data<float>();
-    const auto l = b->labels.data<int32_t>();
-    for (int64_t r = 0; r < b->rows; ++r) {
-      const auto row = static_cast<int64_t>(f[static_cast<size_t>(2 * r)]);
-      EXPECT_EQ(f[static_cast<size_t>(2 * r + 1)], static_cast<float>(10 * row));
-      EXPECT_EQ(l[static_cast<size_t>(r)], row % 3);
-      rows.push_back(row);
-    }
-    batches.push_back(rows);
-  }
-  return batches;
-}
+using test::DrainEpoch;
 
 TEST(PipelineTest, BatchesInOrderWithoutShuffling) {
   const LabelledTable t = CountingTable(10);

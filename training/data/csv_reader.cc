@@ -25,9 +25,10 @@ std::string_view TrimSpaces(std::string_view s) {
   return s;
 }
 
-// Splits one line into its fields, unquoting quoted ones. A quoted field must close on the
-// same line (records do not span lines).
-Status SplitFields(std::string_view line, std::string_view where, std::vector<std::string>& fields) {
+}  // namespace
+
+// A quoted field must close on the same line (records do not span lines).
+Status SplitCsvFields(std::string_view line, std::string_view where, std::vector<std::string>& fields) {
   fields.clear();
   size_t i = 0;
   while (true) {
@@ -67,26 +68,27 @@ Status SplitFields(std::string_view line, std::string_view where, std::vector<st
   }
 }
 
-// A finite decimal number, the whole field.
-bool ParseNumber(std::string_view s, float& out) {
+bool ParseCsvNumber(std::string_view s, float& out) {
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   if (s.empty()) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
 }
 
-bool ParseInteger(std::string_view s, int64_t& out) {
+bool ParseCsvInteger(std::string_view s, int64_t& out) {
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   if (s.empty()) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-std::string Quoted(std::string_view s) {
+std::string QuotedForMessage(std::string_view s) {
   constexpr size_t kMax = 40;
   if (s.size() > kMax) return "'" + std::string(s.substr(0, kMax)) + "...'";
   return "'" + std::string(s) + "'";
 }
+
+namespace {
 
 // Labels read as text: integer ids when every one is an integer, else class names.
 Status AssignLabels(const std::vector<std::string>& raw, const std::vector<int64_t>& lines,
@@ -95,12 +97,12 @@ Status AssignLabels(const std::vector<std::string>& raw, const std::vector<int64
   bool all_integers = true;
   for (size_t r = 0; r < raw.size() && all_integers; ++r) {
     int64_t id = 0;
-    all_integers = ParseInteger(raw[r], id);
+    all_integers = ParseCsvInteger(raw[r], id);
   }
   if (all_integers) {
     for (size_t r = 0; r < raw.size(); ++r) {
       int64_t id = 0;
-      (void)ParseInteger(raw[r], id);
+      (void)ParseCsvInteger(raw[r], id);
       if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
         return InvalidArgument(At(source, lines[r]) + ": column '" + column + "': label " + raw[r] +
                                " is out of range (class ids are 0 to 2147483647)");
@@ -142,7 +144,7 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
     if (line.ends_with('\r')) line.remove_suffix(1);
     if (TrimSpaces(line).empty()) continue;
     const std::string where = At(source, line_number);
-    if (Status s = SplitFields(line, where, fields); !s.ok()) return s;
+    if (Status s = SplitCsvFields(line, where, fields); !s.ok()) return s;
 
     if (header.empty()) {
       header = fields;
@@ -190,8 +192,8 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
     for (int c : feature_index) {
       const std::string& field = fields[static_cast<size_t>(c)];
       float value = 0;
-      if (!ParseNumber(field, value)) {
-        return InvalidArgument(where + ": column '" + header[static_cast<size_t>(c)] + "': " + Quoted(field) +
+      if (!ParseCsvNumber(field, value)) {
+        return InvalidArgument(where + ": column '" + header[static_cast<size_t>(c)] + "': " + QuotedForMessage(field) +
                                " is not a finite number");
       }
       table.features.push_back(value);

@@ -30,4 +30,14 @@ StatusOr<LabelledTable> ReadCsv(const std::string& path, const CsvOptions& optio
 // The same, from text already in memory; `source` stands for the file name in messages.
 StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source, const CsvOptions& options);
 
+// The pieces of the format, for the streaming input (row_decoder.h), which reads line by line.
+// One line's fields, unquoted; `where` ("file:line") prefixes an error.
+Status SplitCsvFields(std::string_view line, std::string_view where, std::vector<std::string>& fields);
+// A feature field: a finite decimal number, the whole field.
+bool ParseCsvNumber(std::string_view field, float& out);
+// A label field that is an integer class id (else it is a class name).
+bool ParseCsvInteger(std::string_view field, int64_t& out);
+// "'text'", cut after 40 characters, for messages.
+std::string QuotedForMessage(std::string_view text);
+
 }  // namespace lockstep::training

@@ -1,10 +1,16 @@
 #include "training/data/dataset.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
+#include "runtime/crc32c.h"
 #include "training/data/csv_reader.h"
 #include "training/data/example_reader.h"
+#include "training/data/file_patterns.h"
 #include "training/data/split.h"
 
 namespace lockstep::training {
@@ -15,7 +21,7 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
     ExampleOptions options;
     options.label_key = data.label;
     options.feature_keys = data.features;
-    options.records.skip_corrupt = data.skip_corrupt_records;
+    options.records = RecordOptions(data);
     return ReadExamples(files, options);
   }
   CsvOptions options;
@@ -45,6 +51,19 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
   return all;
 }
 
+// A held-out role's own files, checked for the training data's features and given its class
+// ids (`classes` holds the training data's class names).
+StatusOr<std::unique_ptr<LabelledTable>> ReadHeldOut(const DataConfig& data, const std::vector<std::string>& files,
+                                                     const std::vector<std::string>& feature_names,
+                                                     const LabelledTable& classes, const char* field) {
+  LS_ASSIGN_OR_RETURN(LabelledTable t, ReadTable(data, files));
+  if (t.feature_names != feature_names) {
+    return InvalidArgument(std::string(field) + ": the files must have the training data's features");
+  }
+  LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(field));
+  return std::make_unique<LabelledTable>(std::move(t));
+}
+
 std::vector<int64_t> AllRows(const LabelledTable& t) {
   std::vector<int64_t> rows(static_cast<size_t>(t.num_rows()));
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
@@ -65,23 +84,93 @@ std::vector<int32_t> LabelsOf(const LabelledTable& t, const std::vector<int64_t>
 
 }  // namespace
 
-StatusOr<Dataset> LoadDataset(const DataConfig& data) {
+const std::vector<FeatureKey>& Dataset::feature_keys() const {
+  return scan ? scan->format.feature_keys : tables[0]->feature_keys;
+}
+
+const std::vector<std::string>& Dataset::class_names() const {
+  return scan ? scan->format.class_names : tables[0]->class_names;
+}
+
+const std::vector<std::string>& Dataset::feature_names() const {
+  return scan ? scan->format.feature_names : tables[0]->feature_names;
+}
+
+int64_t Dataset::train_rows() const {
+  return scan ? scan->total_records() : static_cast<int64_t>(train.rows.size());
+}
+
+FeatureStats Dataset::TrainingStats() const {
+  return scan ? scan->stats : ComputeFeatureStats(*train.table, train.rows);
+}
+
+std::string Dataset::Fingerprint() const {
+  if (scan) return fmt::format("crc32c-records:{:08x}", scan->fingerprint);
+  const LabelledTable& t = *tables[0];
+  const uint32_t labels = Crc32c(std::string_view(reinterpret_cast<const char*>(t.labels.data()),
+                                                  t.labels.size() * sizeof(int32_t)));
+  return fmt::format("crc32c:{:08x}", Crc32c(std::string_view(reinterpret_cast<const char*>(t.features.data()),
+                                                              t.features.size() * sizeof(float)),
+                                             labels));
+}
+
+bool ChoosesStreaming(const DataConfig& data, const std::vector<std::string>& train_files) {
+  if (data.mode != "auto") return data.mode == "streaming";
+  uintmax_t bytes = 0;
+  for (const std::string& file : train_files) {
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(file, ec);
+    if (ec) return false;  // the reader names what is wrong with the file
+    bytes += size;
+  }
+  if (bytes <= static_cast<uintmax_t>(data.streaming_threshold_mb) << 20) return false;
+  const bool splits = (data.validation.empty() && data.validation_fraction > 0) ||
+                      (data.test.empty() && data.test_fraction > 0);
+  if (splits) {
+    spdlog::warn(
+        "event=data_mode mode=memory train_mb={} threshold_mb={} why=\"a split of the training files is asked "
+        "for; give validation and test files to stream them\"",
+        bytes >> 20, data.streaming_threshold_mb);
+    return false;
+  }
+  return true;
+}
+
+StatusOr<Dataset> LoadDataset(const DataConfig& config) {
+  DataConfig data = config;
+  {
+    const std::array<std::vector<std::string>*, 3> lists = {&data.train, &data.validation, &data.test};
+    const std::array<const char*, 3> names = {"data.train", "data.validation", "data.test"};
+    for (size_t i = 0; i < 3; ++i) {
+      StatusOr<std::vector<std::string>> expanded = ExpandFilePatterns(*lists[i]);
+      if (!expanded.ok()) return expanded.status().WithPrefix(names[i]);
+      *lists[i] = std::move(expanded.value());
+    }
+  }
+  const bool streaming = ChoosesStreaming(data, data.train);
   Dataset d;
-  auto read = [&](const std::vector<std::string>& files) -> StatusOr<std::unique_ptr<LabelledTable>> {
-    LS_ASSIGN_OR_RETURN(LabelledTable t, ReadTable(data, files));
-    return std::make_unique<LabelledTable>(std::move(t));
-  };
-  LS_ASSIGN_OR_RETURN(d.tables[0], read(data.train));
-  const LabelledTable& train_table = *d.tables[0];
   const std::array<const std::vector<std::string>*, 3> files = {&data.train, &data.validation, &data.test};
   const std::array<const char*, 3> fields = {"data.train", "data.validation", "data.test"};
+  if (streaming) {
+    LS_ASSIGN_OR_RETURN(d.scan, ScanTrainingFiles(data, data.train));
+    LabelledTable classes;
+    classes.class_names = d.scan->format.class_names;
+    const std::array<Part*, 3> parts = {nullptr, &d.validation, &d.test};
+    for (size_t i = 1; i < 3; ++i) {
+      if (files[i]->empty()) continue;
+      LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], d.scan->format.feature_names, classes, fields[i]));
+      *parts[i] = {d.tables[i].get(), AllRows(*d.tables[i])};
+    }
+    return d;
+  }
+  {
+    LS_ASSIGN_OR_RETURN(LabelledTable t, ReadTable(data, data.train));
+    d.tables[0] = std::make_unique<LabelledTable>(std::move(t));
+  }
+  const LabelledTable& train_table = *d.tables[0];
   for (size_t i = 1; i < 3; ++i) {
     if (files[i]->empty()) continue;
-    LS_ASSIGN_OR_RETURN(d.tables[i], read(*files[i]));
-    if (d.tables[i]->feature_names != train_table.feature_names) {
-      return InvalidArgument(std::string(fields[i]) + ": the files must have the training data's features");
-    }
-    LS_RETURN_IF_ERROR(MapClassesOnto(train_table, *d.tables[i]).WithPrefix(fields[i]));
+    LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], train_table.feature_names, train_table, fields[i]));
   }
   const LabelledTable* validation_table = d.tables[1].get();
   const LabelledTable* test_table = d.tables[2].get();

@@ -6,30 +6,37 @@
 
 namespace lockstep::training {
 
-FeatureStats ComputeFeatureStats(const LabelledTable& table, std::span<const int64_t> rows) {
-  const auto f = static_cast<size_t>(table.num_features());
-  std::vector<double> mean(f, 0.0), m2(f, 0.0);
-  double n = 0;
-  for (int64_t r : rows) {
-    n += 1;
-    const std::span<const float> x = table.row(r);
-    for (size_t j = 0; j < f; ++j) {
-      const double delta = x[j] - mean[j];
-      mean[j] += delta / n;
-      m2[j] += delta * (x[j] - mean[j]);
-    }
+FeatureStatsAccumulator::FeatureStatsAccumulator(int64_t num_features)
+    : mean_(static_cast<size_t>(num_features), 0.0), m2_(static_cast<size_t>(num_features), 0.0) {}
+
+void FeatureStatsAccumulator::Add(std::span<const float> x) {
+  n_ += 1;
+  for (size_t j = 0; j < mean_.size(); ++j) {
+    const double delta = x[j] - mean_[j];
+    mean_[j] += delta / n_;
+    m2_[j] += delta * (x[j] - mean_[j]);
   }
+}
+
+FeatureStats FeatureStatsAccumulator::Finish() const {
+  const size_t f = mean_.size();
   FeatureStats stats;
   stats.mean.resize(f);
   stats.std.resize(f);
   for (size_t j = 0; j < f; ++j) {
-    stats.mean[j] = static_cast<float>(mean[j]);
-    const double sd = n > 0 ? std::sqrt(m2[j] / n) : 0.0;
+    stats.mean[j] = static_cast<float>(mean_[j]);
+    const double sd = n_ > 0 ? std::sqrt(m2_[j] / n_) : 0.0;
     // A spread within a few float roundings of the mean is rounding, not signal.
-    const double resolution = 4 * std::numeric_limits<float>::epsilon() * std::max(1.0, std::fabs(mean[j]));
+    const double resolution = 4 * std::numeric_limits<float>::epsilon() * std::max(1.0, std::fabs(mean_[j]));
     stats.std[j] = sd > resolution ? static_cast<float>(sd) : 1.0f;
   }
   return stats;
+}
+
+FeatureStats ComputeFeatureStats(const LabelledTable& table, std::span<const int64_t> rows) {
+  FeatureStatsAccumulator stats(table.num_features());
+  for (int64_t r : rows) stats.Add(table.row(r));
+  return stats.Finish();
 }
 
 }  // namespace lockstep::training

@@ -18,7 +18,21 @@ struct FeatureStats {
   std::vector<float> std;
 };
 
-// One pass over `rows` of `table` (Welford's updates in double precision).
+// Welford's updates in double precision, row by row: the same rows in the same order give the
+// same bits, whether they come from a table or stream past (data_scan.h).
+class FeatureStatsAccumulator {
+ public:
+  explicit FeatureStatsAccumulator(int64_t num_features);
+  void Add(std::span<const float> row);
+  int64_t rows() const { return static_cast<int64_t>(n_); }
+  FeatureStats Finish() const;
+
+ private:
+  std::vector<double> mean_, m2_;
+  double n_ = 0;
+};
+
+// One pass over `rows` of `table`.
 FeatureStats ComputeFeatureStats(const LabelledTable& table, std::span<const int64_t> rows);
 
 }  // namespace lockstep::training

@@ -1,5 +1,7 @@
 // The input pipeline (our tf.data): an epoch's rows of a LabelledTable, shuffled through a
-// buffer, cut into batches, assembled ahead of the trainer on background threads.
+// buffer, cut into batches, assembled ahead of the trainer on background threads. The
+// streaming pipeline (streaming_pipeline.h) is the other BatchSource, for data read from files
+// epoch after epoch.
 //
 // Deterministic: the batches of epoch e depend only on the rows, the options and (seed, e),
 // never on thread timing or on how many threads assemble them. So a run resumed at epoch e,
@@ -9,13 +11,11 @@
 // batch returned by Next stays valid until the following Next, Skip or StartEpoch.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
-#include <thread>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/status.h"
+#include "training/data/batch_ring.h"
 #include "training/data/labelled_table.h"
 
 namespace lockstep::training {
@@ -39,63 +39,48 @@ struct PipelineOptions {
   int shard_count = 1;
 };
 
-struct Batch {
-  Tensor features;  // float32 [rows, num_features]: a view of the first `rows` rows of a buffer
-  Tensor labels;    // int32 [rows]
-  int64_t rows = 0;
-  int64_t index = 0;        // within the epoch
-  int64_t global_rows = 0;  // of the whole global batch: `rows` unless the batch is sharded
+// Where the trainer takes its batches from, epoch after epoch.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual int64_t batches_per_epoch() const = 0;
+  // Begins epoch `epoch` (0-based) from its first batch; whatever was in flight is dropped.
+  virtual void StartEpoch(int64_t epoch) = 0;
+  // Passes over the next `count` batches of the epoch without handing them out.
+  virtual void Skip(int64_t count) = 0;
+  // The next batch of the epoch, or null after its last one or on an error (status()). Valid
+  // until the following call.
+  virtual const Batch* Next() = 0;
+  // Why Next returned null early (a bad record in a streamed file), else OK.
+  virtual Status status() const = 0;
 };
 
-class BatchPipeline {
+class BatchPipeline final : public BatchSource {
  public:
   // `rows`: the table rows an epoch goes through (a split). The table must outlive the
   // pipeline. Starts at epoch 0.
   BatchPipeline(const LabelledTable& table, std::vector<int64_t> rows, PipelineOptions options);
-  ~BatchPipeline();
-  BatchPipeline(const BatchPipeline&) = delete;
-  BatchPipeline& operator=(const BatchPipeline&) = delete;
 
-  int64_t batches_per_epoch() const;
-
-  // Begins epoch `epoch` (0-based) from its first batch; whatever was in flight is dropped.
-  void StartEpoch(int64_t epoch);
-  // Passes over the next `count` batches of the epoch without handing them out.
-  void Skip(int64_t count);
-  // The next batch of the epoch, or null after its last one.
-  const Batch* Next();
+  int64_t batches_per_epoch() const override;
+  void StartEpoch(int64_t epoch) override;
+  void Skip(int64_t count) override { ring_.Skip(count); }
+  const Batch* Next() override { return ring_.Next(); }
+  Status status() const override { return ring_.status(); }
 
  private:
-  struct Slot {
-    Batch batch;
-    std::vector<float> features;  // batch_size x num_features
-    std::vector<int32_t> labels;
-    int64_t ready = -1;  // the batch index assembled here, -1 for none
-  };
-
-  void Assemble(int64_t index, Slot& slot) const;
-  void Produce();
-  // Stops handing out work and waits until no thread is assembling (lock held).
-  void Quiesce(std::unique_lock<std::mutex>& lock);
+  Status Assemble(int64_t index, BatchBuffers& out) const;
 
   const LabelledTable& table_;
   const std::vector<int64_t> rows_;
   const PipelineOptions options_;
   std::vector<int64_t> order_;  // this epoch's rows, shuffled
-  std::vector<Slot> slots_;     // prefetch + 1, batch i in slot i % size
-
-  std::mutex mu_;
-  std::condition_variable work_;   // producers wait for a batch to assemble
-  std::condition_variable ready_;  // Next and Quiesce wait on producers
-  int64_t end_ = 0;                // batches this epoch
-  int64_t next_to_make_ = 0;
-  int64_t next_to_hand_ = 0;  // the batch Next returns next
-  int in_flight_ = 0;         // producers assembling now
-  bool stopping_ = false;
-  std::vector<std::thread> producers_;
+  BatchRing ring_;              // last: its threads stop before the members above go
 };
 
 // tf.data's shuffle(buffer_size) over `items`, in place, driven by `seed`.
 void ShuffleThroughBuffer(std::vector<int64_t>& items, int64_t buffer, uint64_t seed);
+
+// The seed of epoch `epoch`'s shuffle, from the run's seed.
+uint64_t EpochShuffleSeed(uint64_t seed, int64_t epoch);
 
 }  // namespace lockstep::training

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -43,12 +44,40 @@ StatusOr<TfRecordReader> TfRecordReader::Open(const std::string& path, Options o
     return InvalidArgument("'" + path + "' is a directory, not a TFRecord file");
   auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*in) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
-  return TfRecordReader(path, std::move(in), options);
+  bool gzip = options.compression == Options::Compression::kGzip;
+  if (options.compression == Options::Compression::kAuto) {
+    char magic[3] = {};
+    in->read(magic, 3);
+    gzip = in->gcount() == 3 && magic[0] == '\x1f' && magic[1] == '\x8b' && magic[2] == '\x08';
+    in->clear();
+    in->seekg(0);
+  }
+  if (!gzip) return TfRecordReader(path, std::move(in), nullptr, options);
+  in.reset();
+  GzFile gz(gzopen(path.c_str(), "rb"));
+  if (gz == nullptr) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
+  gzbuffer(gz.get(), 1 << 17);  // fewer, larger reads of the compressed file
+  return TfRecordReader(path, nullptr, std::move(gz), options);
 }
 
 size_t TfRecordReader::Read(char* data, size_t n) {
-  in_->read(data, static_cast<std::streamsize>(n));
-  return static_cast<size_t>(in_->gcount());
+  if (in_ != nullptr) {
+    in_->read(data, static_cast<std::streamsize>(n));
+    return static_cast<size_t>(in_->gcount());
+  }
+  size_t done = 0;
+  while (done < n) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(gz_.get(), data + done, chunk);
+    if (got <= 0) {
+      int code = Z_OK;
+      const char* message = gzerror(gz_.get(), &code);
+      if (got < 0 || code != Z_OK) error_ = message != nullptr ? message : "gzip error";
+      break;
+    }
+    done += static_cast<size_t>(got);
+  }
+  return done;
 }
 
 StatusOr<bool> TfRecordReader::Next(std::string* record) {
@@ -66,7 +95,8 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
     };
     char header[12];
     const size_t got = Read(header, sizeof header);
-    if (got == 0 && in_->eof()) {
+    if (!error_.empty()) return give_up("the compressed stream is damaged (" + error_ + ")");
+    if (got == 0 && (in_ == nullptr || in_->eof())) {
       done_ = true;
       return false;
     }
@@ -80,6 +110,7 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
     record->resize(length);
     char footer[4];
     if (Read(record->data(), length) < length || Read(footer, 4) < 4) {
+      if (!error_.empty()) return give_up("the compressed stream is damaged (" + error_ + ")");
       return give_up("the file ends inside the record (" + std::to_string(length) + " bytes announced)");
     }
     offset_ = start + 16 + static_cast<int64_t>(length);

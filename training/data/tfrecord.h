@@ -3,14 +3,18 @@
 //   uint64 length, uint32 masked CRC-32C of those 8 bytes, the data, uint32 masked CRC-32C of
 //   the data
 // all little-endian. The reader checks both CRCs; a corrupt record is reported with the file
-// and its byte offset.
+// and its byte offset. It also reads files gzip-compressed as a whole, as TensorFlow writes
+// them with compression_type "GZIP" (offsets are then in the decompressed stream).
 #pragma once
+
+#include <zlib.h>
 
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "runtime/status.h"
 
@@ -23,6 +27,11 @@ class TfRecordReader {
     // A damaged length or a truncated record cannot be skipped past: the rest of the file is
     // given up, also counted, with a warning.
     bool skip_corrupt = false;
+    // kAuto: gzip when the file starts with gzip's magic bytes and method (1f 8b 08), which a
+    // plain TFRecord file does only if its first record is 559,903 bytes plus a multiple of
+    // 2^24; kNone or kGzip say so.
+    enum class Compression { kAuto, kNone, kGzip };
+    Compression compression = Compression::kAuto;
   };
 
   static StatusOr<TfRecordReader> Open(const std::string& path, Options options);
@@ -32,19 +41,28 @@ class TfRecordReader {
   // naming the file and the record's offset, for a corrupt record unless skipped.
   StatusOr<bool> Next(std::string* record);
 
+  const std::string& path() const { return path_; }
+  bool compressed() const { return gz_ != nullptr; }
   // The byte offset of the record Next last returned.
   int64_t last_offset() const { return last_offset_; }
   int64_t records_read() const { return records_read_; }
   int64_t corrupt_skipped() const { return corrupt_skipped_; }
 
  private:
-  TfRecordReader(std::string path, std::unique_ptr<std::ifstream> in, Options options)
-      : path_(std::move(path)), in_(std::move(in)), options_(options) {}
-  // Reads exactly n bytes, or fewer at the end of the file.
+  struct GzClose {
+    void operator()(gzFile f) const { gzclose(f); }
+  };
+  using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzClose>;
+
+  TfRecordReader(std::string path, std::unique_ptr<std::ifstream> in, GzFile gz, Options options)
+      : path_(std::move(path)), in_(std::move(in)), gz_(std::move(gz)), options_(options) {}
+  // Reads exactly n bytes, or fewer at the end of the file (or on a read error: error_ says).
   size_t Read(char* data, size_t n);
 
   std::string path_;
-  std::unique_ptr<std::ifstream> in_;
+  std::unique_ptr<std::ifstream> in_;  // a plain file
+  GzFile gz_;                          // or a gzip-compressed one
+  std::string error_;                  // what a failed read of a compressed file said
   Options options_;
   int64_t offset_ = 0;
   int64_t last_offset_ = 0;

@@ -1,0 +1,76 @@
+// Decoding one record of a data file into a row of features and a label, for the streaming
+// input, which never holds a table: a tf.train.Example's keys, or a CSV line's columns.
+// Errors name the file and where in it (record offset or line), and the key or column.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/status.h"
+#include "tensorflow/core/example/example.pb.h"
+#include "training/data/labelled_table.h"
+#include "training/data/record_stream.h"
+
+namespace lockstep::training {
+
+// What a row is: the features in order with their widths, and how labels map to class ids.
+struct RowFormat {
+  std::string format;                      // "csv" or "tfrecord"
+  std::string label;                       // the label column or key
+  std::vector<FeatureKey> feature_keys;    // in order
+  std::vector<std::string> feature_names;  // one per value: "x", or "pixels[3]" for a wide key
+  // Sorted class names when the labels are names; empty when they are integer ids.
+  std::vector<std::string> class_names;
+
+  int64_t num_features() const { return static_cast<int64_t>(feature_names.size()); }
+};
+
+// A label as the record has it: an integer id, or a class name (a view into the record).
+struct RawLabel {
+  bool is_name = false;
+  int64_t id = 0;
+  std::string_view name;
+};
+
+// The features and label a record must have, worked out from the first file's first record
+// (a CSV header, or a tf.train.Example's widths); class_names are left for the caller.
+// `features` empty: every CSV column but the label.
+StatusOr<RowFormat> DiscoverRowFormat(const std::string& format, const std::string& label,
+                                      const std::vector<std::string>& features, const RecordStream& file,
+                                      std::string_view first_record);
+
+class RowDecoder {
+ public:
+  explicit RowDecoder(const RowFormat& format) : format_(format) {}
+
+  // A CSV file's header decides which column is which (files may order them differently).
+  Status StartFile(const RecordStream& file);
+  // The record `file` last returned into `row` (num_features floats) and `label`.
+  Status Decode(std::string_view record, const RecordStream& file, std::span<float> row, RawLabel& label);
+  // The class id of `label`: its index in class_names for a name, the id itself otherwise.
+  Status Resolve(const RawLabel& label, const RecordStream& file, int32_t& id) const;
+
+ private:
+  const RowFormat& format_;
+  tensorflow::Example example_;
+  std::vector<std::string> fields_;
+  std::vector<size_t> columns_;  // CSV: the column of each feature
+  size_t label_column_ = 0;
+  size_t header_size_ = 0;
+};
+
+// The checks a row passes before a step trains on it, in either mode: its label is below the
+// model's outputs, and an embedding's ids are whole numbers in [0, vocabulary).
+struct RowLimits {
+  int32_t num_classes = 0;
+  int64_t vocabulary = 0;  // 0: the first layer is not an embedding
+  std::string last_layer;  // "model.layers[3]", for the message
+};
+// The message does not say where the row is: the caller prefixes that, on failure only.
+Status CheckRow(const RowLimits& limits, std::span<const float> row, int32_t label,
+                const std::vector<std::string>& feature_names, const std::string& label_name);
+
+}  // namespace lockstep::training
