@@ -15,6 +15,7 @@ class WireReader {
       : p_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(p_ + bytes.size()) {}
 
   bool done() const { return p_ == end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 
   bool ReadVarint(uint64_t* value) {
     uint64_t v = 0;
@@ -126,10 +127,31 @@ Status ForEachNumber(const ExampleFeature& feature, Emit&& emit) {
   return ForEachField(
       feature.list, 1, what,
       [&](std::string_view packed) {
-        if (is_float && packed.size() % 4 != 0) return Malformed("packed float_list of odd length");
-        WireReader r(packed);
-        while (!r.done()) {
-          if (!read_one(r)) return Malformed(std::string(what) + ": truncated packed value");
+        if (is_float) {
+          if (packed.size() % 4 != 0) return Malformed("packed float_list of odd length");
+          for (size_t k = 0; k < packed.size(); k += 4) {
+            float f;
+            std::memcpy(&f, packed.data() + k, 4);  // little-endian on every host we build for
+            emit(f);
+          }
+          return Status::Ok();
+        }
+        // Varints of one or two bytes (ids, pixel values) decoded in line; longer ones by the
+        // general reader. An image's hundreds of values make this the loop that matters.
+        const auto* p = reinterpret_cast<const uint8_t*>(packed.data());
+        const auto* end = p + packed.size();
+        while (p < end) {
+          if (p[0] < 0x80) {
+            emit(int64_t{p[0]});
+            p += 1;
+          } else if (end - p >= 2 && p[1] < 0x80) {
+            emit(int64_t{(p[0] & 0x7f) | (int64_t{p[1]} << 7)});
+            p += 2;
+          } else {
+            WireReader r(std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(end - p)));
+            if (!read_one(r)) return Malformed(std::string(what) + ": truncated packed value");
+            p = end - r.remaining();
+          }
         }
         return Status::Ok();
       },
@@ -240,6 +262,30 @@ Status ReadExampleBytes(const ExampleFeature& feature, std::span<std::string> ou
   if (i != out.size()) return InvalidArgument("feature has " + std::to_string(i) + " values, expected " +
                                               std::to_string(out.size()));
   return Status::Ok();
+}
+
+StatusOr<int64_t> ReadExampleNumbersAsFloats(const ExampleFeature& feature, std::span<float> out) {
+  if (feature.kind != ExampleFeature::Kind::kFloat && feature.kind != ExampleFeature::Kind::kInt64) {
+    return InvalidArgument("feature holds a " + std::string(ExampleFeatureKindName(feature.kind)) +
+                           ", not a float_list or int64_list");
+  }
+  int64_t i = 0;
+  LS_RETURN_IF_ERROR(ForEachNumber(feature, [&](auto v) {
+    if (static_cast<size_t>(i) < out.size()) out[static_cast<size_t>(i)] = static_cast<float>(v);
+    ++i;
+  }));
+  return i;
+}
+
+StatusOr<int64_t> ReadExampleBytesViews(const ExampleFeature& feature, std::span<std::string_view> out) {
+  LS_RETURN_IF_ERROR(CheckKind(feature, ExampleFeature::Kind::kBytes));
+  int64_t i = 0;
+  LS_RETURN_IF_ERROR(ForEachField(feature.list, 1, "bytes_list", [&](std::string_view bytes) {
+    if (static_cast<size_t>(i) < out.size()) out[static_cast<size_t>(i)] = bytes;
+    ++i;
+    return Status::Ok();
+  }));
+  return i;
 }
 
 }  // namespace lockstep

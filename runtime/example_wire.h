@@ -47,4 +47,12 @@ Status ReadExampleFloats(const ExampleFeature& feature, std::span<float> out);
 Status ReadExampleInt64s(const ExampleFeature& feature, std::span<int64_t> out);
 Status ReadExampleBytes(const ExampleFeature& feature, std::span<std::string> out);
 
+// For readers that learn a feature's width from the data (model-train's input): a float_list
+// or an int64_list (as floats) into `out`, returning how many values the list holds; only the
+// first out.size() are written. InvalidArgument for a bytes_list or an absent feature.
+StatusOr<int64_t> ReadExampleNumbersAsFloats(const ExampleFeature& feature, std::span<float> out);
+// A bytes_list's values as views into the example; returns how many it holds, writing the first
+// out.size().
+StatusOr<int64_t> ReadExampleBytesViews(const ExampleFeature& feature, std::span<std::string_view> out);
+
 }  // namespace lockstep

@@ -106,6 +106,46 @@ TEST(ExampleWireTest, MalformedBytesAreErrorsNeverOverruns) {
   }
 }
 
+// model-train's reader learns widths from the data: it reads numeric lists of either kind as
+// floats and counts them, and takes bytes as views. Varints of every length (the one- and
+// two-byte ones take a shorter path) come out as protobuf wrote them.
+TEST(ExampleWireTest, NumbersAsFloatsAndBytesAsViewsWithTheirCounts) {
+  tensorflow::Example e;
+  auto& f = *e.mutable_features()->mutable_feature();
+  const std::vector<int64_t> ids = {0, 1, 127, 128, 255, 16383, 16384, 1 << 20, -1, int64_t{1} << 40, 5, 200};
+  for (int64_t id : ids) f["ids"].mutable_int64_list()->add_value(id);
+  for (float v : {0.5f, -2.0f}) f["x"].mutable_float_list()->add_value(v);
+  f["name"].mutable_bytes_list()->add_value("dog");
+  f["name"].mutable_bytes_list()->add_value("cat");
+  const std::string bytes = e.SerializeAsString();
+
+  std::vector<float> out(ids.size());
+  StatusOr<int64_t> n = ReadExampleNumbersAsFloats(*FindExampleFeature(bytes, "ids"), out);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, static_cast<int64_t>(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(ids[i])) << i;
+  std::vector<float> two(2);
+  EXPECT_EQ(ReadExampleNumbersAsFloats(*FindExampleFeature(bytes, "ids"), two).value(), 12);  // counted, 2 written
+  EXPECT_EQ(two, (std::vector<float>{0, 1}));
+  EXPECT_EQ(ReadExampleNumbersAsFloats(*FindExampleFeature(bytes, "x"), two).value(), 2);
+  EXPECT_EQ(two, (std::vector<float>{0.5f, -2.0f}));
+  EXPECT_FALSE(ReadExampleNumbersAsFloats(*FindExampleFeature(bytes, "name"), two).ok());
+  EXPECT_FALSE(ReadExampleNumbersAsFloats(*FindExampleFeature(bytes, "absent"), two).ok());
+
+  std::string_view first;
+  EXPECT_EQ(ReadExampleBytesViews(*FindExampleFeature(bytes, "name"), std::span<std::string_view>(&first, 1)).value(), 2);
+  EXPECT_EQ(first, "dog");
+  EXPECT_FALSE(ReadExampleBytesViews(*FindExampleFeature(bytes, "x"), std::span<std::string_view>(&first, 1)).ok());
+
+  // A packed list cut inside a two-byte varint is malformed, not a short read.
+  tensorflow::Example cut;
+  (*cut.mutable_features()->mutable_feature())["ids"].mutable_int64_list()->add_value(200);
+  std::string b = cut.SerializeAsString();
+  ASSERT_EQ(static_cast<unsigned char>(b[b.size() - 2]), 0xc8u);
+  b[b.size() - 1] = '\x80';  // the varint's last byte now says more follows, past the list's end
+  EXPECT_FALSE(ReadExampleNumbersAsFloats(*FindExampleFeature(b, "ids"), two).ok());
+}
+
 StatusOr<std::vector<Tensor>> Parse(const std::vector<std::string>& examples, const Tensor& fallback,
                                     DType dtype, Shape shape) {
   Tensor serialized = Tensor::FromVector<std::string>(Shape{static_cast<int64_t>(examples.size())}, examples);

@@ -202,7 +202,8 @@ TEST(ExampleReaderTest, ErrorsNameFileOffsetAndKey) {
   const std::string second_at = path + ": record at offset " + std::to_string(16 + first.size());
   EXPECT_EQ(error_of({first, MakeExample({1}, 1, nullptr, 0)}),
             second_at + ": feature 'pixels' has 1 values, the first example had 2");
-  EXPECT_EQ(error_of({first, "not a proto \xff\xff"}), second_at + ": not a tf.train.Example");
+  EXPECT_EQ(error_of({first, "not a proto \xff\xff"}),
+            second_at + ": not a tf.train.Example (malformed tf.Example: Example: truncated or unknown field)");
   EXPECT_EQ(error_of({MakeExample({1, 2}, 1, nullptr, -3)}),
             path + ": record at offset 0: label -3 is out of range (class ids are 0 to 2147483647)");
   const std::string dog = "dog";

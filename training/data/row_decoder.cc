@@ -7,24 +7,30 @@
 #include <limits>
 #include <unordered_map>
 
+#include "runtime/example_wire.h"
 #include "training/data/csv_reader.h"
 
 namespace lockstep::training {
 namespace {
 
-// A numeric feature's value count, or -1 when it is not numeric.
-int64_t ValueCount(const tensorflow::Feature& feature) {
-  if (feature.has_float_list()) return feature.float_list().value_size();
-  if (feature.has_int64_list()) return feature.int64_list().value_size();
-  return -1;
+// Feature `key` of the record `file` last returned, read where it lies (runtime/example_wire.h).
+StatusOr<ExampleFeature> FindFeature(std::string_view record, const RecordStream& file, const std::string& key) {
+  StatusOr<ExampleFeature> f = FindExampleFeature(record, key);
+  if (!f.ok()) return DataLoss(file.Where() + ": not a tf.train.Example (" + f.status().message() + ")");
+  return f;
 }
 
-void CopyValues(const tensorflow::Feature& feature, float* out) {
-  if (feature.has_float_list()) {
-    std::copy(feature.float_list().value().begin(), feature.float_list().value().end(), out);
-  } else {
-    for (int64_t v : feature.int64_list().value()) *out++ = static_cast<float>(v);
+// A numeric feature's values into `out` (as many as fit); how many it holds.
+StatusOr<int64_t> ReadNumbers(std::string_view record, const RecordStream& file, const std::string& key,
+                              std::span<float> out) {
+  LS_ASSIGN_OR_RETURN(ExampleFeature f, FindFeature(record, file, key));
+  if (f.kind == ExampleFeature::Kind::kAbsent) return InvalidArgument(file.Where() + ": no feature '" + key + "'");
+  if (f.kind == ExampleFeature::Kind::kBytes) {
+    return InvalidArgument(file.Where() + ": feature '" + key + "' is not a float or int64 list");
   }
+  StatusOr<int64_t> count = ReadExampleNumbersAsFloats(f, out);
+  if (!count.ok()) return DataLoss(file.Where() + ": feature '" + key + "': " + count.status().message());
+  return count;
 }
 
 }  // namespace
@@ -45,16 +51,8 @@ StatusOr<RowFormat> DiscoverRowFormat(const std::string& format_name, const std:
   };
   if (format_name == "tfrecord") {
     if (features_wanted.empty()) return InvalidArgument("no feature keys given for the tf.train.Example records");
-    tensorflow::Example example;
-    if (!example.ParseFromArray(first_record.data(), static_cast<int>(first_record.size())))
-      return DataLoss(file.Where() + ": not a tf.train.Example");
-    const auto& features = example.features().feature();
     for (const std::string& key : features_wanted) {
-      auto it = features.find(key);
-      if (it == features.end()) return InvalidArgument(file.Where() + ": no feature '" + key + "'");
-      const int64_t count = ValueCount(it->second);
-      if (count < 0)
-        return InvalidArgument(file.Where() + ": feature '" + key + "' is not a float or int64 list");
+      LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(first_record, file, key, {}));
       if (count == 0) return InvalidArgument(file.Where() + ": feature '" + key + "' has no values");
       add(key, count);
     }
@@ -122,38 +120,34 @@ Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std
     label.name = text;
     return Status::Ok();
   }
-  if (!example_.ParseFromArray(record.data(), static_cast<int>(record.size())))
-    return DataLoss(file.Where() + ": not a tf.train.Example");
-  const auto& features = example_.features().feature();
   float* out = row.data();
   for (const FeatureKey& key : format_.feature_keys) {
-    auto it = features.find(key.name);
-    if (it == features.end()) return InvalidArgument(file.Where() + ": no feature '" + key.name + "'");
-    const int64_t count = ValueCount(it->second);
-    if (count < 0)
-      return InvalidArgument(file.Where() + ": feature '" + key.name + "' is not a float or int64 list");
+    LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
     if (count != key.width) {
       return InvalidArgument(file.Where() + ": feature '" + key.name + "' has " + std::to_string(count) +
                              " values, the first example had " + std::to_string(key.width));
     }
-    CopyValues(it->second, out);
     out += count;
   }
-  auto it = features.find(format_.label);
-  if (it == features.end()) return InvalidArgument(file.Where() + ": no label feature '" + format_.label + "'");
-  const tensorflow::Feature& l = it->second;
-  label.is_name = l.has_bytes_list();
-  const int size = label.is_name ? l.bytes_list().value_size() : l.has_int64_list() ? l.int64_list().value_size() : -1;
-  if (size < 0)
+  LS_ASSIGN_OR_RETURN(ExampleFeature l, FindFeature(record, file, format_.label));
+  if (l.kind == ExampleFeature::Kind::kAbsent)
+    return InvalidArgument(file.Where() + ": no label feature '" + format_.label + "'");
+  if (l.kind == ExampleFeature::Kind::kFloat)
     return InvalidArgument(file.Where() + ": label '" + format_.label + "' is not an int64 or bytes list");
-  if (size != 1) {
-    return InvalidArgument(file.Where() + ": label '" + format_.label + "' has " + std::to_string(size) +
+  label.is_name = l.kind == ExampleFeature::Kind::kBytes;
+  auto damaged = [&](const Status& s) {
+    return DataLoss(file.Where() + ": label '" + format_.label + "': " + s.message());
+  };
+  // Counted first (the int64 list read as floats), then read as the integer it is.
+  StatusOr<int64_t> size = label.is_name ? ReadExampleBytesViews(l, std::span<std::string_view>(&label.name, 1))
+                                         : ReadExampleNumbersAsFloats(l, {});
+  if (!size.ok()) return damaged(size.status());
+  if (*size != 1) {
+    return InvalidArgument(file.Where() + ": label '" + format_.label + "' has " + std::to_string(*size) +
                            " values, not 1");
   }
-  if (label.is_name) {
-    label.name = l.bytes_list().value(0);
-  } else {
-    label.id = l.int64_list().value(0);
+  if (!label.is_name) {
+    if (Status s = ReadExampleInt64s(l, std::span<int64_t>(&label.id, 1)); !s.ok()) return damaged(s);
   }
   return Status::Ok();
 }

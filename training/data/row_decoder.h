@@ -1,5 +1,7 @@
 // Decoding one record of a data file into a row of features and a label, for the streaming
-// input, which never holds a table: a tf.train.Example's keys, or a CSV line's columns.
+// input, which never holds a table: a tf.train.Example's keys (read where they lie in the
+// record, runtime/example_wire.h: no message is built, nothing allocated), or a CSV line's
+// columns.
 // Errors name the file and where in it (record offset or line), and the key or column.
 #pragma once
 
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "runtime/status.h"
-#include "tensorflow/core/example/example.pb.h"
 #include "training/data/labelled_table.h"
 #include "training/data/record_stream.h"
 
@@ -55,7 +56,6 @@ class RowDecoder {
 
  private:
   const RowFormat& format_;
-  tensorflow::Example example_;
   std::vector<std::string> fields_;
   std::vector<size_t> columns_;  // CSV: the column of each feature
   size_t label_column_ = 0;
