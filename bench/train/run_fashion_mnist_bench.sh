@@ -9,7 +9,8 @@
 # model-train: float32 and bfloat16, 2 replicas of 1 thread (the mirrored strategy on both
 # cores). PyTorch: float32 and bf16 autocast, at 1 and 2 threads (its best is the peer).
 # samples/s is over the epochs after the first (model-train: the median epoch's). Installs
-# dataset-fashion-mnist, python3-torch and python3-crc32c (bench-only) when missing.
+# dataset-fashion-mnist, python3-torch, libopenblas0-pthread and python3-crc32c (bench-only)
+# when missing.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,7 +29,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 source "$root/bench/train/bench_packages.sh"
-install_missing_packages dataset-fashion-mnist python3-torch python3-crc32c
+# PyTorch without OpenBLAS falls back to the reference BLAS, 20-40x slower: not a fair peer.
+install_missing_packages dataset-fashion-mnist python3-torch libopenblas0-pthread python3-crc32c
 cmake --build "$build" -j"$(nproc)" --target model-train >/dev/null
 if [[ ! -f $root/examples/fashion_mnist/data/test-00000-of-00001.tfrecord ]]; then
   /usr/bin/python3 "$root/examples/fashion_mnist/convert.py" >&2

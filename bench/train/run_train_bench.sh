@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # model-train's training throughput next to PyTorch's, measured in this one run on this machine:
-# installs PyTorch from Debian (python3-torch, a bench-only peer) when missing, builds
+# installs PyTorch from Debian (python3-torch, with OpenBLAS; bench-only peers) when missing, builds
 # bench_train, runs every configuration of both, and prints the table with ratios and the
 # targets of the training issue.
 #
@@ -29,14 +29,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  echo "run_train_bench: installing the bench-only peer python3-torch" >&2
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -q
-  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends python3-torch
-fi
+# PyTorch without OpenBLAS falls back to the reference BLAS, 20-40x slower: not a fair peer.
+source "$root/bench/train/bench_packages.sh"
+install_missing_packages python3-torch libopenblas0-pthread
 
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_BUILD_BENCH=ON >/dev/null

@@ -215,8 +215,7 @@ Status StreamingPipeline::NextRow(Shard& shard, float* row, int32_t* label) {
   std::memcpy(row, row_at(pick), f * sizeof(float));
   *label = shard.labels[static_cast<size_t>(pick)];
   LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, row_at(pick), &shard.labels[static_cast<size_t>(pick)]));
-  if (!got) {
-    --shard.held;
+  if (!got && --shard.held != pick) {  // the input is done: the last row held takes the pick's place
     std::memcpy(row_at(pick), row_at(shard.held), f * sizeof(float));
     shard.labels[static_cast<size_t>(pick)] = shard.labels[static_cast<size_t>(shard.held)];
   }
