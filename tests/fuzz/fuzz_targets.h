@@ -53,8 +53,9 @@ void SavedModel(Bytes data);
 // data may name), read, and compiled when accepted; the input is also decoded as one
 // TensorProto with a 64 MiB cap, which the decoded tensor must respect.
 void OnnxModel(Bytes data);
-// A TFRecord file of tf.train.Example records, read into a table strictly and skipping
-// corrupt records (the first byte chooses the label key's and features' form).
+// A TFRecord file of tf.train.Example records (plain or gzip), read into a table strictly and
+// skipping corrupt records, or scanned and streamed for an epoch (the first byte chooses the
+// label key's and features' form, the mode and a prefetch thread).
 void TfRecordExample(Bytes data);
 // A CSV file of labelled examples, read with every column as a feature and with a chosen one.
 void Csv(Bytes data);

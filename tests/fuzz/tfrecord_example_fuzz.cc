@@ -1,4 +1,5 @@
 // TfRecordExample (fuzz_targets.h): a dataset file model-train reads.
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -6,7 +7,9 @@
 #include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/table_checks.h"
+#include "training/data/data_scan.h"
 #include "training/data/example_reader.h"
+#include "training/data/streaming_pipeline.h"
 
 namespace lockstep::fuzz {
 
@@ -21,9 +24,27 @@ void TfRecordExample(Bytes data) {
   options.records.skip_corrupt = (mode & 1) != 0;
   options.feature_keys = (mode & 2) != 0 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "y"};
   if ((mode & 4) != 0) options.label_key = "y";
-  const std::string paths[] = {path};
-  StatusOr<training::LabelledTable> table = training::ReadExamples(paths, options);
-  if (table.ok()) CheckTable(*table);
+  if ((mode & 8) == 0) {
+    const std::string paths[] = {path};
+    StatusOr<training::LabelledTable> table = training::ReadExamples(paths, options);
+    if (table.ok()) CheckTable(*table);
+    return;
+  }
+  // The streaming input: the scan, then an epoch through the shuffle buffer.
+  training::DataConfig config;
+  config.format = "tfrecord";
+  config.train = {path};
+  config.features = options.feature_keys;
+  config.label = options.label_key;
+  config.skip_corrupt_records = options.records.skip_corrupt;
+  StatusOr<training::DataScan> scan = training::ScanTrainingFiles(config, config.train);
+  if (!scan.ok()) return;
+  StatusOr<std::unique_ptr<training::StreamingPipeline>> pipeline = training::StreamingPipeline::Create(
+      *scan, {.batch_size = 3, .shuffle_buffer = 4, .seed = mode, .prefetch = (mode & 16) != 0 ? 1 : 0,
+              .records = training::RecordOptions(config), .limits = {.num_classes = 1 << 20, .last_layer = "out"}});
+  if (!pipeline.ok()) return;
+  while ((*pipeline)->Next() != nullptr) {
+  }
 }
 
 }  // namespace lockstep::fuzz

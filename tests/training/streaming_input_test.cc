@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <chrono>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -106,6 +108,8 @@ TEST(FilePatternsTest, ExpandsInSortedOrderAndNamesWhatMatchesNothing) {
   EXPECT_EQ(*files, (std::vector<std::string>{dir.File("train-0.tfrecord"), dir.File("train-1.tfrecord"),
                                               dir.File("train-2.tfrecord")}));
   EXPECT_EQ(ExpandFilePatterns({dir.File("plain.csv")}).value(), std::vector<std::string>{dir.File("plain.csv")});
+  std::ofstream(dir.File("data[1].csv")) << "";  // a file named as it is, brackets and all
+  EXPECT_EQ(ExpandFilePatterns({dir.File("data[1].csv")}).value(), std::vector<std::string>{dir.File("data[1].csv")});
   EXPECT_EQ(ExpandFilePatterns({dir.File("valid-*")}).status().message(),
             "'" + dir.File("valid-*") + "' matches no file");
   EXPECT_EQ(ExpandFilePatterns({dir.File("train-1.tfrecord"), dir.File("train-?.tfrecord")}).status().message(),
@@ -128,6 +132,9 @@ TEST(GzipTfRecordTest, ReadsWhatTensorFlowWritesCompressed) {
     EXPECT_FALSE(reader->Next(&record).value());
   }
   EXPECT_FALSE(TfRecordReader::Open(plain).value().compressed());
+  // Told "gzip", a plain file is refused rather than read through.
+  EXPECT_EQ(TfRecordReader::Open(plain, {.compression = TfRecordReader::Options::Compression::kGzip}).status().message(),
+            "'" + plain + "' is not gzip-compressed (data.compression is \"gzip\")");
   // Told "none", a gzip file is framing that does not check.
   std::string record;
   EXPECT_EQ(TfRecordReader::Open(gz, {.compression = TfRecordReader::Options::Compression::kNone})
@@ -289,6 +296,53 @@ TEST(StreamingPipelineTest, ADamagedRecordMidShardIsNamedOrSkipped) {
     EXPECT_EQ(std::count(b.begin(), b.end(), 20), 0);
   }
   EXPECT_EQ(rows, 39);
+}
+
+// The scan reads every record's label even past its sample for the statistics: a class first
+// seen late, or a bad label, is named before the first step, not mid-epoch.
+TEST(StreamingPipelineTest, TheScanKnowsEveryLabelWhateverItsSample) {
+  TempDir dir;
+  const std::string path = dir.File("rows.csv");
+  {
+    std::ofstream out(path);
+    out << "x,label\n";
+    for (int i = 0; i < 50; ++i) out << i << "," << (i < 40 ? "cat" : "dog") << "\n";
+  }
+  DataConfig data;
+  data.train = {path};
+  data.test_fraction = 0;
+  data.stats_sample = 10;
+  const DataScan scan = Scan(data);
+  EXPECT_EQ(scan.stats_rows, 10);
+  EXPECT_EQ(scan.format.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(scan.total_records(), 50);
+  std::ofstream(path, std::ios::app) << "50,\n";
+  StatusOr<DataScan> bad = ScanTrainingFiles(data, data.train);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), path + ":52: column 'label': the label is empty");
+}
+
+// A failure in a batch made ahead, then a Skip that lands before it (a resumed run): the
+// batches before the failure come out, then the failure, never a wait for a batch no one makes.
+TEST(BatchRingTest, ASkipAfterAFailureMadeAheadEndsWithTheFailure) {
+  for (int prefetch : {0, 1, 4}) {
+    BatchRing ring(2, 1, prefetch, 1, [](int64_t index, BatchBuffers& out) -> Status {
+      if (index == 3) return DataLoss("batch 3 is damaged");
+      out.features[0] = static_cast<float>(index);
+      out.rows = out.global_rows = 1;
+      return Status::Ok();
+    });
+    ring.Start(6, [] {});
+    if (prefetch > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it fail ahead
+    ring.Skip(1);
+    std::vector<int64_t> seen;
+    while (const Batch* b = ring.Next()) seen.push_back(static_cast<int64_t>(b->features.data<float>()[0]));
+    EXPECT_EQ(seen, (std::vector<int64_t>{1, 2})) << "prefetch " << prefetch;
+    EXPECT_EQ(ring.status().message(), "batch 3 is damaged") << "prefetch " << prefetch;
+    ring.Start(2, [] {});  // a new epoch starts clean
+    EXPECT_NE(ring.Next(), nullptr);
+    EXPECT_TRUE(ring.status().ok());
+  }
 }
 
 TEST(StreamingPipelineTest, OneRecordIsADataSet) {

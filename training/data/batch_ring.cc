@@ -103,7 +103,11 @@ void BatchRing::Skip(int64_t count) {
   next_to_hand_ = std::min(next_to_hand_ + count, batches_);
   next_to_make_ = next_to_hand_;  // batches made ahead are dropped with their slots
   for (Slot& slot : slots_) slot.ready = -1;
-  end_ = status_.ok() ? batches_ : next_to_make_;
+  // Batches made ahead are dropped, a failed one with them: each is made again when its turn
+  // comes (and fails again, if it must).
+  status_ = Status::Ok();
+  failed_at_ = INT64_MAX;
+  end_ = batches_;
   lock.unlock();
   work_.notify_all();
 }

@@ -53,8 +53,9 @@ class BatchRing {
   // Begins an epoch of `batches`, dropping whatever was in flight; `reset` runs first, while
   // no batch is being assembled, to set up the epoch's order.
   void Start(int64_t batches, const std::function<void()>& reset);
-  // Indices not handed out: the next batch Next returns is `count` further on. A source that
-  // assembles in order sees the gap in the next index it is asked for.
+  // Indices not handed out: the next batch Next returns is `count` further on. Batches made
+  // ahead (a failed one too) are dropped and made again in their turn. A source that
+  // assembles in order sees the gap, or a step back, in the next index it is asked for.
   void Skip(int64_t count);
   // The next batch, or null after the epoch's last one or after an assembly failed (status()).
   const Batch* Next();

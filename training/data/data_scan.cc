@@ -1,8 +1,10 @@
 #include "training/data/data_scan.h"
 
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "runtime/crc32c.h"
 #include "training/data/csv_reader.h"
@@ -30,7 +32,8 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
   std::optional<FeatureStatsAccumulator> stats;
   std::vector<float> row;
   std::set<std::string, std::less<>> names;  // labels read as text: class names (or CSV ids)
-  bool named = false, csv_ids = true;
+  bool named = false, csv_ids = true, first_label = true;
+  std::string bad_csv_id;  // the first integer label out of range, named, in case they are ids
   const int64_t sample = data.stats_sample > 0 ? data.stats_sample : INT64_MAX;
   std::string_view record;
   for (const std::string& path : files) {
@@ -42,7 +45,6 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
       ++count;
       scan.bytes += static_cast<int64_t>(record.size());
       scan.fingerprint = Crc32c(record, scan.fingerprint);
-      if (scan.stats_rows >= sample) continue;
       if (!decoder) {
         LS_ASSIGN_OR_RETURN(scan.format, DiscoverRowFormat(data.format, data.label, data.features, stream, record));
         decoder.emplace(scan.format);
@@ -50,23 +52,38 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
         row.resize(static_cast<size_t>(scan.format.num_features()));
       }
       if (count == 1) LS_RETURN_IF_ERROR(decoder->StartFile(stream));
+      // Every record's label (so that every class is known, and a bad label is named now, not
+      // mid-epoch); the features of the sample's records only.
       RawLabel label;
-      LS_RETURN_IF_ERROR(decoder->Decode(record, stream, row, label));
-      if (scan.stats_rows == 0) named = label.is_name;
+      const bool sampled = scan.stats_rows < sample;
+      if (sampled) {
+        LS_RETURN_IF_ERROR(decoder->Decode(record, stream, row, label));
+        stats->Add(row);
+        ++scan.stats_rows;
+      } else {
+        LS_RETURN_IF_ERROR(decoder->DecodeLabel(record, stream, label));
+      }
+      if (std::exchange(first_label, false)) named = label.is_name;
       if (stream.csv()) {
         int64_t id = 0;
-        csv_ids = csv_ids && !label.is_name && ParseCsvInteger(label.name, id);
+        const bool integer = !label.is_name && ParseCsvInteger(label.name, id);
+        csv_ids = csv_ids && integer;
+        if (integer && (id < 0 || id > std::numeric_limits<int32_t>::max()) && bad_csv_id.empty()) {
+          bad_csv_id = stream.Where() + ": label " + std::string(label.name) +
+                       " is out of range (class ids are 0 to 2147483647)";
+        }
         if (label.name.empty()) return InvalidArgument(stream.Where() + ": column '" + data.label + "': the label is empty");
         if (names.find(label.name) == names.end()) names.emplace(label.name);
       } else if (label.is_name != named) {
         return InvalidArgument(stream.Where() + ": label '" + data.label + "' is " +
                                (label.is_name ? "a name" : "an id") + ", earlier records had " +
                                (named ? "names" : "ids"));
-      } else if (named && names.find(label.name) == names.end()) {
-        names.emplace(label.name);
+      } else if (named) {
+        if (names.find(label.name) == names.end()) names.emplace(label.name);
+      } else {
+        int32_t id = 0;
+        LS_RETURN_IF_ERROR(decoder->Resolve(label, stream, id));  // the id's range
       }
-      stats->Add(row);
-      ++scan.stats_rows;
     }
     if (count == 0 && stream.corrupt_skipped() == 0) {
       return InvalidArgument(path + ": no records" + (stream.csv() ? " after the header" : ""));
@@ -74,6 +91,7 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
     scan.records.push_back(count);
   }
   if (scan.stats_rows == 0) return InvalidArgument("no records in the training files");
+  if (data.format == "csv" && csv_ids && !bad_csv_id.empty()) return InvalidArgument(bad_csv_id);
   const bool names_are_classes = data.format == "csv" ? !csv_ids : named;
   if (names_are_classes) scan.format.class_names.assign(names.begin(), names.end());
   scan.stats = stats->Finish();

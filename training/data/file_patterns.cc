@@ -12,7 +12,8 @@ namespace lockstep::training {
 StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& entries) {
   std::vector<std::string> files;
   for (const std::string& entry : entries) {
-    if (entry.find_first_of("*?[") == std::string::npos) {
+    std::error_code ec;
+    if (entry.find_first_of("*?[") == std::string::npos || std::filesystem::is_regular_file(entry, ec)) {
       files.push_back(entry);
       continue;
     }

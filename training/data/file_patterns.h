@@ -10,7 +10,8 @@
 
 namespace lockstep::training {
 
-// Each entry as it is when it has no wildcard, else the files it matches (sorted; directories
+// Each entry as it is when it has no wildcard or names a file as it is ("data[1].csv"), else
+// the files it matches (sorted; directories
 // left out). A pattern that matches no file is an error naming it; a file listed twice (by two
 // patterns) is an error too, since it would be read twice an epoch.
 StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& entries);

@@ -100,35 +100,24 @@ Status RowDecoder::StartFile(const RecordStream& file) {
   return Status::Ok();
 }
 
-Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std::span<float> row,
-                          RawLabel& label) {
-  if (file.csv()) {
-    LS_RETURN_IF_ERROR(SplitCsvFields(record, file.Where(), fields_));
-    if (fields_.size() != header_size_) {
-      return InvalidArgument(file.Where() + ": " + std::to_string(fields_.size()) +
-                             " fields, but the header has " + std::to_string(header_size_));
-    }
-    for (size_t f = 0; f < columns_.size(); ++f) {
-      const std::string& field = fields_[columns_[f]];
-      if (!ParseCsvNumber(field, row[f])) {
-        return InvalidArgument(file.Where() + ": column '" + format_.feature_keys[f].name +
-                               "': " + QuotedForMessage(field) + " is not a finite number");
-      }
-    }
-    const std::string& text = fields_[label_column_];
-    label.is_name = !format_.class_names.empty() || !ParseCsvInteger(text, label.id);
-    label.name = text;
-    return Status::Ok();
+Status RowDecoder::SplitLine(std::string_view record, const RecordStream& file) {
+  if (Status s = SplitCsvFields(record, "", fields_); !s.ok()) {
+    return Status(s.code(), file.Where() + s.message());  // SplitCsvFields' messages start ": "
   }
-  float* out = row.data();
-  for (const FeatureKey& key : format_.feature_keys) {
-    LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
-    if (count != key.width) {
-      return InvalidArgument(file.Where() + ": feature '" + key.name + "' has " + std::to_string(count) +
-                             " values, the first example had " + std::to_string(key.width));
-    }
-    out += count;
+  if (fields_.size() != header_size_) {
+    return InvalidArgument(file.Where() + ": " + std::to_string(fields_.size()) + " fields, but the header has " +
+                           std::to_string(header_size_));
   }
+  return Status::Ok();
+}
+
+void RowDecoder::CsvLabel(RawLabel& label) const {
+  const std::string& text = fields_[label_column_];
+  label.is_name = !format_.class_names.empty() || !ParseCsvInteger(text, label.id);
+  label.name = text;
+}
+
+Status RowDecoder::ExampleLabel(std::string_view record, const RecordStream& file, RawLabel& label) const {
   LS_ASSIGN_OR_RETURN(ExampleFeature l, FindFeature(record, file, format_.label));
   if (l.kind == ExampleFeature::Kind::kAbsent)
     return InvalidArgument(file.Where() + ": no label feature '" + format_.label + "'");
@@ -149,6 +138,39 @@ Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std
   if (!label.is_name) {
     if (Status s = ReadExampleInt64s(l, std::span<int64_t>(&label.id, 1)); !s.ok()) return damaged(s);
   }
+  return Status::Ok();
+}
+
+Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std::span<float> row,
+                          RawLabel& label) {
+  if (file.csv()) {
+    LS_RETURN_IF_ERROR(SplitLine(record, file));
+    for (size_t f = 0; f < columns_.size(); ++f) {
+      const std::string& field = fields_[columns_[f]];
+      if (!ParseCsvNumber(field, row[f])) {
+        return InvalidArgument(file.Where() + ": column '" + format_.feature_keys[f].name +
+                               "': " + QuotedForMessage(field) + " is not a finite number");
+      }
+    }
+    CsvLabel(label);
+    return Status::Ok();
+  }
+  float* out = row.data();
+  for (const FeatureKey& key : format_.feature_keys) {
+    LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
+    if (count != key.width) {
+      return InvalidArgument(file.Where() + ": feature '" + key.name + "' has " + std::to_string(count) +
+                             " values, the first example had " + std::to_string(key.width));
+    }
+    out += count;
+  }
+  return ExampleLabel(record, file, label);
+}
+
+Status RowDecoder::DecodeLabel(std::string_view record, const RecordStream& file, RawLabel& label) {
+  if (!file.csv()) return ExampleLabel(record, file, label);
+  LS_RETURN_IF_ERROR(SplitLine(record, file));
+  CsvLabel(label);
   return Status::Ok();
 }
 

@@ -51,10 +51,16 @@ class RowDecoder {
   Status StartFile(const RecordStream& file);
   // The record `file` last returned into `row` (num_features floats) and `label`.
   Status Decode(std::string_view record, const RecordStream& file, std::span<float> row, RawLabel& label);
+  // Its label alone (the scan past its sample of rows).
+  Status DecodeLabel(std::string_view record, const RecordStream& file, RawLabel& label);
   // The class id of `label`: its index in class_names for a name, the id itself otherwise.
   Status Resolve(const RawLabel& label, const RecordStream& file, int32_t& id) const;
 
  private:
+  Status SplitLine(std::string_view record, const RecordStream& file);  // into fields_
+  void CsvLabel(RawLabel& label) const;                                 // from fields_
+  Status ExampleLabel(std::string_view record, const RecordStream& file, RawLabel& label) const;
+
   const RowFormat& format_;
   std::vector<std::string> fields_;
   std::vector<size_t> columns_;  // CSV: the column of each feature

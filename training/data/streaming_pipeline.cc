@@ -22,6 +22,7 @@ StatusOr<std::unique_ptr<StreamingPipeline>> StreamingPipeline::Create(const Dat
                            " input shards: each shard needs a row of every batch");
   }
   const auto files = static_cast<int64_t>(scan.files.size());
+  if (files == 0 || scan.records.size() != scan.files.size()) return InvalidArgument("no training files");
   std::vector<Shard> all(static_cast<size_t>(s_count));
   for (int64_t s = 0; s < s_count; ++s) {
     Shard& shard = all[static_cast<size_t>(s)];
@@ -168,9 +169,11 @@ StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, float* row, int32_t* l
       LS_RETURN_IF_ERROR(file.decoder.Decode(record, file.stream, std::span<float>(row, f), raw));
       LS_RETURN_IF_ERROR(file.decoder.Resolve(raw, file.stream, *label));
       if (options_.limits.num_classes > 0) {
-        LS_RETURN_IF_ERROR(CheckRow(options_.limits, std::span<const float>(row, f), *label,
-                                    scan_.format.feature_names, scan_.format.label)
-                               .WithPrefix(file.stream.Where()));
+        if (Status s = CheckRow(options_.limits, std::span<const float>(row, f), *label, scan_.format.feature_names,
+                                scan_.format.label);
+            !s.ok()) {
+          return s.WithPrefix(file.stream.Where());
+        }
       }
       ++file.taken;
       shard.cursor = (shard.cursor + 1) % shard.cycle.size();
@@ -241,6 +244,12 @@ Status StreamingPipeline::Produce(int64_t index, float* features, int32_t* label
 }
 
 Status StreamingPipeline::Assemble(int64_t index, BatchBuffers& out) {
+  Status s = AssembleInOrder(index, out);
+  if (!s.ok()) next_index_ = INT64_MAX;  // the streams stopped mid-batch: any next ask replays
+  return s;
+}
+
+Status StreamingPipeline::AssembleInOrder(int64_t index, BatchBuffers& out) {
   // Batches come in order from one thread; a gap is a Skip, read through and dropped.
   // The streams cannot go back: a Skip after batches were made ahead starts the epoch again.
   if (index < next_index_) {

@@ -9,7 +9,8 @@
 //   would assemble.
 // - In each shard, an epoch visits the files in an order shuffled per (seed, epoch, shard)
 //   (when shuffling at all), reads `interleave` of them at once, one record from each in
-//   turn (a finished file's place is taken by the next), and passes the rows through a
+//   turn (a finished file's place is taken by the next, which reads in the same turn), and
+//   passes the rows through a
 //   shuffle buffer of `shuffle_buffer` rows (tf.data's shuffle; the same draws as the
 //   in-memory pipeline's, so that one file, one shard and one file at a time give the
 //   in-memory pipeline's batches bit for bit).
@@ -20,7 +21,8 @@
 //   decodes and assembles batch after batch ahead of the trainer. Skip(n) (a resumed run)
 //   reads through the n batches and drops them, so a run resumed mid-epoch, mid-file, sees
 //   the batches the uninterrupted run saw.
-// - Memory: the shuffle buffer, the prefetched batches and one record per open file.
+// - Memory: the shuffle buffer, the prefetched batches and one record per open file (and about
+//   400 KB of zlib's buffers per open gzip file).
 #pragma once
 
 #include <cstdint>
@@ -111,6 +113,7 @@ class StreamingPipeline final : public BatchSource {
   // Batch `index`'s rows from every shard of this process; null buffers: read and dropped.
   Status Produce(int64_t index, float* features, int32_t* labels);
   Status Assemble(int64_t index, BatchBuffers& out);
+  Status AssembleInOrder(int64_t index, BatchBuffers& out);
   static int64_t RowsOf(int64_t rows, int64_t part, int64_t index);
 
   const DataScan& scan_;

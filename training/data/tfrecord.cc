@@ -57,6 +57,10 @@ StatusOr<TfRecordReader> TfRecordReader::Open(const std::string& path, Options o
   GzFile gz(gzopen(path.c_str(), "rb"));
   if (gz == nullptr) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
   gzbuffer(gz.get(), 1 << 17);  // fewer, larger reads of the compressed file
+  // Told gzip, zlib would read a plain file through as it is (gzdirect looks ahead to say so).
+  if (gzdirect(gz.get()) == 1 && std::filesystem::file_size(path, ec) > 0) {
+    return InvalidArgument("'" + path + "' is not gzip-compressed (data.compression is \"gzip\")");
+  }
   return TfRecordReader(path, nullptr, std::move(gz), options);
 }
 
@@ -83,11 +87,12 @@ size_t TfRecordReader::Read(char* data, size_t n) {
 StatusOr<bool> TfRecordReader::Next(std::string* record) {
   while (!done_) {
     const int64_t start = offset_;
-    const std::string where = path_ + ": record at offset " + std::to_string(start);
+    // Built on failure only: a record read every epoch allocates nothing.
+    auto where = [&] { return path_ + ": record at offset " + std::to_string(start); };
     // Gives up on the rest of the file (skip_corrupt) or fails.
     auto give_up = [&](const std::string& what) -> StatusOr<bool> {
       done_ = true;
-      if (!options_.skip_corrupt) return DataLoss(where + ": " + what);
+      if (!options_.skip_corrupt) return DataLoss(where() + ": " + what);
       ++corrupt_skipped_;
       spdlog::warn("event=tfrecord_corrupt file={} offset={} problem=\"{}\" action=skip_rest_of_file", path_,
                    start, what);
@@ -115,7 +120,7 @@ StatusOr<bool> TfRecordReader::Next(std::string* record) {
     }
     offset_ = start + 16 + static_cast<int64_t>(length);
     if (MaskCrc32c(Crc32c(*record)) != static_cast<uint32_t>(GetLittleEndian(footer, 4))) {
-      if (!options_.skip_corrupt) return DataLoss(where + ": the data's CRC does not match");
+      if (!options_.skip_corrupt) return DataLoss(where() + ": the data's CRC does not match");
       ++corrupt_skipped_;
       spdlog::warn(
           "event=tfrecord_corrupt file={} offset={} problem=\"data CRC mismatch\" action=skip_record", path_,
