@@ -89,6 +89,10 @@ using KernelFn = Status (*)(KernelContext&);
 // not one the op packs. Errors are the op's own shape errors, reported at session creation.
 using PackFn = StatusOr<std::shared_ptr<const PackedB>> (*)(const AttrMap& attrs, int input,
                                                             const Tensor& value);
+// Packs input `input` of a node, whose value for the coming run is `value`, into `into`, in
+// place (no allocation once `into` has held a packing that size): a trainer packs each fed
+// weight once per step for every replica (SessionOptions::packed_by_caller). Errors as PackFn's.
+using RepackFn = Status (*)(const AttrMap& attrs, int input, const Tensor& value, PackedB& into, ThreadPool* pool);
 // Builds the gradient of an op's inputs from the gradient of its outputs, as backward nodes
 // (runtime/autodiff/). Registered beside the op's forward kernel; null for ops that are not
 // differentiated (integer ops, ArgMax, Cast, the serving-only fused ops).
@@ -104,6 +108,8 @@ struct OpDef {
   KernelFn compute = nullptr;  // null only for the executor's own ops (Input, Const, Variable)
   GradientFn gradient = nullptr;
   PackFn pack_constant = nullptr;  // for ops whose constant inputs feed the matmul core
+  RepackFn repack_input = nullptr;  // the same packing, of a fed input, into the caller's storage
+  int repacked_input = -1;          // the input repack_input packs (a product's right-hand operand)
   // Output 0 may be input 0's storage under another shape (Identity, Reshape, Flatten).
   bool aliases_input = false;
   // Same inputs always give the same outputs; constant folding may evaluate it.

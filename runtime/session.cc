@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -43,6 +44,14 @@ struct RunScratch {
   std::vector<Tensor> values;
   std::vector<const Tensor*> step_inputs;  // pointers into `values`, laid out as Plan::step_inputs
   std::vector<ArenaBuffer> buffers;
+  std::vector<const PackedB*> step_packed;  // Plan::step_packed with the caller's packings in
+};
+
+// A product whose packed operand is a signature input the caller packs (packed_by_caller).
+struct PackSiteInfo {
+  std::string input;  // the signature input's key
+  int step = 0;       // into Plan::steps
+  int input_index = 0;
 };
 
 struct Plan {
@@ -52,6 +61,7 @@ struct Plan {
   // Parallel to step_inputs: the packed form of a constant input, or null. The packed
   // matrices belong to the session (PackedWeights), shared by all its plans.
   std::vector<const PackedB*> step_packed;
+  std::vector<PackSiteInfo> pack_sites;
   int num_values = 0;
   std::vector<std::pair<int, Tensor>> constants;
   std::vector<int> input_values;   // per signature input
@@ -170,6 +180,7 @@ StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, in
 // Builds the plan for one signature: only the nodes its outputs need, in topological order.
 StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysis& a,
                                           const Signature& sig, bool reuse_buffers,
+                                          const std::vector<std::string>& packed_by_caller,
                                           PackedWeights& packed) {
   auto plan = std::make_unique<Plan>();
   plan->signature = sig;
@@ -242,6 +253,17 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     std::vector<const PackedB*> step_packed;
     LS_ASSIGN_OR_RETURN(step.has_packed, PackConstantInputs(model, a, i, packed, step_packed));
     step_packed.resize(a.inputs[i].size());
+    for (size_t j = 0; j < a.inputs[i].size() && op->repack_input != nullptr; ++j) {
+      if (static_cast<int>(j) != op->repacked_input || step_packed[j] != nullptr) continue;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        if (inputs[k] != a.inputs[i][j] || std::find(packed_by_caller.begin(), packed_by_caller.end(),
+                                                      sig.inputs[k].key) == packed_by_caller.end()) {
+          continue;
+        }
+        plan->pack_sites.push_back({sig.inputs[k].key, static_cast<int>(plan->steps.size()), static_cast<int>(j)});
+        step.has_packed = true;
+      }
+    }
     plan->step_packed.insert(plan->step_packed.end(), step_packed.begin(), step_packed.end());
     MemoryPlanStep mp;
     mp.aliases_input = op->aliases_input;
@@ -333,7 +355,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
   for (const Signature& sig : compiled->model.graph.signatures) {
     LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers,
-                                             compiled->packed));
+                                             options.packed_by_caller, compiled->packed));
     compiled->plans.push_back(std::move(plan));
   }
   return std::make_unique<Session>(Key{}, std::move(compiled));
@@ -341,13 +363,32 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
 
 Status Session::Run(std::string_view signature, std::span<const NamedTensor> inputs,
                     std::vector<NamedTensor>* outputs) const {
+  return Run(signature, inputs, outputs, {});
+}
+
+Status Session::Run(std::string_view signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
+                    std::span<const PackedB* const> site_packs) const {
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   const Signature& sig = plan->signature;
 
+  if (!site_packs.empty() && site_packs.size() != plan->pack_sites.size()) {
+    return InvalidArgument("signature '" + std::string(signature) + "' has " + std::to_string(plan->pack_sites.size()) +
+                           " pack sites, " + std::to_string(site_packs.size()) + " packings given");
+  }
   std::unique_ptr<RunScratch> scratch = plan->TakeScratch();
   std::vector<Tensor>& values = scratch->values;
   Status status = BindInputs(*plan, inputs, &values);
+  const std::vector<const PackedB*>* step_packed = &plan->step_packed;
+  if (!plan->pack_sites.empty()) {
+    scratch->step_packed.assign(plan->step_packed.begin(), plan->step_packed.end());
+    for (size_t s = 0; s < site_packs.size(); ++s) {
+      const PackSiteInfo& site = plan->pack_sites[s];
+      const Step& step = plan->steps[static_cast<size_t>(site.step)];
+      scratch->step_packed[static_cast<size_t>(step.input_offset + site.input_index)] = site_packs[s];
+    }
+    step_packed = &scratch->step_packed;
+  }
 
   // Shape inference ran at compile time on the declared shapes, where the batch is -1; the
   // concrete shapes of this request are checked by each kernel itself (every kernel is held
@@ -362,7 +403,7 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     allocator.set_step(&step);
     std::span<const PackedB* const> packed;
     if (step.has_packed) {
-      packed = {plan->step_packed.data() + step.input_offset, static_cast<size_t>(step.num_inputs)};
+      packed = {step_packed->data() + step.input_offset, static_cast<size_t>(step.num_inputs)};
     }
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator,
@@ -404,6 +445,24 @@ Status Session::CheckInputs(std::string_view signature, std::span<const NamedTen
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   return BindInputs(*plan, inputs, nullptr);
+}
+
+std::vector<std::string> Session::PackSites(std::string_view signature) const {
+  std::vector<std::string> inputs;
+  if (const Plan* plan = compiled_->Find(signature)) {
+    for (const PackSiteInfo& site : plan->pack_sites) inputs.push_back(site.input);
+  }
+  return inputs;
+}
+
+Status Session::PackSite(std::string_view signature, size_t site, const Tensor& value, PackedB& into,
+                         ThreadPool* pool) const {
+  const Plan* plan = compiled_->Find(signature);
+  if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
+  if (site >= plan->pack_sites.size()) return OutOfRange("no pack site " + std::to_string(site));
+  const PackSiteInfo& info = plan->pack_sites[site];
+  const Step& step = plan->steps[static_cast<size_t>(info.step)];
+  return step.op->repack_input(step.node->attrs, info.input_index, value, into, pool);
 }
 
 const Model& Session::model() const { return compiled_->model; }

@@ -21,6 +21,8 @@
 
 namespace lockstep {
 
+class PackedB;  // runtime/matmul/packed_b.h
+
 struct NamedTensor {
   std::string name;
   Tensor tensor;
@@ -40,6 +42,11 @@ struct SessionOptions {
   // (UseBf16Products in runtime/passes/passes.h): faster where the CPU has bf16 instructions,
   // at bf16's precision (about 3 significant digits per operand).
   bool bf16_products = false;
+  // Signature inputs the caller packs for the matmul core itself, once for many runs (a
+  // trainer's weights, packed once per step for all its replicas): each product that reads
+  // one as its packed operand becomes a pack site (PackSites). Runs given no packing for a
+  // site pack it themselves, as for any fed input.
+  std::vector<std::string> packed_by_caller = {};
 };
 
 class Session {
@@ -58,6 +65,17 @@ class Session {
   // unspecified values: read `outputs` only on success.)
   Status Run(std::string_view signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs) const;
+
+  // Run, with `site_packs` parallel to PackSites(signature): each site's operand as PackSite
+  // packed it from this run's input (null: the product packs it itself).
+  Status Run(std::string_view signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
+             std::span<const PackedB* const> site_packs) const;
+  // The input each pack site of `signature` packs, in site order (empty for none).
+  std::vector<std::string> PackSites(std::string_view signature) const;
+  // Packs site `site` of `signature` from `value`, the tensor the coming runs get for its
+  // input, into `into` (no allocation once `into` has held one that size).
+  Status PackSite(std::string_view signature, size_t site, const Tensor& value, PackedB& into,
+                  ThreadPool* pool = nullptr) const;
 
   // The checks Run makes of its inputs, without running: every input key exactly once, with
   // its dtype and a shape matching its declared one. (A batcher checks each request alone

@@ -35,6 +35,9 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
   LS_ASSIGN_OR_RETURN(Model graph, BuildTrainingGraph(config, layout));
   SessionOptions options;
   options.pool = pool;
+  for (const WeightInfo& w : layout.weights) {
+    options.packed_by_caller.push_back(TakesBf16Copy(config, w) ? Bf16CopyName(w.name) : w.name);
+  }
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(std::move(graph), options));
   const int64_t f = layout.num_features;
   std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
@@ -50,18 +53,28 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
   }
   if (layout.has_dropout) feed.push_back({kDropoutSeedInput, Tensor::Scalar<int64_t>(0)});
   return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout.has_dropout,
-                                        layout.num_classes);
+                                        layout.num_classes, pool);
 }
 
 GradientStep::GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-                           int32_t classes)
-    : session_(std::move(session)), feed_(std::move(feed)), has_dropout_(has_dropout), classes_(classes) {}
+                           int32_t classes, ThreadPool* pool)
+    : session_(std::move(session)), pool_(pool), feed_(std::move(feed)), has_dropout_(has_dropout), classes_(classes) {
+  for (const std::string& input : session_->PackSites(kTrainSignature)) {
+    for (size_t i = 0; i < feed_.size(); ++i) {
+      if (feed_[i].name == input) site_weights_.push_back(i);
+    }
+  }
+}
 
-Status GradientStep::Run(const Batch& batch, int64_t dropout_seed) {
+Status GradientStep::PackSite(size_t site, PackedB& into) const {
+  return session_->PackSite(kTrainSignature, site, feed_[site_weights_[site]].tensor, into, pool_);
+}
+
+Status GradientStep::Run(const Batch& batch, int64_t dropout_seed, std::span<const PackedB* const> packs) {
   feed_[0].tensor = batch.features;
   feed_[1].tensor = batch.labels;
   if (has_dropout_) feed_.back().tensor.mutable_data<int64_t>()[0] = dropout_seed;
-  LS_RETURN_IF_ERROR(session_->Run(kTrainSignature, feed_, &out_));
+  LS_RETURN_IF_ERROR(session_->Run(kTrainSignature, feed_, &out_, packs));
   loss_ = out_[0].tensor.data<float>()[0];
   const auto logits = out_[1].tensor.data<float>();
   const auto labels = batch.labels.data<int32_t>();

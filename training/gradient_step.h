@@ -36,8 +36,17 @@ class GradientStep {
                                                         const WeightMap& weights, const FeatureStats& stats,
                                                         ThreadPool* pool = nullptr);
 
-  // Forward and backward on `batch`; `dropout_seed` draws its dropout masks.
-  Status Run(const Batch& batch, int64_t dropout_seed);
+  // Forward and backward on `batch`; `dropout_seed` draws its dropout masks. `packs`: empty,
+  // or one packing per pack site (PackSite), made from the weights as they are now, which
+  // every product reading that weight then uses instead of packing it itself.
+  Status Run(const Batch& batch, int64_t dropout_seed, std::span<const PackedB* const> packs = {});
+
+  // The products of the training graph whose packed operand is a weight (the forward
+  // product and the backward one of each dense kernel): a step with several replicas packs
+  // each once for all of them (mirrored_step.h) rather than once per replica.
+  size_t pack_sites() const { return site_weights_.size(); }
+  // Packs site `site` from the weight's current values into `into`, on this step's pool.
+  Status PackSite(size_t site, PackedB& into) const;
 
   // Of the last run: the batch's mean loss, how many of its rows the model got right, and
   // each weight's gradient (parallel to layout.weights; valid until the next run).
@@ -46,10 +55,12 @@ class GradientStep {
   std::span<const std::span<float>> gradients() const { return gradients_; }
 
   GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-               int32_t classes);
+               int32_t classes, ThreadPool* pool);
 
  private:
   std::unique_ptr<Session> session_;
+  ThreadPool* pool_;
+  std::vector<size_t> site_weights_;  // per pack site: its weight's index in feed_
   std::vector<NamedTensor> feed_;  // features, labels, [mean, std], weights..., [dropout seed]
   std::vector<NamedTensor> out_;   // loss, logits, gradients...
   std::vector<std::span<float>> gradients_;

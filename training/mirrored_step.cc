@@ -118,7 +118,13 @@ MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const
     }
     gradients_ = reduced_;
   }
+  // One replica packs for itself as it goes; several share each packing.
+  if (n > 1) {
+    packs_.resize(replicas_[0]->step->pack_sites());
+    for (const PackedB& p : packs_) pack_ptrs_.push_back(&p);
+  }
   start_ = std::make_unique<Barrier>(n);
+  packed_ = std::make_unique<Barrier>(n);
   computed_ = std::make_unique<Barrier>(n);
   reduced_barrier_ = std::make_unique<Barrier>(n);
   for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { ReplicaLoop(r); });
@@ -142,14 +148,23 @@ void MirroredStep::RunReplica(int r) {
   Replica& replica = *replicas_[static_cast<size_t>(r)];
   const Batch& batch = *batch_;
   replica.status = Status::Ok();
-  if (replica.rows > 0) {
+  const auto n = static_cast<int64_t>(replicas_.size());
+  if (!packs_.empty()) {
+    // Every site is packed (from the weights as the last update left them) before any
+    // replica reads one; the sites are identical in every replica's session.
+    for (size_t s = static_cast<size_t>(r); s < packs_.size() && replica.status.ok(); s += static_cast<size_t>(n)) {
+      replica.status = replica.step->PackSite(s, packs_[s]);
+    }
+    packed_->Wait();
+  }
+  const bool packed_all = std::all_of(replicas_.begin(), replicas_.end(), [](const auto& q) { return q->status.ok(); });
+  if (replica.rows > 0 && packed_all) {
     Batch shard{batch.features.Rows(replica.begin, replica.rows),
                 batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index, replica.rows};
     // Each replica its own masks: the stream of a layer's mask restarts at every shard.
-    replica.status = replica.step->Run(shard, dropout_seed_ + first_replica_ + r);
+    replica.status = replica.step->Run(shard, dropout_seed_ + first_replica_ + r, pack_ptrs_);
   }
   if (flat_.empty()) return;  // one replica, one worker: its gradients are the batch's
-  const auto n = static_cast<int64_t>(replicas_.size());
   if (n > 1) computed_->Wait();
   // A failed step reduces nothing: Run reports the failure, and nothing must be updated.
   for (const auto& q : replicas_) {

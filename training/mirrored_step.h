@@ -8,6 +8,10 @@
 // same bits every time; and because the reduction is a mean, the learning rate does not change
 // with N.
 //
+// Each weight matrix a product reads is packed for the matmul core once per step, the
+// packings shared out among the replicas and then read by all of them, rather than packed by
+// every replica for its own products: the per-weight work does not grow with the replicas.
+//
 // The replicas' weights are one copy in shared memory (with, under bf16, one bf16 copy of each
 // product weight: TrainingWeights): the replicas only read it while they compute, and the
 // update writes it once they all have (during the reduction, or after the step), so they are
@@ -26,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/matmul/packed_b.h"
 #include "runtime/thread_pool.h"
 #include "training/gradient_step.h"
 
@@ -97,7 +102,11 @@ class MirroredStep {
   std::vector<float> flat_;                // the reduced gradients, when contiguous
   std::vector<std::span<float>> reduced_;  // per weight, into flat_
   std::vector<std::span<float>> gradients_;
-  std::unique_ptr<Barrier> start_, computed_, reduced_barrier_;
+  // Each weight a product packs, packed once per step for every replica (GradientStep's pack
+  // sites; replica r packs sites r, r + n, ...), before any replica computes.
+  std::vector<PackedB> packs_;
+  std::vector<const PackedB*> pack_ptrs_;
+  std::unique_ptr<Barrier> start_, packed_, computed_, reduced_barrier_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   const Batch* batch_ = nullptr;  // the step's batch, set before start_

@@ -7,6 +7,7 @@
 // changes a result. A constant b is packed once, when the session is built.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "runtime/activation.h"
@@ -181,18 +182,35 @@ Status FusedMatMulKernel(KernelContext& ctx) {
   return RunGemm(ctx, attrs, out, n == 3 ? ctx.input(2).data<float>().data() : nullptr);
 }
 
-// A constant b is packed as the product will read it: in its own type (bf16 stays bf16).
-StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b) {
-  // float64 products (gradient checks) do not go through the matmul core.
-  if (input != 1 || b.shape().rank() != 2 || b.dtype() == DType::kFloat64) return std::shared_ptr<const PackedB>();
+// How b is packed as the product will read it: in its own type (bf16 stays bf16), or as bf16
+// under precision bfloat16 (rounding a float32 b as a per-call pack would). Null when b is
+// not an operand the matmul core packs (float64 products, gradient checks, do not go through it).
+struct PackPlan {
+  bool transpose = false;
+  int64_t k = 0, n = 0;
+  DType compute = DType::kFloat32;
+};
+StatusOr<std::optional<PackPlan>> PlanPacking(const AttrMap& attrs, int input, const Tensor& b) {
+  if (input != 1 || b.shape().rank() != 2 || b.dtype() == DType::kFloat64) return std::optional<PackPlan>();
   LS_RETURN_IF_ERROR(CheckMatMulDType("MatMul", "b", b.dtype()));
   LS_ASSIGN_OR_RETURN(bool transpose_b, attrs.GetBoolOr("transpose_b", false));
   LS_ASSIGN_OR_RETURN(bool bf16, ReadBf16Precision("MatMul", attrs));
-  const int64_t k = b.shape().dim(transpose_b ? 1 : 0);
-  const int64_t n = b.shape().dim(transpose_b ? 0 : 1);
-  // precision bfloat16 packs a float32 b as bf16, rounding it as a per-call pack would.
-  return std::make_shared<const PackedB>(PackedB::Pack(b.raw_data(), b.dtype(), transpose_b, k, n, b.shape().dim(1),
-                                                       bf16 ? DType::kBFloat16 : b.dtype()));
+  return std::optional<PackPlan>(PackPlan{transpose_b, b.shape().dim(transpose_b ? 1 : 0),
+                                          b.shape().dim(transpose_b ? 0 : 1), bf16 ? DType::kBFloat16 : b.dtype()});
+}
+
+StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b) {
+  LS_ASSIGN_OR_RETURN(std::optional<PackPlan> plan, PlanPacking(attrs, input, b));
+  if (!plan) return std::shared_ptr<const PackedB>();
+  return std::make_shared<const PackedB>(
+      PackedB::Pack(b.raw_data(), b.dtype(), plan->transpose, plan->k, plan->n, b.shape().dim(1), plan->compute));
+}
+
+Status RepackWeights(const AttrMap& attrs, int input, const Tensor& b, PackedB& into, ThreadPool* pool) {
+  LS_ASSIGN_OR_RETURN(std::optional<PackPlan> plan, PlanPacking(attrs, input, b));
+  if (!plan) return InvalidArgument("MatMul: input " + std::to_string(input) + " is not one the matmul core packs");
+  into.Repack(b.raw_data(), b.dtype(), plan->transpose, plan->k, plan->n, b.shape().dim(1), plan->compute, pool);
+  return Status::Ok();
 }
 
 // C = op(A) op(B). With dC the gradient of C:
@@ -236,6 +254,8 @@ void RegisterMatMulOps(OpRegistry& registry) {
   matmul.infer = InferMatMul;
   matmul.compute = MatMulKernel;
   matmul.pack_constant = PackWeights;
+  matmul.repack_input = RepackWeights;
+  matmul.repacked_input = 1;
   matmul.gradient = MatMulGrad;
   (void)registry.Register(std::move(matmul));
 
@@ -246,6 +266,8 @@ void RegisterMatMulOps(OpRegistry& registry) {
   fused.infer = InferFusedMatMul;
   fused.compute = FusedMatMulKernel;
   fused.pack_constant = PackWeights;
+  fused.repack_input = RepackWeights;
+  fused.repacked_input = 1;
   (void)registry.Register(std::move(fused));
 }
 

@@ -201,3 +201,39 @@ TEST(MirroredStepTest, RunsAreRepeatableAndReplicaCountsAgree) {
 
 }  // namespace
 }  // namespace lockstep::training
+
+namespace lockstep::training {
+namespace {
+
+// Each weight a product reads is packed once per step for every replica: the training graph
+// of a two-layer MLP has three such products (the first kernel forward; the second forward
+// and in the backward pass for the hidden layer's gradient), and one replica's gradients, run
+// with the shared packings, are the bits it computes packing for itself.
+TEST(MirroredStepTest, SharedPackingsAreTheBitsOfEachReplicaPackingItsOwn) {
+  for (const char* precision : {"float32", "bfloat16"}) {
+    Fixture f = Make(std::string(R"("precision": ")") + precision + R"(", "model": {"layers": [
+        {"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 10}]})");
+    const WeightMap weights = TrainingWeights(f.config, f.layout, f.weights);
+    StatusOr<std::unique_ptr<GradientStep>> step = GradientStep::Create(f.config, f.layout, weights, f.stats);
+    ASSERT_TRUE(step.ok()) << step.status().ToString();
+    ASSERT_EQ((*step)->pack_sites(), 3u) << precision;
+    std::vector<PackedB> packs((*step)->pack_sites());
+    std::vector<const PackedB*> pointers;
+    for (size_t s = 0; s < packs.size(); ++s) {
+      ASSERT_TRUE((*step)->PackSite(s, packs[s]).ok());
+      pointers.push_back(&packs[s]);
+    }
+    const Batch batch = FirstRows(f.table, 24);
+    ASSERT_TRUE((*step)->Run(batch, 0).ok());
+    std::vector<std::vector<float>> own;
+    for (std::span<float> g : (*step)->gradients()) own.emplace_back(g.begin(), g.end());
+    ASSERT_TRUE((*step)->Run(batch, 0, pointers).ok());
+    for (size_t i = 0; i < own.size(); ++i) {
+      const std::span<float> shared = (*step)->gradients()[i];
+      EXPECT_TRUE(std::equal(own[i].begin(), own[i].end(), shared.begin(), shared.end())) << precision << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::training
