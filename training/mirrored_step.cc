@@ -46,6 +46,9 @@ struct MirroredStep::Replica {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<GradientStep> step;
   int64_t begin = 0, rows = 0;  // this step's shard of the batch
+  // Its packing of this step's pack sites: written before the packed_ barrier, read by every
+  // replica after it, never written again before the step's computed_ barrier.
+  Status pack_status;
   Status status;
 };
 
@@ -149,16 +152,21 @@ void MirroredStep::RunReplica(int r) {
   const Batch& batch = *batch_;
   replica.status = Status::Ok();
   const auto n = static_cast<int64_t>(replicas_.size());
+  Status packed_all;
   if (!packs_.empty()) {
     // Every site is packed (from the weights as the last update left them) before any
     // replica reads one; the sites are identical in every replica's session.
-    for (size_t s = static_cast<size_t>(r); s < packs_.size() && replica.status.ok(); s += static_cast<size_t>(n)) {
-      replica.status = replica.step->PackSite(s, packs_[s]);
+    replica.pack_status = Status::Ok();
+    for (size_t s = static_cast<size_t>(r); s < packs_.size() && replica.pack_status.ok(); s += static_cast<size_t>(n)) {
+      replica.pack_status = replica.step->PackSite(s, packs_[s]);
     }
     packed_->Wait();
+    for (const auto& q : replicas_) {
+      if (!q->pack_status.ok() && packed_all.ok()) packed_all = q->pack_status;
+    }
   }
-  const bool packed_all = std::all_of(replicas_.begin(), replicas_.end(), [](const auto& q) { return q->status.ok(); });
-  if (replica.rows > 0 && packed_all) {
+  replica.status = packed_all;
+  if (replica.rows > 0 && packed_all.ok()) {
     Batch shard{batch.features.Rows(replica.begin, replica.rows),
                 batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index, replica.rows};
     // Each replica its own masks: the stream of a layer's mask restarts at every shard.
