@@ -216,6 +216,7 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   f.Get("validation", d.validation);
   f.Get("test", d.test);
   f.Get("label", d.label);
+  f.Get("targets", d.targets);
   f.Get("features", d.features);
   Fields split(f.Nested("split"), f.PathOf("split"), source, error);
   split.Get("validation", d.validation_fraction, 0.0, 1.0);
@@ -243,7 +244,18 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
         d.features.begin() + static_cast<std::ptrdiff_t>(i)) {
       return f.Fail("'" + d.features[i] + "' is listed twice", "features");
     }
-    if (d.features[i] == d.label) return f.Fail("'" + d.label + "' is the label, not a feature", "features");
+    if (d.targets.empty() && d.features[i] == d.label) {
+      return f.Fail("'" + d.label + "' is the label, not a feature", "features");
+    }
+    if (std::find(d.targets.begin(), d.targets.end(), d.features[i]) != d.targets.end()) {
+      return f.Fail("'" + d.features[i] + "' is a target, not a feature", "features");
+    }
+  }
+  for (size_t i = 0; i < d.targets.size(); ++i) {
+    if (std::find(d.targets.begin(), d.targets.begin() + static_cast<std::ptrdiff_t>(i), d.targets[i]) !=
+        d.targets.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return f.Fail("'" + d.targets[i] + "' is listed twice", "targets");
+    }
   }
   const double held =
       (d.validation.empty() ? d.validation_fraction : 0.0) + (d.test.empty() ? d.test_fraction : 0.0);
@@ -364,7 +376,11 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   if (error.ok() && !json.contains("model")) top.Fail("is required: the model's layers", "model");
   ReadData(top.Nested("data"), source, &error, c.data);
   ReadModel(top.Nested("model"), source, &error, c.model);
-  top.Get("loss", c.loss, {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error"});
+  top.Get("task", c.task, {"classification", "regression"});
+  if (c.task == "regression") c.loss = "mean_squared_error";
+  top.Get("loss", c.loss,
+          {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "mean_absolute_error", "huber"});
+  top.Get("huber_delta", c.huber_delta, 0.0, kInf, true);
   ReadOptimizer(top.Nested("optimizer"), source, &error, c.optimizer);
   top.Get("epochs", c.epochs, 1);
   top.Get("batch_size", c.batch_size, 1);
@@ -379,12 +395,37 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   ck.Finish();
   Fields ex(top.Nested("export"), "export", source, &error);
   ex.Get("dir", c.export_.dir);
-  ex.Get("best_by", c.export_.best_by, {"", "val_accuracy", "val_loss"});
+  ex.Get("best_by", c.export_.best_by, {"", "val_accuracy", "val_loss", "val_mae"});
   ex.Get("model_name", c.export_.model_name);
   ex.Finish();
   top.Get("logdir", c.logdir);
   top.Finish();
   if (!error.ok()) return error;
+  if (c.regression()) {
+    if (c.loss != "mean_squared_error" && c.loss != "mean_absolute_error" && c.loss != "huber") {
+      top.Fail("'" + c.loss + "' is a classification loss; task regression takes mean_squared_error, "
+               "mean_absolute_error or huber", "loss");
+      return error;
+    }
+    if (c.export_.best_by == "val_accuracy") {
+      ex.Fail("val_accuracy is a classification metric; task regression takes val_loss or val_mae", "best_by");
+      return error;
+    }
+    if (c.data.targets.empty()) c.data.targets = {c.data.label};
+  } else {
+    if (c.loss == "mean_absolute_error" || c.loss == "huber") {
+      top.Fail("'" + c.loss + "' is a regression loss: set \"task\": \"regression\"", "loss");
+      return error;
+    }
+    if (!c.data.targets.empty()) {
+      Fields(top.Nested("data"), "data", source, &error).Fail("are for task regression", "targets");
+      return error;
+    }
+    if (c.export_.best_by == "val_mae") {
+      ex.Fail("val_mae is a regression metric; task classification takes val_accuracy or val_loss", "best_by");
+      return error;
+    }
+  }
   const bool has_validation = !c.data.validation.empty() || c.data.validation_fraction > 0;
   if (!c.export_.best_by.empty() && !has_validation) {
     ex.Fail("needs validation data (data.validation or data.split.validation)", "best_by");
@@ -400,6 +441,7 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"validation", d.validation},
                {"test", d.test},
                {"label", d.label},
+               {"targets", d.targets},
                {"features", d.features},
                {"split", {{"validation", d.validation_fraction}, {"test", d.test_fraction}, {"seed", d.split_seed}}},
                {"skip_corrupt_records", d.skip_corrupt_records},
@@ -457,7 +499,9 @@ std::string TrainConfigToJson(const TrainConfig& c) {
   if (!c.model.input_shape.empty()) model["input_shape"] = c.model.input_shape;
   Json json = {{"data", data},
                {"model", model},
+               {"task", c.task},
                {"loss", c.loss},
+               {"huber_delta", c.huber_delta},
                {"optimizer", optimizer},
                {"epochs", c.epochs},
                {"batch_size", c.batch_size},

@@ -20,6 +20,9 @@ struct DataConfig {
   std::vector<std::string> validation;  // separate files; else split.validation of train
   std::vector<std::string> test;        // separate files; else split.test of train
   std::string label = "label";
+  // Regression's target columns (CSV) or keys (tf.Example), in order: task regression sets it
+  // to [label] when the config names none. Empty for classification, whose label is a class.
+  std::vector<std::string> targets;
   std::vector<std::string> features;  // csv: default every column but the label; tfrecord: required
   double validation_fraction = 0.0;   // split.validation
   double test_fraction = 0.2;         // split.test
@@ -103,7 +106,9 @@ struct CheckpointConfig {
 
 struct ExportConfig {
   std::string dir;         // <dir>/<version>/, version = highest + 1
-  std::string best_by;     // "": export the final weights; "val_accuracy" or "val_loss": the best epoch's
+  // "": export the final weights; "val_accuracy" (classification), "val_loss", or "val_mae"
+  // (regression): the best epoch's.
+  std::string best_by;
   std::string model_name;  // metadata; default: the config file's stem
 
   friend bool operator==(const ExportConfig&, const ExportConfig&) = default;
@@ -112,8 +117,13 @@ struct ExportConfig {
 struct TrainConfig {
   DataConfig data;
   ModelConfig model;
-  std::string loss =
-      "softmax_cross_entropy";  // softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error
+  // "classification": a class per row, from the label; "regression": float targets
+  // (data.targets), the model's outputs one per target value.
+  std::string task = "classification";
+  // classification: softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error (against
+  // the one-hot label); regression: mean_squared_error (its default), mean_absolute_error, huber.
+  std::string loss = "softmax_cross_entropy";
+  double huber_delta = 1.0;  // huber: where the loss turns from quadratic to linear
   OptimizerConfig optimizer;
   int64_t epochs = 10;
   int64_t batch_size = 32;
@@ -127,6 +137,8 @@ struct TrainConfig {
   CheckpointConfig checkpoint;
   ExportConfig export_;  // "export" in the file
   std::string logdir;    // "": no TensorBoard events
+
+  bool regression() const { return task == "regression"; }
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -1,6 +1,7 @@
 #include "training/gradient_step.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace lockstep::training {
 
@@ -40,7 +41,7 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
   }
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(std::move(graph), options));
   const int64_t f = layout.num_features;
-  std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {kLabelsInput, {}}};
+  std::vector<NamedTensor> feed = {{kFeaturesInput, {}}, {layout.regression ? kTargetsInput : kLabelsInput, {}}};
   if (config.model.normalize) {
     feed.push_back({kMeanInput, Tensor::FromVector<float>(Shape{f}, stats.mean)});
     feed.push_back({kStdInput, Tensor::FromVector<float>(Shape{f}, stats.std)});
@@ -53,12 +54,17 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
   }
   if (layout.has_dropout) feed.push_back({kDropoutSeedInput, Tensor::Scalar<int64_t>(0)});
   return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout.has_dropout,
-                                        layout.num_classes, pool);
+                                        layout.num_classes, layout.regression, pool);
 }
 
 GradientStep::GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-                           int32_t classes, ThreadPool* pool)
-    : session_(std::move(session)), pool_(pool), feed_(std::move(feed)), has_dropout_(has_dropout), classes_(classes) {
+                           int32_t classes, bool regression, ThreadPool* pool)
+    : session_(std::move(session)),
+      pool_(pool),
+      feed_(std::move(feed)),
+      has_dropout_(has_dropout),
+      classes_(classes),
+      regression_(regression) {
   for (const std::string& input : session_->PackSites(kTrainSignature)) {
     for (size_t i = 0; i < feed_.size(); ++i) {
       if (feed_[i].name == input) site_weights_.push_back(i);
@@ -72,16 +78,26 @@ Status GradientStep::PackSite(size_t site, PackedB& into) const {
 
 Status GradientStep::Run(const Batch& batch, int64_t dropout_seed, std::span<const PackedB* const> packs) {
   feed_[0].tensor = batch.features;
-  feed_[1].tensor = batch.labels;
+  feed_[1].tensor = regression_ ? batch.targets : batch.labels;
   if (has_dropout_) feed_.back().tensor.mutable_data<int64_t>()[0] = dropout_seed;
   LS_RETURN_IF_ERROR(session_->Run(kTrainSignature, feed_, &out_, packs));
   loss_ = out_[0].tensor.data<float>()[0];
-  const auto logits = out_[1].tensor.data<float>();
-  const auto labels = batch.labels.data<int32_t>();
+  const auto outputs = out_[1].tensor.data<float>();
   correct_ = 0;
-  for (int64_t r = 0; r < batch.rows; ++r) {
-    const float* row = logits.data() + r * classes_;
-    correct_ += std::max_element(row, row + classes_) - row == labels[static_cast<size_t>(r)];
+  squared_error_ = absolute_error_ = 0;
+  if (regression_) {
+    const auto targets = batch.targets.data<float>();
+    for (size_t i = 0; i < static_cast<size_t>(batch.rows * classes_); ++i) {
+      const double e = static_cast<double>(outputs[i]) - targets[i];
+      squared_error_ += e * e;
+      absolute_error_ += std::abs(e);
+    }
+  } else {
+    const auto labels = batch.labels.data<int32_t>();
+    for (int64_t r = 0; r < batch.rows; ++r) {
+      const float* row = outputs.data() + r * classes_;
+      correct_ += std::max_element(row, row + classes_) - row == labels[static_cast<size_t>(r)];
+    }
   }
   gradients_.resize(out_.size() - 2);
   for (size_t i = 0; i < gradients_.size(); ++i) gradients_[i] = out_[2 + i].tensor.mutable_data<float>();

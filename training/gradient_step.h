@@ -48,26 +48,32 @@ class GradientStep {
   // Packs site `site` from the weight's current values into `into`, on this step's pool.
   Status PackSite(size_t site, PackedB& into) const;
 
-  // Of the last run: the batch's mean loss, how many of its rows the model got right, and
-  // each weight's gradient (parallel to layout.weights; valid until the next run).
+  // Of the last run: the batch's mean loss, how many of its rows the model got right
+  // (classification), the sums over its rows and targets of the squared and absolute errors
+  // (regression), and each weight's gradient (parallel to layout.weights; valid until the
+  // next run).
   double loss() const { return loss_; }
   int64_t correct() const { return correct_; }
+  double squared_error() const { return squared_error_; }
+  double absolute_error() const { return absolute_error_; }
   std::span<const std::span<float>> gradients() const { return gradients_; }
 
   GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-               int32_t classes, ThreadPool* pool);
+               int32_t classes, bool regression, ThreadPool* pool);
 
  private:
   std::unique_ptr<Session> session_;
   ThreadPool* pool_;
   std::vector<size_t> site_weights_;  // per pack site: its weight's index in feed_
-  std::vector<NamedTensor> feed_;  // features, labels, [mean, std], weights..., [dropout seed]
-  std::vector<NamedTensor> out_;   // loss, logits, gradients...
+  std::vector<NamedTensor> feed_;  // features, labels or targets, [mean, std], weights..., [dropout seed]
+  std::vector<NamedTensor> out_;   // loss, logits or predictions, gradients...
   std::vector<std::span<float>> gradients_;
   bool has_dropout_;
-  int32_t classes_;
+  int32_t classes_;  // the model's outputs: classes, or target values
+  bool regression_;
   double loss_ = 0;
   int64_t correct_ = 0;
+  double squared_error_ = 0, absolute_error_ = 0;
 };
 
 }  // namespace lockstep::training

@@ -167,8 +167,9 @@ void MirroredStep::RunReplica(int r) {
   }
   replica.status = packed_all;
   if (replica.rows > 0 && packed_all.ok()) {
-    Batch shard{batch.features.Rows(replica.begin, replica.rows),
-                batch.labels.Rows(replica.begin, replica.rows), replica.rows, batch.index, replica.rows};
+    Batch shard{batch.features.Rows(replica.begin, replica.rows), batch.labels.Rows(replica.begin, replica.rows),
+                batch.targets.num_elements() > 0 ? batch.targets.Rows(replica.begin, replica.rows) : Tensor(),
+                replica.rows, batch.index, replica.rows};
     // Each replica its own masks: the stream of a layer's mask restarts at every shard.
     replica.status = replica.step->Run(shard, dropout_seed_ + first_replica_ + r, pack_ptrs_);
   }
@@ -225,11 +226,14 @@ Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed, const Reduced
   RunReplica(0);
   loss_ = 0;
   correct_ = 0;
+  squared_error_ = absolute_error_ = 0;
   for (const auto& replica : replicas_) {
     LS_RETURN_IF_ERROR(replica->status);
     if (replica->rows == 0) continue;
     loss_ += replica->step->loss() * static_cast<double>(replica->rows) / static_cast<double>(total_rows_);
     correct_ += replica->step->correct();
+    squared_error_ += replica->step->squared_error();
+    absolute_error_ += replica->step->absolute_error();
   }
   if (flat_.empty()) {
     gradients_.assign(replicas_[0]->step->gradients().begin(), replicas_[0]->step->gradients().end());

@@ -79,6 +79,8 @@ class MirroredStep {
   // each weight's gradient (parallel to layout.weights; valid until the next run).
   double loss() const { return loss_; }
   int64_t correct() const { return correct_; }
+  double squared_error() const { return squared_error_; }    // regression: summed over rows and targets
+  double absolute_error() const { return absolute_error_; }  // likewise
   std::span<const std::span<float>> gradients() const { return gradients_; }
   // Every gradient, one after another, when they are in one buffer (more than one replica,
   // or multi_worker); empty otherwise. Writable: the workers' sum replaces it in place.
@@ -115,6 +117,7 @@ class MirroredStep {
   const ReducedFn* on_reduced_ = nullptr;
   double loss_ = 0;
   int64_t correct_ = 0;
+  double squared_error_ = 0, absolute_error_ = 0;
 };
 
 }  // namespace lockstep::training

@@ -159,6 +159,43 @@ std::string Normalized(GraphBuilder& g, const std::string& x, const TrainConfig&
   return g.Op("Normalize", {x, mean, std}, {}, name);
 }
 
+// Regression's per-example loss of the logits against `targets` [batch, num_targets]; sets
+// `predictions` to the outputs the loss compares (the last layer's activation applied).
+// |e| is Relu(e) + Relu(-e), and min(|e|, delta) is delta - Relu(delta - |e|): ops whose
+// gradients the runtime has, with Keras's choice at the kinks (a zero gradient at e = 0).
+StatusOr<std::string> RegressionLoss(GraphBuilder& g, const TrainConfig& config, const std::string& logits,
+                                     const std::string& targets, std::string& predictions) {
+  predictions = logits;
+  if (const std::string op = OutputOp(config); !op.empty()) predictions = g.Op(op, {logits}, {}, "loss/outputs");
+  AttrMap per_row;
+  per_row.Set("axes", std::vector<int64_t>{1});
+  const std::string error = g.Op("Sub", {predictions, targets}, {}, "loss/error");
+  if (config.loss == "mean_squared_error") {
+    return g.Op("Mean", {g.Op("Mul", {error, error}, {}, "loss/squared")}, per_row, "loss/per_example");
+  }
+  const std::string absolute =
+      g.Op("Add",
+           {g.Op("Relu", {error}, {}, "loss/above"),
+            g.Op("Relu", {g.Op("Sub", {targets, predictions}, {}, "loss/negated")}, {}, "loss/below")},
+           {}, "loss/absolute");
+  if (config.loss == "mean_absolute_error") return g.Op("Mean", {absolute}, per_row, "loss/per_example");
+  if (config.loss != "huber") return InvalidArgument("loss: '" + config.loss + "' is not a regression loss");
+  const auto delta_value = static_cast<float>(config.huber_delta);
+  const std::string delta = g.Const("loss/delta", Tensor::Scalar<float>(delta_value));
+  const std::string half = g.Const("loss/half", Tensor::Scalar<float>(0.5f));
+  const std::string quadratic =
+      g.Op("Sub", {delta, g.Op("Relu", {g.Op("Sub", {delta, absolute}, {}, "loss/delta_minus_absolute")}, {}, "loss/short_of_delta")}, {},
+           "loss/quadratic");  // min(|e|, delta)
+  const std::string linear = g.Op("Sub", {absolute, quadratic}, {}, "loss/linear");
+  const std::string huber =
+      g.Op("Add",
+           {g.Op("Mul", {half, g.Op("Mul", {quadratic, quadratic}, {}, "loss/quadratic_squared")}, {},
+                 "loss/quadratic_half"),
+            g.Op("Mul", {delta, linear}, {}, "loss/linear_scaled")},
+           {}, "loss/huber");
+  return g.Op("Mean", {huber}, per_row, "loss/per_example");
+}
+
 }  // namespace
 
 bool TakesBf16Copy(const TrainConfig& config, const WeightInfo& weight) {
@@ -172,7 +209,7 @@ int64_t DataSchema::num_features() const {
 }
 
 DataSchema DataSchema::Of(const LabelledTable& table) {
-  return DataSchema{table.feature_keys, table.class_names};
+  return DataSchema{table.feature_keys, table.class_names, table.target_names};
 }
 
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data) {
@@ -252,6 +289,22 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
     }
   }
   const size_t last = model.layers.size() - 1;
+  layout.regression = config.regression();
+  if (layout.regression) {
+    const auto targets = static_cast<int64_t>(data.target_names.size());
+    if (targets == 0) return InvalidArgument("data.targets: task regression needs at least one target");
+    if (shape.size() != 1 || shape[0] != targets) {
+      return InvalidArgument(LayerPath(last) + ": the model ends with outputs " + ShapeString(shape) +
+                             ", but the data has " + std::to_string(targets) + " target value" +
+                             (targets == 1 ? "" : "s") + ": end with a dense layer of " + std::to_string(targets) +
+                             " units");
+    }
+    if (model.layers[last].activation == "softmax") {
+      return InvalidArgument(LayerPath(last) + ": activation \"softmax\" does not go with task regression");
+    }
+    layout.num_classes = static_cast<int32_t>(targets);
+    return layout;
+  }
   const auto named = static_cast<int64_t>(data.class_names.size());
   if (shape.size() != 1 || (named > 0 && shape[0] != named)) {
     return InvalidArgument(LayerPath(last) + ": the model ends with outputs " + ShapeString(shape) +
@@ -292,7 +345,8 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
     return ref;
   };
   std::string x = input(kFeaturesInput, DType::kFloat32, Shape{-1, f});
-  const std::string labels = input(kLabelsInput, DType::kInt32, Shape{-1});
+  const std::string labels = layout.regression ? input(kTargetsInput, DType::kFloat32, Shape{-1, classes})
+                                               : input(kLabelsInput, DType::kInt32, Shape{-1});
   if (config.model.normalize) {
     const std::string mean = input(kMeanInput, DType::kFloat32, Shape{f});
     const std::string std = input(kStdInput, DType::kFloat32, Shape{f});
@@ -310,7 +364,10 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   const std::string logits = Forward(g, x, config, layout, weight, seed, "");
 
   std::string per_example;
-  if (config.loss == "softmax_cross_entropy") {
+  std::string predictions;  // regression's outputs
+  if (layout.regression) {
+    LS_ASSIGN_OR_RETURN(per_example, RegressionLoss(g, config, logits, labels, predictions));
+  } else if (config.loss == "softmax_cross_entropy") {
     per_example = g.Op("SoftmaxCrossEntropy", {logits, labels}, {}, "loss/per_example");
   } else {
     AttrMap depth;
@@ -333,7 +390,11 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   }
   const std::string loss = g.Op("Mean", {per_example}, {}, "loss/mean");
   sig.outputs.push_back({kLossOutput, loss, DType::kFloat32, Shape{}});
-  sig.outputs.push_back({kLogitsOutput, logits, DType::kFloat32, Shape{-1, classes}});
+  if (layout.regression) {
+    sig.outputs.push_back({kPredictionsOutput, predictions, DType::kFloat32, Shape{-1, classes}});
+  } else {
+    sig.outputs.push_back({kLogitsOutput, logits, DType::kFloat32, Shape{-1, classes}});
+  }
   g.AddSignature(sig);
   Model model = std::move(g).Build();
   LS_ASSIGN_OR_RETURN(std::vector<std::string> grads, AddGradients(model, loss, weight_refs));
@@ -374,42 +435,56 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
     const std::string x = Normalized(g, raw, config, mean, std, prefix + "normalize");
     const std::string logits = Forward(g, x, config, layout, weight, "", prefix);
     return std::pair{
-        logits, g.Op(output_op.empty() ? "Identity" : output_op, {logits}, {}, prefix + "probabilities")};
+        logits, g.Op(output_op.empty() ? "Identity" : output_op, {logits}, {},
+                     prefix + (layout.regression ? "outputs" : "probabilities"))};
   };
 
   const std::string raw = g.Input("x", DType::kFloat32, Shape{-1, f});
   const auto [logits, probabilities] = head(raw, "");
-  const std::string classes_out = g.Op("ArgMax", {logits}, {}, "classes");
   Signature predict;
   predict.name = std::string(kDefaultSignature);
   predict.method_name = "tensorflow/serving/predict";
   predict.inputs.push_back({"x", raw, DType::kFloat32, Shape{-1, f}});
-  predict.outputs.push_back({"probabilities", probabilities, DType::kFloat32, Shape{-1, classes}});
-  predict.outputs.push_back({"classes", classes_out, DType::kInt64, Shape{-1}});
+  if (layout.regression) {
+    predict.outputs.push_back({"outputs", probabilities, DType::kFloat32, Shape{-1, classes}});
+  } else {
+    const std::string classes_out = g.Op("ArgMax", {logits}, {}, "classes");
+    predict.outputs.push_back({"probabilities", probabilities, DType::kFloat32, Shape{-1, classes}});
+    predict.outputs.push_back({"classes", classes_out, DType::kInt64, Shape{-1}});
+  }
   g.AddSignature(predict);
 
-  // The classification signature takes each feature key of the training data as an input and
-  // joins them in the training order, then runs the same layers on the same weights.
-  Signature classify;
-  classify.name = kClassificationSignature;
-  classify.method_name = "tensorflow/serving/classify";
+  // The classification and regression signatures take each feature key of the training data
+  // as an input and join them in the training order, then run the same layers on the same
+  // weights. TF Serving's regression answers one value per example: no regression signature
+  // for several targets (predict serves them).
+  if (layout.regression && classes != 1) {
+    if (!missing.ok()) return missing;
+    return std::move(g).Build();
+  }
+  const std::string prefix = layout.regression ? "regression/" : "classification/";
+  Signature examples;
+  examples.name = layout.regression ? kRegressionSignature : kClassificationSignature;
+  examples.method_name = layout.regression ? "tensorflow/serving/regress" : "tensorflow/serving/classify";
   std::vector<std::string> parts;
   for (size_t i = 0; i < layout.data.feature_keys.size(); ++i) {
     const FeatureKey& key = layout.data.feature_keys[i];
-    parts.push_back(
-        g.Input("classification/input_" + std::to_string(i), DType::kFloat32, Shape{-1, key.width}));
-    classify.inputs.push_back({key.name, parts.back(), DType::kFloat32, Shape{-1, key.width}});
+    parts.push_back(g.Input(prefix + "input_" + std::to_string(i), DType::kFloat32, Shape{-1, key.width}));
+    examples.inputs.push_back({key.name, parts.back(), DType::kFloat32, Shape{-1, key.width}});
   }
   AttrMap axis1;
   axis1.Set("axis", int64_t{1});
-  const std::string scores =
-      head(g.Op("Concat", parts, axis1, "classification/features"), "classification/").second;
-  const std::string names =
-      g.Const("class_names", Tensor::FromVector<std::string>(Shape{1, classes}, layout.data.class_names));
-  classify.outputs.push_back({"scores", scores, DType::kFloat32, Shape{-1, classes}});
-  classify.outputs.push_back({"classes", g.Op("BroadcastLike", {names, scores}, {}, "classification/classes"),
-                              DType::kString, Shape{-1, classes}});
-  g.AddSignature(classify);
+  const std::string scores = head(g.Op("Concat", parts, axis1, prefix + "features"), prefix).second;
+  if (layout.regression) {
+    examples.outputs.push_back({"outputs", scores, DType::kFloat32, Shape{-1, 1}});
+  } else {
+    const std::string names =
+        g.Const("class_names", Tensor::FromVector<std::string>(Shape{1, classes}, layout.data.class_names));
+    examples.outputs.push_back({"scores", scores, DType::kFloat32, Shape{-1, classes}});
+    examples.outputs.push_back({"classes", g.Op("BroadcastLike", {names, scores}, {}, prefix + "classes"),
+                                DType::kString, Shape{-1, classes}});
+  }
+  g.AddSignature(examples);
   if (!missing.ok()) return missing;
   return std::move(g).Build();
 }

@@ -23,6 +23,7 @@ namespace lockstep::training {
 struct DataSchema {
   std::vector<FeatureKey> feature_keys;  // the features as the source groups them, in order
   std::vector<std::string> class_names;  // the source's class names; empty when labels are ids
+  std::vector<std::string> target_names;  // regression: one per target value; else empty
 
   int64_t num_features() const;
   static DataSchema Of(const LabelledTable& table);
@@ -41,6 +42,7 @@ struct ModelLayout {
   DataSchema data;  // class_names filled in: one per class, "0", "1", ... for id labels
   int64_t num_features = 0;
   int32_t num_classes = 0;           // the last layer's outputs; labels must be below it
+  bool regression = false;           // the outputs are the targets' values (num_classes of them)
   std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
   bool has_dropout = false;  // the training graph takes kDropoutSeedInput
@@ -50,17 +52,22 @@ struct ModelLayout {
 // it (a dense layer on an image, a window larger than its input, a model that does not end
 // with one output per named class) or a last activation that does not go with the loss.
 // With id labels the model's outputs are the classes: the caller checks each label is below.
+// For regression the model ends with one output per target value.
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data);
 
 // The training graph's names.
 inline constexpr char kTrainSignature[] = "train";
 inline constexpr char kFeaturesInput[] = "features";         // float32 [batch, num_features]
-inline constexpr char kLabelsInput[] = "labels";             // int32 [batch]
+inline constexpr char kLabelsInput[] = "labels";             // int32 [batch]; classification
+inline constexpr char kTargetsInput[] = "targets";           // float32 [batch, num_targets]; regression
 inline constexpr char kMeanInput[] = "feature_mean";         // float32 [num_features]
 inline constexpr char kStdInput[] = "feature_std";           // float32 [num_features]
 inline constexpr char kDropoutSeedInput[] = "dropout_seed";  // int64 scalar, new each step
 inline constexpr char kLossOutput[] = "loss";                // float32 scalar: the batch's mean loss
-inline constexpr char kLogitsOutput[] = "logits";            // float32 [batch, num_classes]
+inline constexpr char kLogitsOutput[] = "logits";            // float32 [batch, num_classes]; classification
+// Regression's outputs in place of the logits: the last layer's activation applied, float32
+// [batch, num_targets], what the served model answers.
+inline constexpr char kPredictionsOutput[] = "predictions";
 inline std::string GradientOutput(const std::string& weight) {
   return "grad/" + weight;
 }
@@ -80,10 +87,17 @@ inline std::string Bf16CopyName(const std::string& weight) {
 //                          binary cross-entropy against the one-hot label
 //   mean_squared_error     the mean over classes of (output - one-hot label)^2, where the
 //                          output is the last layer's activation of the logits
+// and for regression, of the outputs and the targets, e = output - target, averaged over the
+// targets and the batch (as Keras's losses of the same names):
+//   mean_squared_error     e^2
+//   mean_absolute_error    |e|
+//   huber                  e^2 / 2 where |e| <= delta (config.huber_delta), else
+//                          delta (|e| - delta / 2)
 StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout& layout);
 
 // The serving graph's names.
 inline constexpr char kClassificationSignature[] = "classification";
+inline constexpr char kRegressionSignature[] = "regression";
 
 // The serving graph, with two signatures over one set of weights:
 //  - "serving_default" (predict): input "x", raw features, float32 [batch, num_features];
@@ -92,6 +106,11 @@ inline constexpr char kClassificationSignature[] = "classification";
 //  - "classification" (classify, for :classify with tf.Examples): one input per feature key,
 //    float32 [batch, width], named as in the training data; outputs "scores" (the
 //    probabilities) and "classes", string [batch, num_classes], the class names.
+// For regression instead:
+//  - "serving_default" (predict): input "x"; output "outputs" float32 [batch, num_targets];
+//  - "regression" (regress, for :regress with tf.Examples), when there is one target value
+//    (TF Serving's regression answers one per example): the same inputs as classification's,
+//    output "outputs" float32 [batch, 1].
 // `weights` holds every weight of the layout.
 StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& layout,
                                   const WeightMap& weights, const FeatureStats& stats);

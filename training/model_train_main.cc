@@ -75,7 +75,8 @@ lockstep::Status WritePredictions(const std::string& path, const lockstep::train
     probabilities.push_back(bits(report.test_probabilities.data() + r * c, c));
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << nlohmann::json{{"features", features}, {"probabilities", probabilities}}.dump() << "\n";
+  out << nlohmann::json{{"features", features}, {report.regression ? "outputs" : "probabilities", probabilities}}.dump()
+      << "\n";
   if (!out) return lockstep::DataLoss("cannot write '" + path + "'");
   return lockstep::Status::Ok();
 }
@@ -160,10 +161,17 @@ int main(int argc, char** argv) {
     if (!report->has_test) return Fail("--predictions_out: the config holds out no test rows");
     if (Status s = WritePredictions(predictions_out, *report); !s.ok()) return Fail(s.message());
   }
-  if (report->has_test) {
+  if (report->has_test && report->regression) {
+    std::cout << "test_mse=" << report->test_mse << " test_mae=" << report->test_mae
+              << " test_loss=" << report->test_loss << "\n";
+  } else if (report->has_test) {
     std::cout << "test_accuracy=" << report->test_accuracy << " test_loss=" << report->test_loss << "\n";
   }
-  if (report->has_validation) std::cout << "validation_accuracy=" << report->validation_accuracy << "\n";
+  if (report->has_validation && report->regression) {
+    std::cout << "validation_mse=" << report->validation_mse << " validation_mae=" << report->validation_mae << "\n";
+  } else if (report->has_validation) {
+    std::cout << "validation_accuracy=" << report->validation_accuracy << "\n";
+  }
   if (!report->export_path.empty()) std::cout << "exported " << report->export_path << "\n";
   return 0;
 }

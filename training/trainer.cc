@@ -73,6 +73,26 @@ int UsableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// One example's regression loss from the served outputs and its targets (model_graph.h's
+// definitions).
+double RegressionExampleLoss(const TrainConfig& config, std::span<const float> outputs,
+                             std::span<const float> targets) {
+  double sum = 0;
+  const double delta = config.huber_delta;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const double e = static_cast<double>(outputs[i]) - targets[i];
+    const double a = std::abs(e);
+    if (config.loss == "mean_absolute_error") {
+      sum += a;
+    } else if (config.loss == "huber") {
+      sum += a <= delta ? 0.5 * e * e : delta * (a - 0.5 * delta);
+    } else {
+      sum += e * e;
+    }
+  }
+  return sum / static_cast<double>(std::max<size_t>(outputs.size(), 1));
+}
+
 // One example's loss from the served outputs (what the training graph computes from the
 // logits; here from the probabilities, clamped away from log(0)).
 double ExampleLoss(const std::string& loss, std::span<const float> outputs, int32_t label) {
@@ -155,16 +175,17 @@ StatusOr<std::unique_ptr<BatchSource>> MakeBatchSource(const TrainConfig& config
 
 struct Evaluation {
   double accuracy = 0, loss = 0;
+  double mse = 0, mae = 0;  // regression
 };
 
 // Through the serving graph, as a client of the exported model would: batches of up to 256.
-// Appends the features and probabilities to the vectors given.
-StatusOr<Evaluation> Evaluate(const Session& serving, const std::string& loss_name, const Part& part,
+// Appends the features and probabilities (regression: outputs) to the vectors given.
+StatusOr<Evaluation> Evaluate(const Session& serving, const TrainConfig& config, const Part& part,
                               std::vector<float>* features = nullptr,
                               std::vector<float>* probabilities_out = nullptr) {
   const int64_t f = part.table->num_features();
   constexpr int64_t kBatch = 256;
-  double loss = 0;
+  double loss = 0, squared = 0, absolute = 0;
   int64_t correct = 0;
   std::vector<NamedTensor> in(1), out;
   for (size_t begin = 0; begin < part.rows.size(); begin += kBatch) {
@@ -177,7 +198,6 @@ StatusOr<Evaluation> Evaluate(const Session& serving, const std::string& loss_na
     in[0] = {"x", x};
     LS_RETURN_IF_ERROR(serving.Run(kDefaultSignature, in, &out));
     const auto probabilities = out[0].tensor.data<float>();
-    const auto classes = out[1].tensor.data<int64_t>();
     if (features != nullptr)
       features->insert(features->end(), x.data<float>().begin(), x.data<float>().end());
     if (probabilities_out != nullptr) {
@@ -185,14 +205,26 @@ StatusOr<Evaluation> Evaluate(const Session& serving, const std::string& loss_na
     }
     const int64_t c = out[0].tensor.shape().dim(1);
     for (size_t i = 0; i < n; ++i) {
-      const int32_t label = part.table->labels[static_cast<size_t>(part.rows[begin + i])];
-      correct += classes[i] == label;
-      loss += ExampleLoss(loss_name,
-                          probabilities.subspan(i * static_cast<size_t>(c), static_cast<size_t>(c)), label);
+      const int64_t row = part.rows[begin + i];
+      const auto outputs = probabilities.subspan(i * static_cast<size_t>(c), static_cast<size_t>(c));
+      if (config.regression()) {
+        const auto targets = part.table->target_row(row);
+        loss += RegressionExampleLoss(config, outputs, targets);
+        for (size_t t = 0; t < outputs.size(); ++t) {
+          const double e = static_cast<double>(outputs[t]) - targets[t];
+          squared += e * e;
+          absolute += std::abs(e);
+        }
+        continue;
+      }
+      const int32_t label = part.table->labels[static_cast<size_t>(row)];
+      correct += out[1].tensor.data<int64_t>()[i] == label;
+      loss += ExampleLoss(config.loss, outputs, label);
     }
   }
   const auto count = static_cast<double>(std::max<size_t>(part.rows.size(), 1));
-  return Evaluation{static_cast<double>(correct) / count, loss / count};
+  const double values = count * static_cast<double>(std::max<int64_t>(part.table->num_targets(), 1));
+  return Evaluation{static_cast<double>(correct) / count, loss / count, squared / values, absolute / values};
 }
 
 // The next version under `dir`: one more than the highest numeric directory there, else 1.
@@ -243,18 +275,32 @@ StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& confi
   meta["training_config"] = TrainConfigToJson(config);
   meta["loss"] = config.loss;
   meta["precision"] = config.precision;
+  meta["task"] = config.task;
   meta["train_loss"] = fmt::format("{:.6f}", report.train_loss);
-  meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
-  meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
+  if (layout.regression) {
+    meta["train_mse"] = fmt::format("{:.6f}", report.train_mse);
+    meta["train_mae"] = fmt::format("{:.6f}", report.train_mae);
+    meta["target_names"] = nlohmann::json(layout.data.target_names).dump();
+  } else {
+    meta["train_accuracy"] = fmt::format("{:.6f}", report.train_accuracy);
+    meta["class_names"] = nlohmann::json(layout.data.class_names).dump();
+  }
   meta["train_data"] = config.data.train.front();
   meta["data_fingerprint"] = data_fingerprint;
-  if (report.has_test) {
-    meta["test_accuracy"] = fmt::format("{:.6f}", report.test_accuracy);
-    meta["test_loss"] = fmt::format("{:.6f}", report.test_loss);
-  }
+  // Each held-out set's loss with its accuracy, or regression's errors.
+  auto held_out = [&](const std::string& set, double loss, double accuracy, double mse, double mae) {
+    meta[set + "_loss"] = fmt::format("{:.6f}", loss);
+    if (!layout.regression) {
+      meta[set + "_accuracy"] = fmt::format("{:.6f}", accuracy);
+      return;
+    }
+    meta[set + "_mse"] = fmt::format("{:.6f}", mse);
+    meta[set + "_mae"] = fmt::format("{:.6f}", mae);
+  };
+  if (report.has_test) held_out("test", report.test_loss, report.test_accuracy, report.test_mse, report.test_mae);
   if (report.has_validation) {
-    meta["validation_accuracy"] = fmt::format("{:.6f}", report.validation_accuracy);
-    meta["validation_loss"] = fmt::format("{:.6f}", report.validation_loss);
+    held_out("validation", report.validation_loss, report.validation_accuracy, report.validation_mse,
+             report.validation_mae);
   }
   std::error_code ec;
   std::filesystem::create_directories(config.export_.dir, ec);
@@ -262,7 +308,12 @@ StatusOr<std::string> ExportBundle(Model serving_graph, const TrainConfig& confi
   const std::filesystem::path dir =
       std::filesystem::path(config.export_.dir) / std::to_string(NextVersion(config.export_.dir));
   LS_RETURN_IF_ERROR(WriteBundle(serving_graph, dir));
-  spdlog::info("event=export path={} test_accuracy={:.4f}", dir.string(), report.test_accuracy);
+  if (layout.regression) {
+    spdlog::info("event=export path={} test_mse={:.4f} test_mae={:.4f}", dir.string(), report.test_mse,
+                 report.test_mae);
+  } else {
+    spdlog::info("event=export path={} test_accuracy={:.4f}", dir.string(), report.test_accuracy);
+  }
   return dir.string();
 }
 
@@ -276,7 +327,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   const Part& validation = dataset.validation;
   const Part& test = dataset.test;
   const FeatureStats stats = dataset.TrainingStats();
-  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema{dataset.feature_keys(), dataset.class_names()}));
+  LS_ASSIGN_OR_RETURN(ModelLayout layout, PlanModel(config, DataSchema{dataset.feature_keys(), dataset.class_names(), dataset.target_names()}));
   const int32_t classes = layout.num_classes;
   const RowLimits limits = LimitsOf(config.model, classes);
   for (const auto& t : dataset.tables) {
@@ -361,6 +412,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   }
 
   TrainReport report;
+  report.regression = layout.regression;
   const auto start = std::chrono::steady_clock::now();
   // Saves where the run is: the next batch to train on is `batches_done` of `epoch`.
   auto checkpoint = [&](int64_t epoch, int64_t batches_done) -> Status {
@@ -382,7 +434,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     return Status::Ok();
   };
   ProgressBar bar(stderr, lead && isatty(STDERR_FILENO) == 1);
-  std::array<double, 2> metrics{};  // a step's loss and rows right, summed across the workers
+  // A step's loss, rows right, squared and absolute errors, summed across the workers.
+  std::array<double, 4> metrics{};
+  const bool regression = layout.regression;
+  const double targets_per_row = regression ? static_cast<double>(classes) : 1.0;
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = std::chrono::steady_clock::now();
     pipeline.StartEpoch(epoch);
@@ -391,7 +446,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       pipeline.Skip(skip_batches);
       epoch_batches = skip_batches;
     }
-    double loss_sum = 0;
+    double loss_sum = 0, squared_sum = 0, absolute_sum = 0;
     int64_t correct = 0, seen = 0, batches = 0;
     while (const Batch* b = pipeline.Next()) {
       // Each step's dropout masks come from the run's seed and the step, so a resumed run
@@ -403,13 +458,15 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                               optimizer.steps(), total_steps);
       if (update_while_reducing) optimizer.StartStep(params, lr);
       LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed, update_while_reducing ? &update_reduced : nullptr));
-      metrics = {step->loss(), static_cast<double>(step->correct())};
+      metrics = {step->loss(), static_cast<double>(step->correct()), step->squared_error(), step->absolute_error()};
       if (workers.size() > 1) {
         LS_RETURN_IF_ERROR(workers.SumInRankOrder(step->flat_gradients()));
         LS_RETURN_IF_ERROR(workers.SumInRankOrder(std::span<double>(metrics)));
       }
       loss_sum += metrics[0];
       correct += static_cast<int64_t>(metrics[1]);
+      squared_sum += metrics[2];
+      absolute_sum += metrics[3];
       ++batches;
       seen += b->global_rows;
       if (!update_while_reducing) {
@@ -448,6 +505,9 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     report.steps = optimizer.steps();
     report.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(batches, 1));
     report.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));
+    const double values = static_cast<double>(std::max<int64_t>(seen, 1)) * targets_per_row;
+    report.train_mse = squared_sum / values;
+    report.train_mae = absolute_sum / values;
 
     if (workers.size() > 1) LS_RETURN_IF_ERROR(CheckWorkersAgree(workers, layout, weights, epoch));
     if (!lead) continue;
@@ -455,8 +515,9 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     if (validation.table != nullptr) {
       LS_ASSIGN_OR_RETURN(Model serving_graph, BuildServingGraph(config, layout, weights, stats));
       LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(std::move(serving_graph)));
-      LS_ASSIGN_OR_RETURN(val, Evaluate(*serving, config.loss, validation));
-      const double metric = config.export_.best_by == "val_loss" ? -val->loss : val->accuracy;
+      LS_ASSIGN_OR_RETURN(val, Evaluate(*serving, config, validation));
+      const std::string& by = config.export_.best_by;
+      const double metric = by == "val_loss" ? -val->loss : by == "val_mae" ? -val->mae : val->accuracy;
       if (!config.export_.best_by.empty() && metric > best_metric) {
         best_metric = metric;
         for (auto& [name, t] : weights) {
@@ -469,17 +530,26 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta =
         elapsed / static_cast<double>(epoch + 1) * static_cast<double>(config.epochs - epoch - 1);
-    spdlog::info(
-        "event=epoch epoch={}/{} loss={:.4f} accuracy={:.4f} val_loss={} val_accuracy={} "
-        "samples_per_s={:.0f} "
-        "elapsed_s={:.1f} eta_s={:.1f}",
-        epoch + 1, config.epochs, report.train_loss, report.train_accuracy,
-        val ? fmt::format("{:.4f}", val->loss) : "-", val ? fmt::format("{:.4f}", val->accuracy) : "-",
-        static_cast<double>(seen) / std::max(epoch_s, 1e-9), elapsed, eta);
+    auto shown = [&](double Evaluation::*field) { return val ? fmt::format("{:.4f}", (*val).*field) : "-"; };
+    // The task's metrics: accuracy, or regression's mean squared and absolute errors.
+    const std::string metrics_text =
+        regression ? fmt::format("mse={:.4f} mae={:.4f} val_loss={} val_mse={} val_mae={}", report.train_mse,
+                                 report.train_mae, shown(&Evaluation::loss), shown(&Evaluation::mse),
+                                 shown(&Evaluation::mae))
+                   : fmt::format("accuracy={:.4f} val_loss={} val_accuracy={}", report.train_accuracy,
+                                 shown(&Evaluation::loss), shown(&Evaluation::accuracy));
+    spdlog::info("event=epoch epoch={}/{} loss={:.4f} {} samples_per_s={:.0f} elapsed_s={:.1f} eta_s={:.1f}",
+                 epoch + 1, config.epochs, report.train_loss, metrics_text,
+                 static_cast<double>(seen) / std::max(epoch_s, 1e-9), elapsed, eta);
     if (events) {
       const int64_t step = optimizer.steps();
       LS_RETURN_IF_ERROR(events->AddScalar("loss", step, report.train_loss));
-      LS_RETURN_IF_ERROR(events->AddScalar("accuracy", step, report.train_accuracy));
+      if (regression) {
+        LS_RETURN_IF_ERROR(events->AddScalar("mse", step, report.train_mse));
+        LS_RETURN_IF_ERROR(events->AddScalar("mae", step, report.train_mae));
+      } else {
+        LS_RETURN_IF_ERROR(events->AddScalar("accuracy", step, report.train_accuracy));
+      }
       LS_RETURN_IF_ERROR(events->AddScalar("samples_per_s", step, static_cast<double>(seen) / epoch_s));
       LS_RETURN_IF_ERROR(
           events->AddScalar("learning_rate", step,
@@ -487,7 +557,12 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                                                   step, total_steps)));
       if (val) {
         LS_RETURN_IF_ERROR(events->AddScalar("val_loss", step, val->loss));
-        LS_RETURN_IF_ERROR(events->AddScalar("val_accuracy", step, val->accuracy));
+        if (regression) {
+          LS_RETURN_IF_ERROR(events->AddScalar("val_mse", step, val->mse));
+          LS_RETURN_IF_ERROR(events->AddScalar("val_mae", step, val->mae));
+        } else {
+          LS_RETURN_IF_ERROR(events->AddScalar("val_accuracy", step, val->accuracy));
+        }
       }
       LS_RETURN_IF_ERROR(events->Flush());
     }
@@ -502,21 +577,25 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   {
     LS_ASSIGN_OR_RETURN(std::unique_ptr<Session> serving, Session::Create(serving_graph));
     if (validation.table != nullptr) {
-      LS_ASSIGN_OR_RETURN(Evaluation v, Evaluate(*serving, config.loss, validation));
+      LS_ASSIGN_OR_RETURN(Evaluation v, Evaluate(*serving, config, validation));
       report.has_validation = true;
       report.validation_accuracy = v.accuracy;
       report.validation_loss = v.loss;
+      report.validation_mse = v.mse;
+      report.validation_mae = v.mae;
     }
     if (test.table != nullptr) {
       LS_ASSIGN_OR_RETURN(
           Evaluation t,
-          Evaluate(*serving, config.loss, test, keep_test_predictions ? &report.test_features : nullptr,
+          Evaluate(*serving, config, test, keep_test_predictions ? &report.test_features : nullptr,
                    keep_test_predictions ? &report.test_probabilities : nullptr));
       report.num_features = static_cast<int64_t>(dataset.feature_names().size());
       report.num_classes = classes;
       report.has_test = true;
       report.test_accuracy = t.accuracy;
       report.test_loss = t.loss;
+      report.test_mse = t.mse;
+      report.test_mae = t.mae;
     }
   }
   if (!config.export_.dir.empty()) {

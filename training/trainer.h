@@ -16,14 +16,21 @@ namespace lockstep::training {
 struct TrainReport {
   int64_t steps = 0;
   double train_loss = 0, train_accuracy = 0;  // the last epoch's, over its batches
+  // Regression's metrics in place of the accuracies: mean squared and mean absolute error,
+  // over the rows and the target values.
+  double train_mse = 0, train_mae = 0;
   bool has_validation = false, has_test = false;
   double validation_accuracy = 0, validation_loss = 0;  // the exported weights'
+  double validation_mse = 0, validation_mae = 0;
   double test_accuracy = 0, test_loss = 0;
+  double test_mse = 0, test_mae = 0;
   std::string export_path;     // "" when the config names no export dir
   bool stopped_early = false;  // TrainOptions::stop_after_steps ended the run
   // With keep_test_predictions: the test rows' features and the exported model's
-  // probabilities for them, row-major, as model-train's own evaluation computed them.
+  // probabilities (regression: outputs) for them, row-major, as model-train's own evaluation
+  // computed them. num_classes: the model's outputs (regression: its target values).
   int64_t num_features = 0, num_classes = 0;
+  bool regression = false;
   std::vector<float> test_features, test_probabilities;
 };
 

@@ -3,6 +3,7 @@
 // :classify answer, for every test row, exactly the probabilities model-train's own
 // evaluation computed (bit-identical floats). Then model-train exports again into the
 // directory being served, and the server picks the new version up without a restart.
+// Regression likewise: :predict and :regress answer the trainer's own outputs.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -42,6 +43,35 @@ void RunModelTrain(const fs::path& dir, std::vector<std::string> flags) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(dir / "model-train.log");
 }
 
+// The repository's config `name`, with the data path `data` made absolute (model-train takes
+// relative paths from its working directory, and the test runs elsewhere), written into `dir`.
+fs::path RepositoryConfig(const fs::path& dir, const std::string& name, const std::string& data) {
+  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train" / name);
+  config.replace(config.find(data), data.size(), std::string(LOCKSTEP_SOURCE_DIR) + "/" + data);
+  const fs::path path = dir / "config.json";
+  std::ofstream(path) << config;
+  return path;
+}
+
+// gRPC Predict on `model`'s default signature with `rows` as one [rows, width] tensor "x".
+tfs::PredictResponse PredictRows(tfs::PredictionService::Stub& stub, const std::string& model,
+                                 const std::vector<std::vector<float>>& rows) {
+  tfs::PredictRequest request;
+  request.mutable_model_spec()->set_name(model);
+  tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
+  x.set_dtype(tensorflow::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(rows.size()));
+  x.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(rows.empty() ? 0 : rows[0].size()));
+  for (const auto& row : rows) {
+    for (float v : row) x.add_float_val(v);
+  }
+  tfs::PredictResponse response;
+  grpc::ClientContext context;
+  const grpc::Status s = stub.Predict(&context, request, &response);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  return response;
+}
+
 struct ParityCase {
   const char* config;
   const char* precision;
@@ -53,13 +83,7 @@ TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
   ScratchDir dir;
   const fs::path models = dir / "digits";
   const fs::path predictions = dir / "predictions.json";
-  // The repository's config, with the data path made absolute (model-train takes relative
-  // paths from its working directory, and the test runs elsewhere).
-  std::string config = ReadFile(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train" / GetParam().config);
-  const std::string data = "examples/data/digits.csv";
-  config.replace(config.find(data), data.size(), std::string(LOCKSTEP_SOURCE_DIR) + "/" + data);
-  const fs::path config_path = dir / "config.json";
-  std::ofstream(config_path) << config;
+  const fs::path config_path = RepositoryConfig(dir.path(), GetParam().config, "examples/data/digits.csv");
   RunModelTrain(dir.path(),
                 {"--config", config_path.string(), "--epochs", "3", "--export_dir", models.string(),
                  "--predictions_out", predictions.string(), "--precision", GetParam().precision});
@@ -90,21 +114,7 @@ TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
 
   // gRPC Predict: the same rows as one [359, 64] tensor.
   auto stub = tfs::PredictionService::NewStub(MakeChannel(server.grpc_target()));
-  tfs::PredictRequest request;
-  request.mutable_model_spec()->set_name("digits");
-  tensorflow::TensorProto& x = (*request.mutable_inputs())["x"];
-  x.set_dtype(tensorflow::DT_FLOAT);
-  x.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(features.size()));
-  x.mutable_tensor_shape()->add_dim()->set_size(64);
-  for (const auto& row : features) {
-    for (float v : row) x.add_float_val(v);
-  }
-  tfs::PredictResponse response;
-  {
-    grpc::ClientContext context;
-    const grpc::Status s = stub->Predict(&context, request, &response);
-    ASSERT_TRUE(s.ok()) << Describe(s);
-  }
+  const tfs::PredictResponse response = PredictRows(*stub, "digits", features);
   const tensorflow::TensorProto& served = response.outputs().at("probabilities");
   ASSERT_EQ(served.float_val_size(), static_cast<int>(features.size() * 10));
   for (size_t i = 0; i < features.size(); ++i) {
@@ -183,6 +193,80 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::string(info.param.config) == "digits.json" ? "Mlp" : "Cnn") +
              (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
     });
+
+// Regression on the diabetes table: :predict (REST and gRPC) and :regress on the regression
+// signature (REST and gRPC, tf.Examples keyed by the CSV's columns) answer, for every test row,
+// the trainer's own outputs, bit for bit.
+TEST(RegressionParityTest, ServedOutputsAreTheTrainersBitForBit) {
+  ScratchDir dir;
+  const fs::path models = dir / "diabetes";
+  const fs::path predictions = dir / "predictions.json";
+  const fs::path config = RepositoryConfig(dir.path(), "diabetes.json", "examples/data/diabetes.csv");
+  RunModelTrain(dir.path(), {"--config", config.string(), "--epochs", "20", "--export_dir", models.string(),
+                             "--predictions_out", predictions.string()});
+  const nlohmann::json expected = nlohmann::json::parse(ReadFile(predictions));
+  const auto features = FloatRows(expected["features"]);
+  const auto outputs = FloatRows(expected["outputs"]);
+  ASSERT_EQ(features.size(), 88u) << "the diabetes test split: 20 % of 442 rows, rounded down";
+  ASSERT_EQ(outputs.size(), features.size());
+
+  ServerProcess server(dir.path(), {"--model_name=diabetes", "--model_base_path=" + models.string()});
+  HttpClient http(server.rest_port());
+  nlohmann::json instances = nlohmann::json::array();
+  for (const auto& row : features) instances.push_back(row);
+  HttpResult r = http.Post("/v1/models/diabetes:predict", nlohmann::json{{"instances", instances}}.dump());
+  ASSERT_EQ(r.status, 200) << r.error << r.body.substr(0, 500);
+  nlohmann::json body = nlohmann::json::parse(r.body);
+  ASSERT_EQ(body["predictions"].size(), features.size());
+  for (size_t i = 0; i < features.size(); ++i) {
+    ASSERT_EQ(Bits(body["predictions"][i][0].get<float>()), Bits(outputs[i][0])) << "REST predict row " << i;
+  }
+
+  auto stub = tfs::PredictionService::NewStub(MakeChannel(server.grpc_target()));
+  const tfs::PredictResponse predicted = PredictRows(*stub, "diabetes", features);
+  const tensorflow::TensorProto& served = predicted.outputs().at("outputs");
+  ASSERT_EQ(served.float_val_size(), static_cast<int>(features.size()));
+  for (size_t i = 0; i < features.size(); ++i) {
+    ASSERT_EQ(Bits(served.float_val(static_cast<int>(i))), Bits(outputs[i][0])) << "gRPC predict row " << i;
+  }
+
+  const std::vector<std::string> columns = {"age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"};
+  nlohmann::json examples = nlohmann::json::array();
+  tfs::RegressionRequest regress;
+  regress.mutable_model_spec()->set_name("diabetes");
+  regress.mutable_model_spec()->set_signature_name("regression");
+  for (const auto& row : features) {
+    nlohmann::json example = nlohmann::json::object();
+    auto& proto = *regress.mutable_input()->mutable_example_list()->add_examples()->mutable_features();
+    for (size_t c = 0; c < columns.size(); ++c) {
+      example[columns[c]] = row[c];
+      (*proto.mutable_feature())[columns[c]].mutable_float_list()->add_value(row[c]);
+    }
+    examples.push_back(example);
+  }
+  r = http.Post("/v1/models/diabetes:regress",
+                nlohmann::json{{"signature_name", "regression"}, {"examples", examples}}.dump());
+  ASSERT_EQ(r.status, 200) << r.error << r.body.substr(0, 500);
+  body = nlohmann::json::parse(r.body);
+  ASSERT_EQ(body["results"].size(), features.size());
+  tfs::RegressionResponse regressed;
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = stub->Regress(&context, regress, &regressed);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+  }
+  ASSERT_EQ(regressed.result().regressions_size(), static_cast<int>(features.size()));
+  for (size_t i = 0; i < features.size(); ++i) {
+    ASSERT_EQ(Bits(body["results"][i].get<float>()), Bits(outputs[i][0])) << "REST regress row " << i;
+    ASSERT_EQ(Bits(regressed.result().regressions(static_cast<int>(i)).value()), Bits(outputs[i][0]))
+        << "gRPC regress row " << i;
+  }
+  // A regression model has no classification signature to answer :classify.
+  r = http.Post("/v1/models/diabetes:classify",
+                nlohmann::json{{"signature_name", "classification"}, {"examples", examples}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
+}
 
 }  // namespace
 }  // namespace lockstep::e2e

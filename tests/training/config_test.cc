@@ -89,8 +89,8 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
 TEST(TrainConfigTest, TyposAreNamedWithASuggestion) {
   EXPECT_EQ(
       ErrorOf(With(R"(, "optimzer": {})")),
-      "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, loss, optimizer, "
-      "epochs, batch_size, drop_remainder, seed, replicas, precision, checkpoint, export, logdir");
+      "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, task, loss, "
+      "huber_delta, optimizer, epochs, batch_size, drop_remainder, seed, replicas, precision, checkpoint, export, logdir");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"learnig_rate": 0.1})")).substr(0, 77),
             "t.json: optimizer.learnig_rate: unknown key (did you mean 'learning_rate'?); ");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense", "unit": 3}]}})")
@@ -106,7 +106,8 @@ TEST(TrainConfigTest, BadValuesAreNamed) {
   EXPECT_EQ(ErrorOf(With(R"(, "seed": -1)")), "t.json: seed: must be a non-negative integer, got -1");
   EXPECT_EQ(
       ErrorOf(With(R"(, "loss": "hinge")")),
-      "t.json: loss: must be one of softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error, got "
+      "t.json: loss: must be one of softmax_cross_entropy, sigmoid_cross_entropy, mean_squared_error, "
+      "mean_absolute_error, huber, got "
       "\"hinge\"");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"schedule": {"gamma": 2}})")),
             "t.json: optimizer.schedule.gamma: must be > 0 and <= 1, got 2");

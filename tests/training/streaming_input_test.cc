@@ -326,7 +326,7 @@ TEST(StreamingPipelineTest, TheScanKnowsEveryLabelWhateverItsSample) {
 // batches before the failure come out, then the failure, never a wait for a batch no one makes.
 TEST(BatchRingTest, ASkipAfterAFailureMadeAheadEndsWithTheFailure) {
   for (int prefetch : {0, 1, 4}) {
-    BatchRing ring(2, 1, prefetch, 1, [](int64_t index, BatchBuffers& out) -> Status {
+    BatchRing ring(2, 1, 0, prefetch, 1, [](int64_t index, BatchBuffers& out) -> Status {
       if (index == 3) return DataLoss("batch 3 is damaged");
       out.features[0] = static_cast<float>(index);
       out.rows = out.global_rows = 1;

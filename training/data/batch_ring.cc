@@ -4,13 +4,15 @@
 
 namespace lockstep::training {
 
-BatchRing::BatchRing(int64_t batch_size, int64_t num_features, int prefetch, int threads, AssembleFn assemble)
-    : num_features_(num_features), assemble_(std::move(assemble)) {
+BatchRing::BatchRing(int64_t batch_size, int64_t num_features, int64_t num_targets, int prefetch, int threads,
+                     AssembleFn assemble)
+    : num_features_(num_features), num_targets_(num_targets), assemble_(std::move(assemble)) {
   const int64_t b = std::max<int64_t>(batch_size, 1);
   slots_.resize(static_cast<size_t>(std::max(prefetch, 0) + 1));
   for (Slot& slot : slots_) {
     slot.features.resize(static_cast<size_t>(b * num_features));
     slot.labels.resize(static_cast<size_t>(b));
+    slot.targets.resize(static_cast<size_t>(b * num_targets));
   }
   if (prefetch > 0) {
     for (int t = 0; t < std::max(threads, 1); ++t) producers_.emplace_back([this] { Produce(); });
@@ -27,7 +29,7 @@ BatchRing::~BatchRing() {
 }
 
 Status BatchRing::Fill(int64_t index, Slot& slot) {
-  BatchBuffers buffers{slot.features, slot.labels, 0, 0};
+  BatchBuffers buffers{slot.features, slot.labels, slot.targets, 0, 0};
   LS_RETURN_IF_ERROR(assemble_(index, buffers));
   const int64_t rows = buffers.rows;
   Batch& batch = slot.batch;
@@ -36,6 +38,9 @@ Status BatchRing::Fill(int64_t index, Slot& slot) {
     // last batch), since a Tensor view is cheap but not free.
     batch.features = Tensor::MutableView(DType::kFloat32, Shape{rows, num_features_}, slot.features.data(), nullptr);
     batch.labels = Tensor::MutableView(DType::kInt32, Shape{rows}, slot.labels.data(), nullptr);
+    if (num_targets_ > 0) {
+      batch.targets = Tensor::MutableView(DType::kFloat32, Shape{rows, num_targets_}, slot.targets.data(), nullptr);
+    }
   }
   batch.rows = rows;
   batch.index = index;

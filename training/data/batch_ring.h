@@ -25,6 +25,7 @@ namespace lockstep::training {
 struct Batch {
   Tensor features;  // float32 [rows, num_features]: a view of the first `rows` rows of a buffer
   Tensor labels;    // int32 [rows]
+  Tensor targets;   // regression: float32 [rows, num_targets], a view as `features` is; else empty
   int64_t rows = 0;
   int64_t index = 0;        // within the epoch
   int64_t global_rows = 0;  // of the whole global batch: `rows` unless the batch is sharded
@@ -35,6 +36,7 @@ struct Batch {
 struct BatchBuffers {
   std::span<float> features;
   std::span<int32_t> labels;
+  std::span<float> targets;  // batch_size * num_targets
   int64_t rows = 0;
   int64_t global_rows = 0;
 };
@@ -45,7 +47,8 @@ class BatchRing {
 
   // Idle until Start. `assemble` is called from the ring's threads (or from Next when
   // prefetch is 0), never for one index twice in an epoch.
-  BatchRing(int64_t batch_size, int64_t num_features, int prefetch, int threads, AssembleFn assemble);
+  BatchRing(int64_t batch_size, int64_t num_features, int64_t num_targets, int prefetch, int threads,
+            AssembleFn assemble);
   ~BatchRing();
   BatchRing(const BatchRing&) = delete;
   BatchRing& operator=(const BatchRing&) = delete;
@@ -67,6 +70,7 @@ class BatchRing {
     Batch batch;
     std::vector<float> features;
     std::vector<int32_t> labels;
+    std::vector<float> targets;
     int64_t ready = -1;  // the batch index assembled here, -1 for none
   };
 
@@ -79,6 +83,7 @@ class BatchRing {
   void Quiesce(std::unique_lock<std::mutex>& lock);
 
   const int64_t num_features_;
+  const int64_t num_targets_;
   const AssembleFn assemble_;
   std::vector<Slot> slots_;  // batch i in slot i % size
 

@@ -127,6 +127,7 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
 
   std::vector<std::string> header;
   std::vector<int> feature_index;  // column of each feature
+  std::vector<int> target_index;   // regression: column of each target
   int label_index = -1;
   LabelledTable table;
   std::vector<std::string> raw_labels;
@@ -156,28 +157,44 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
           return InvalidArgument(where + ": column '" + header[c] + "' appears twice");
         }
       }
-      auto label = column_of.find(options.label_column);
-      if (label == column_of.end()) {
-        return InvalidArgument(where + ": no label column '" + options.label_column + "' (the header names " +
-                               std::to_string(header.size()) + " columns, first '" + header.front() +
-                               "', last '" + header.back() + "')");
+      std::vector<int> excluded;  // the label, or the targets
+      if (options.target_columns.empty()) {
+        auto label = column_of.find(options.label_column);
+        if (label == column_of.end()) {
+          return InvalidArgument(where + ": no label column '" + options.label_column + "' (the header names " +
+                                 std::to_string(header.size()) + " columns, first '" + header.front() +
+                                 "', last '" + header.back() + "')");
+        }
+        label_index = label->second;
+        excluded.push_back(label_index);
       }
-      label_index = label->second;
+      for (const std::string& name : options.target_columns) {
+        auto it = column_of.find(name);
+        if (it == column_of.end()) return InvalidArgument(where + ": no target column '" + name + "'");
+        target_index.push_back(it->second);
+        excluded.push_back(it->second);
+        table.target_names.push_back(name);
+        table.target_keys.push_back({name, 1});
+      }
+      auto is_excluded = [&](int c) { return std::find(excluded.begin(), excluded.end(), c) != excluded.end(); };
       if (options.feature_columns.empty()) {
         for (size_t c = 0; c < header.size(); ++c) {
-          if (static_cast<int>(c) != label_index) feature_index.push_back(static_cast<int>(c));
+          if (!is_excluded(static_cast<int>(c))) feature_index.push_back(static_cast<int>(c));
         }
       } else {
         for (const std::string& name : options.feature_columns) {
           auto it = column_of.find(name);
           if (it == column_of.end()) return InvalidArgument(where + ": no feature column '" + name + "'");
-          if (it->second == label_index) {
-            return InvalidArgument(where + ": column '" + name + "' is the label, not a feature");
+          if (is_excluded(it->second)) {
+            return InvalidArgument(where + ": column '" + name + "' is the " +
+                                   (label_index >= 0 ? "label" : "target") + ", not a feature");
           }
           feature_index.push_back(it->second);
         }
       }
-      if (feature_index.empty()) return InvalidArgument(where + ": no feature columns besides the label");
+      if (feature_index.empty()) {
+        return InvalidArgument(where + ": no feature columns besides the " + (label_index >= 0 ? "label" : "targets"));
+      }
       for (int c : feature_index) {
         table.feature_names.push_back(header[static_cast<size_t>(c)]);
         table.feature_keys.push_back({header[static_cast<size_t>(c)], 1});
@@ -189,22 +206,29 @@ StatusOr<LabelledTable> ParseCsv(std::string_view text, std::string_view source,
       return InvalidArgument(where + ": " + std::to_string(fields.size()) + " fields, but the header has " +
                              std::to_string(header.size()));
     }
-    for (int c : feature_index) {
+    auto number = [&](int c, std::vector<float>& out) {
       const std::string& field = fields[static_cast<size_t>(c)];
       float value = 0;
       if (!ParseCsvNumber(field, value)) {
         return InvalidArgument(where + ": column '" + header[static_cast<size_t>(c)] + "': " + QuotedForMessage(field) +
                                " is not a finite number");
       }
-      table.features.push_back(value);
-    }
-    raw_labels.push_back(std::move(fields[static_cast<size_t>(label_index)]));
+      out.push_back(value);
+      return Status::Ok();
+    };
+    for (int c : feature_index) LS_RETURN_IF_ERROR(number(c, table.features));
+    for (int c : target_index) LS_RETURN_IF_ERROR(number(c, table.targets));
+    if (label_index >= 0) raw_labels.push_back(std::move(fields[static_cast<size_t>(label_index)]));
     label_lines.push_back(line_number);
     table.origins.push_back({0, line_number});
   }
   if (header.empty()) return InvalidArgument(std::string(source) + ": the file is empty (no header row)");
-  if (raw_labels.empty()) return InvalidArgument(std::string(source) + ": no rows after the header");
+  if (label_lines.empty()) return InvalidArgument(std::string(source) + ": no rows after the header");
   table.source_files = {std::string(source)};
+  if (!target_index.empty()) {
+    table.labels.assign(label_lines.size(), 0);
+    return table;
+  }
   if (Status s = AssignLabels(raw_labels, label_lines, source, options.label_column, table); !s.ok())
     return s;
   return table;

@@ -23,6 +23,9 @@ struct CsvOptions {
   std::string label_column = "label";
   // The feature columns, in this order; empty means every column but the label, in file order.
   std::vector<std::string> feature_columns;
+  // Regression: the target columns, numbers like the features; the label column is then not
+  // read, and every row's label is 0. Features default to every column but these.
+  std::vector<std::string> target_columns;
 };
 
 StatusOr<LabelledTable> ReadCsv(const std::string& path, const CsvOptions& options);

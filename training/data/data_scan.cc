@@ -30,7 +30,7 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
   scan.files = files;
   std::optional<RowDecoder> decoder;
   std::optional<FeatureStatsAccumulator> stats;
-  std::vector<float> row;
+  std::vector<float> row, targets;
   std::set<std::string, std::less<>> names;  // labels read as text: class names (or CSV ids)
   bool named = false, csv_ids = true, first_label = true;
   std::string bad_csv_id;  // the first integer label out of range, named, in case they are ids
@@ -46,10 +46,11 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
       scan.bytes += static_cast<int64_t>(record.size());
       scan.fingerprint = Crc32c(record, scan.fingerprint);
       if (!decoder) {
-        LS_ASSIGN_OR_RETURN(scan.format, DiscoverRowFormat(data.format, data.label, data.features, stream, record));
+        LS_ASSIGN_OR_RETURN(scan.format, DiscoverRowFormat(data.format, data.label, data.targets, data.features, stream, record));
         decoder.emplace(scan.format);
         stats.emplace(scan.format.num_features());
         row.resize(static_cast<size_t>(scan.format.num_features()));
+        targets.resize(static_cast<size_t>(scan.format.num_targets()));
       }
       if (count == 1) LS_RETURN_IF_ERROR(decoder->StartFile(stream));
       // Every record's label (so that every class is known, and a bad label is named now, not
@@ -57,12 +58,13 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
       RawLabel label;
       const bool sampled = scan.stats_rows < sample;
       if (sampled) {
-        LS_RETURN_IF_ERROR(decoder->Decode(record, stream, row, label));
+        LS_RETURN_IF_ERROR(decoder->Decode(record, stream, row, label, targets));
         stats->Add(row);
         ++scan.stats_rows;
       } else {
         LS_RETURN_IF_ERROR(decoder->DecodeLabel(record, stream, label));
       }
+      if (scan.format.regression()) continue;  // the targets were checked; there are no classes
       if (std::exchange(first_label, false)) named = label.is_name;
       if (stream.csv()) {
         int64_t id = 0;
@@ -91,8 +93,10 @@ StatusOr<DataScan> ScanTrainingFiles(const DataConfig& data, const std::vector<s
     scan.records.push_back(count);
   }
   if (scan.stats_rows == 0) return InvalidArgument("no records in the training files");
-  if (data.format == "csv" && csv_ids && !bad_csv_id.empty()) return InvalidArgument(bad_csv_id);
-  const bool names_are_classes = data.format == "csv" ? !csv_ids : named;
+  if (data.format == "csv" && csv_ids && !bad_csv_id.empty() && !scan.format.regression()) {
+    return InvalidArgument(bad_csv_id);
+  }
+  const bool names_are_classes = !scan.format.regression() && (data.format == "csv" ? !csv_ids : named);
   if (names_are_classes) scan.format.class_names.assign(names.begin(), names.end());
   scan.stats = stats->Finish();
   return scan;

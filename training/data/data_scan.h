@@ -1,8 +1,8 @@
 // The one pass over the training files that streaming needs before its first epoch, since it
 // never holds the data: how many records each file has (so that every worker knows every
-// shard's length, and so the epoch's), what a row is (features, widths, class names), the
-// normalisation statistics, and a fingerprint of the bytes. Every worker makes the same pass
-// over all the files and so reaches the same numbers, bit for bit.
+// shard's length, and so the epoch's), what a row is (features, widths, class names or
+// regression's targets), the normalisation statistics, and a fingerprint of the bytes. Every
+// worker makes the same pass over all the files and so reaches the same numbers, bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -20,12 +20,14 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
   if (data.format == "tfrecord") {
     ExampleOptions options;
     options.label_key = data.label;
+    options.target_keys = data.targets;
     options.feature_keys = data.features;
     options.records = RecordOptions(data);
     return ReadExamples(files, options);
   }
   CsvOptions options;
   options.label_column = data.label;
+  options.target_columns = data.targets;
   options.feature_columns = data.features;
   LabelledTable all;
   for (const std::string& file : files) {
@@ -55,10 +57,14 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
 // ids (`classes` holds the training data's class names).
 StatusOr<std::unique_ptr<LabelledTable>> ReadHeldOut(const DataConfig& data, const std::vector<std::string>& files,
                                                      const std::vector<std::string>& feature_names,
+                                                     const std::vector<std::string>& target_names,
                                                      const LabelledTable& classes, const char* field) {
   LS_ASSIGN_OR_RETURN(LabelledTable t, ReadTable(data, files));
   if (t.feature_names != feature_names) {
     return InvalidArgument(std::string(field) + ": the files must have the training data's features");
+  }
+  if (t.target_names != target_names) {
+    return InvalidArgument(std::string(field) + ": the files must have the training data's targets");
   }
   LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(field));
   return std::make_unique<LabelledTable>(std::move(t));
@@ -96,6 +102,14 @@ const std::vector<std::string>& Dataset::feature_names() const {
   return scan ? scan->format.feature_names : tables[0]->feature_names;
 }
 
+const std::vector<std::string>& Dataset::target_names() const {
+  return scan ? scan->format.target_names : tables[0]->target_names;
+}
+
+const std::vector<FeatureKey>& Dataset::target_keys() const {
+  return scan ? scan->format.target_keys : tables[0]->target_keys;
+}
+
 int64_t Dataset::train_rows() const {
   return scan ? scan->total_records() : static_cast<int64_t>(train.rows.size());
 }
@@ -107,11 +121,12 @@ FeatureStats Dataset::TrainingStats() const {
 std::string Dataset::Fingerprint() const {
   if (scan) return fmt::format("crc32c-records:{:08x}", scan->fingerprint);
   const LabelledTable& t = *tables[0];
-  const uint32_t labels = Crc32c(std::string_view(reinterpret_cast<const char*>(t.labels.data()),
-                                                  t.labels.size() * sizeof(int32_t)));
-  return fmt::format("crc32c:{:08x}", Crc32c(std::string_view(reinterpret_cast<const char*>(t.features.data()),
-                                                              t.features.size() * sizeof(float)),
-                                             labels));
+  auto bytes = [](const auto& v) {
+    return std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  uint32_t labels = Crc32c(bytes(t.labels));
+  if (!t.targets.empty()) labels = Crc32c(bytes(t.targets), labels);
+  return fmt::format("crc32c:{:08x}", Crc32c(bytes(t.features), labels));
 }
 
 bool ChoosesStreaming(const DataConfig& data, const std::vector<std::string>& train_files) {
@@ -158,7 +173,8 @@ StatusOr<Dataset> LoadDataset(const DataConfig& config) {
     const std::array<Part*, 3> parts = {nullptr, &d.validation, &d.test};
     for (size_t i = 1; i < 3; ++i) {
       if (files[i]->empty()) continue;
-      LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], d.scan->format.feature_names, classes, fields[i]));
+      LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], d.scan->format.feature_names,
+                                                   d.scan->format.target_names, classes, fields[i]));
       *parts[i] = {d.tables[i].get(), AllRows(*d.tables[i])};
     }
     return d;
@@ -170,7 +186,8 @@ StatusOr<Dataset> LoadDataset(const DataConfig& config) {
   const LabelledTable& train_table = *d.tables[0];
   for (size_t i = 1; i < 3; ++i) {
     if (files[i]->empty()) continue;
-    LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], train_table.feature_names, train_table, fields[i]));
+    LS_ASSIGN_OR_RETURN(d.tables[i], ReadHeldOut(data, *files[i], train_table.feature_names,
+                                                   train_table.target_names, train_table, fields[i]));
   }
   const LabelledTable* validation_table = d.tables[1].get();
   const LabelledTable* test_table = d.tables[2].get();

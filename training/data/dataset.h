@@ -37,6 +37,9 @@ struct Dataset {
   const std::vector<FeatureKey>& feature_keys() const;
   const std::vector<std::string>& class_names() const;
   const std::vector<std::string>& feature_names() const;
+  // Regression's targets (empty for classification).
+  const std::vector<std::string>& target_names() const;
+  const std::vector<FeatureKey>& target_keys() const;
   int64_t train_rows() const;
   // The normalisation statistics of the training rows.
   FeatureStats TrainingStats() const;

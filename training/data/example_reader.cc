@@ -26,16 +26,22 @@ StatusOr<LabelledTable> ReadExamples(std::span<const std::string> paths, const E
       if (!more) break;
       if (!format) {
         LS_ASSIGN_OR_RETURN(format,
-                            DiscoverRowFormat("tfrecord", options.label_key, options.feature_keys, stream, record));
+                            DiscoverRowFormat("tfrecord", options.label_key, options.target_keys,
+                                              options.feature_keys, stream, record));
         decoder.emplace(*format);
         table.feature_keys = format->feature_keys;
         table.feature_names = format->feature_names;
+        table.target_keys = format->target_keys;
+        table.target_names = format->target_names;
       }
       table.origins.push_back({file, stream.position()});
       const size_t at = table.features.size();
       table.features.resize(at + static_cast<size_t>(format->num_features()));
+      const size_t target_at = table.targets.size();
+      table.targets.resize(target_at + static_cast<size_t>(format->num_targets()));
       RawLabel label;
-      LS_RETURN_IF_ERROR(decoder->Decode(record, stream, std::span<float>(table.features).subspan(at), label));
+      LS_RETURN_IF_ERROR(decoder->Decode(record, stream, std::span<float>(table.features).subspan(at), label,
+                                         std::span<float>(table.targets).subspan(target_at)));
       if (table.origins.size() == 1) named_labels = label.is_name;
       if (label.is_name != named_labels) {
         return InvalidArgument(stream.Where() + ": label '" + options.label_key + "' is " +

@@ -19,6 +19,9 @@ namespace lockstep::training {
 
 struct ExampleOptions {
   std::string label_key = "label";
+  // Regression: the target keys (float or int64 lists, as the features); the label key is
+  // then not read and every row's label is 0.
+  std::vector<std::string> target_keys;
   // The features, in this order (an Example's features are a map, with no order of its own).
   std::vector<std::string> feature_keys;
   TfRecordReader::Options records;

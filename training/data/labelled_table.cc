@@ -23,6 +23,7 @@ std::string LabelledTable::Where(int64_t row) const {
 void LabelledTable::Append(const LabelledTable& other) {
   features.insert(features.end(), other.features.begin(), other.features.end());
   labels.insert(labels.end(), other.labels.begin(), other.labels.end());
+  targets.insert(targets.end(), other.targets.begin(), other.targets.end());
   const auto file_base = static_cast<int32_t>(source_files.size());
   source_files.insert(source_files.end(), other.source_files.begin(), other.source_files.end());
   for (const RowOrigin& o : other.origins) origins.push_back({o.file + file_base, o.position});

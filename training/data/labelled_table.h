@@ -1,4 +1,5 @@
-// LabelledTable: examples held in memory as a numeric feature matrix and a class id per row,
+// LabelledTable: examples held in memory as a numeric feature matrix and a class id (or
+// regression's target values) per row,
 // what a CSV file (csv_reader.h) becomes before the input pipeline shuffles and batches it.
 #pragma once
 
@@ -29,7 +30,12 @@ struct LabelledTable {
   std::vector<std::string> feature_names;  // one per column of `features`
   std::vector<FeatureKey> feature_keys;    // the same columns grouped by source key, in order
   std::vector<float> features;             // row-major [num_rows(), num_features()]
-  std::vector<int32_t> labels;             // class id per row, >= 0
+  std::vector<int32_t> labels;             // class id per row, >= 0; all 0 for regression
+  // Regression's target values, row-major [num_rows(), num_targets()], one name per column as
+  // for the features ("y", or "y[1]" for a key of several values). Empty for classification.
+  std::vector<std::string> target_names;
+  std::vector<FeatureKey> target_keys;
+  std::vector<float> targets;
   // When the source's labels were names: class id -> name, ids given in sorted name order.
   // Empty when the labels were integer ids already.
   std::vector<std::string> class_names;
@@ -41,6 +47,11 @@ struct LabelledTable {
 
   int64_t num_features() const { return static_cast<int64_t>(feature_names.size()); }
   int64_t num_rows() const { return static_cast<int64_t>(labels.size()); }
+  int64_t num_targets() const { return static_cast<int64_t>(target_names.size()); }
+  std::span<const float> target_row(int64_t i) const {
+    return std::span<const float>(targets).subspan(static_cast<size_t>(i * num_targets()),
+                                                   static_cast<size_t>(num_targets()));
+  }
   std::span<const float> row(int64_t i) const {
     return std::span<const float>(features).subspan(static_cast<size_t>(i * num_features()),
                                                     static_cast<size_t>(num_features()));

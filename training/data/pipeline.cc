@@ -37,7 +37,7 @@ BatchPipeline::BatchPipeline(const LabelledTable& table, std::vector<int64_t> ro
     : table_(table),
       rows_(std::move(rows)),
       options_(options),
-      ring_(options.batch_size, table.num_features(), options.prefetch, options.threads,
+      ring_(options.batch_size, table.num_features(), table.num_targets(), options.prefetch, options.threads,
             [this](int64_t index, BatchBuffers& out) { return Assemble(index, out); }) {
   StartEpoch(0);
 }
@@ -51,6 +51,7 @@ int64_t BatchPipeline::batches_per_epoch() const {
 Status BatchPipeline::Assemble(int64_t index, BatchBuffers& out) const {
   const int64_t b = std::max<int64_t>(options_.batch_size, 1);
   const int64_t f = table_.num_features();
+  const int64_t t = table_.num_targets();
   const int64_t global = std::min<int64_t>(b, static_cast<int64_t>(order_.size()) - index * b);
   const int64_t shards = std::max(options_.shard_count, 1);
   const int64_t begin = index * b + global * options_.shard_index / shards;
@@ -59,6 +60,7 @@ Status BatchPipeline::Assemble(int64_t index, BatchBuffers& out) const {
     const int64_t row = order_[static_cast<size_t>(begin + r)];
     std::memcpy(out.features.data() + r * f, table_.row(row).data(), static_cast<size_t>(f) * sizeof(float));
     out.labels[static_cast<size_t>(r)] = table_.labels[static_cast<size_t>(row)];
+    if (t > 0) std::memcpy(out.targets.data() + r * t, table_.target_row(row).data(), static_cast<size_t>(t) * sizeof(float));
   }
   out.rows = count;
   out.global_rows = global;

@@ -33,45 +33,70 @@ StatusOr<int64_t> ReadNumbers(std::string_view record, const RecordStream& file,
   return count;
 }
 
+// A tf.Example's float list may hold NaN or an infinity, which no loss can train towards.
+Status CheckFiniteTargets(std::span<const float> targets, const RecordStream& file, const RowFormat& format) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!std::isfinite(targets[i])) {
+      return InvalidArgument(file.Where() + ": target '" + format.target_names[i] + "' is " +
+                             fmt::format("{}", targets[i]) + ", not a finite number");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<RowFormat> DiscoverRowFormat(const std::string& format_name, const std::string& label,
+                                      const std::vector<std::string>& targets,
                                       const std::vector<std::string>& features_wanted, const RecordStream& file,
                                       std::string_view first_record) {
   RowFormat format;
   format.format = format_name;
   format.label = label;
-  auto add = [&](const std::string& key, int64_t width) {
-    format.feature_keys.push_back({key, width});
+  auto add = [](std::vector<FeatureKey>& keys, std::vector<std::string>& names, const std::string& key,
+                int64_t width) {
+    keys.push_back({key, width});
     if (width == 1) {
-      format.feature_names.push_back(key);
+      names.push_back(key);
       return;
     }
-    for (int64_t i = 0; i < width; ++i) format.feature_names.push_back(key + "[" + std::to_string(i) + "]");
+    for (int64_t i = 0; i < width; ++i) names.push_back(key + "[" + std::to_string(i) + "]");
   };
   if (format_name == "tfrecord") {
     if (features_wanted.empty()) return InvalidArgument("no feature keys given for the tf.train.Example records");
     for (const std::string& key : features_wanted) {
       LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(first_record, file, key, {}));
       if (count == 0) return InvalidArgument(file.Where() + ": feature '" + key + "' has no values");
-      add(key, count);
+      add(format.feature_keys, format.feature_names, key, count);
+    }
+    for (const std::string& key : targets) {
+      LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(first_record, file, key, {}));
+      if (count == 0) return InvalidArgument(file.Where() + ": target '" + key + "' has no values");
+      add(format.target_keys, format.target_names, key, count);
     }
     return format;
   }
   const std::vector<std::string>& header = file.header();
   const std::string at = file.path() + ":1";
-  if (std::find(header.begin(), header.end(), label) == header.end()) {
+  auto has = [&](const std::string& name) { return std::find(header.begin(), header.end(), name) != header.end(); };
+  if (targets.empty() && !has(label)) {
     return InvalidArgument(at + ": no label column '" + label + "' (the header names " +
                            std::to_string(header.size()) + " columns, first '" + header.front() + "', last '" +
                            header.back() + "')");
   }
-  for (const std::string& name : features_wanted.empty() ? header : features_wanted) {
-    if (name == label) continue;
-    if (std::find(header.begin(), header.end(), name) == header.end())
-      return InvalidArgument(at + ": no feature column '" + name + "'");
-    add(name, 1);
+  for (const std::string& name : targets) {
+    if (!has(name)) return InvalidArgument(at + ": no target column '" + name + "'");
+    add(format.target_keys, format.target_names, name, 1);
   }
-  if (format.feature_keys.empty()) return InvalidArgument(at + ": no feature columns besides the label");
+  const bool regression = !targets.empty();
+  for (const std::string& name : features_wanted.empty() ? header : features_wanted) {
+    if (regression ? std::find(targets.begin(), targets.end(), name) != targets.end() : name == label) continue;
+    if (!has(name)) return InvalidArgument(at + ": no feature column '" + name + "'");
+    add(format.feature_keys, format.feature_names, name, 1);
+  }
+  if (format.feature_keys.empty()) {
+    return InvalidArgument(at + ": no feature columns besides the " + (regression ? "targets" : "label"));
+  }
   return format;
 }
 
@@ -90,11 +115,18 @@ Status RowDecoder::StartFile(const RecordStream& file) {
     if (it == column_of.end()) return InvalidArgument(at + ": no " + what + " column '" + name + "'");
     return it->second;
   };
-  LS_ASSIGN_OR_RETURN(label_column_, find(format_.label, "label"));
+  if (!format_.regression()) {
+    LS_ASSIGN_OR_RETURN(label_column_, find(format_.label, "label"));
+  }
   columns_.clear();
   for (const FeatureKey& key : format_.feature_keys) {
     LS_ASSIGN_OR_RETURN(size_t c, find(key.name, "feature"));
     columns_.push_back(c);
+  }
+  target_columns_.clear();
+  for (const FeatureKey& key : format_.target_keys) {
+    LS_ASSIGN_OR_RETURN(size_t c, find(key.name, "target"));
+    target_columns_.push_back(c);
   }
   header_size_ = header.size();
   return Status::Ok();
@@ -141,33 +173,61 @@ Status RowDecoder::ExampleLabel(std::string_view record, const RecordStream& fil
   return Status::Ok();
 }
 
-Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std::span<float> row,
-                          RawLabel& label) {
-  if (file.csv()) {
-    LS_RETURN_IF_ERROR(SplitLine(record, file));
-    for (size_t f = 0; f < columns_.size(); ++f) {
-      const std::string& field = fields_[columns_[f]];
-      if (!ParseCsvNumber(field, row[f])) {
-        return InvalidArgument(file.Where() + ": column '" + format_.feature_keys[f].name +
-                               "': " + QuotedForMessage(field) + " is not a finite number");
-      }
+Status RowDecoder::CsvValues(const RecordStream& file, const std::vector<size_t>& columns,
+                             const std::vector<FeatureKey>& keys, std::span<float> out) const {
+  for (size_t f = 0; f < columns.size(); ++f) {
+    const std::string& field = fields_[columns[f]];
+    if (!ParseCsvNumber(field, out[f])) {
+      return InvalidArgument(file.Where() + ": column '" + keys[f].name + "': " + QuotedForMessage(field) +
+                             " is not a finite number");
     }
-    CsvLabel(label);
-    return Status::Ok();
   }
-  float* out = row.data();
-  for (const FeatureKey& key : format_.feature_keys) {
-    LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
+  return Status::Ok();
+}
+
+Status RowDecoder::ExampleValues(std::string_view record, const RecordStream& file,
+                                 const std::vector<FeatureKey>& keys, std::span<float> values) const {
+  float* out = values.data();
+  for (const FeatureKey& key : keys) {
+    LS_ASSIGN_OR_RETURN(int64_t count,
+                        ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
     if (count != key.width) {
       return InvalidArgument(file.Where() + ": feature '" + key.name + "' has " + std::to_string(count) +
                              " values, the first example had " + std::to_string(key.width));
     }
     out += count;
   }
-  return ExampleLabel(record, file, label);
+  return Status::Ok();
+}
+
+Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std::span<float> row,
+                          RawLabel& label, std::span<float> targets) {
+  const bool regression = format_.regression();
+  if (regression) label = RawLabel{};
+  if (file.csv()) {
+    LS_RETURN_IF_ERROR(SplitLine(record, file));
+    LS_RETURN_IF_ERROR(CsvValues(file, columns_, format_.feature_keys, row));
+    if (regression) return CsvValues(file, target_columns_, format_.target_keys, targets);
+    CsvLabel(label);
+    return Status::Ok();
+  }
+  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.feature_keys, row));
+  if (!regression) return ExampleLabel(record, file, label);
+  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, targets));
+  return CheckFiniteTargets(targets, file, format_);
 }
 
 Status RowDecoder::DecodeLabel(std::string_view record, const RecordStream& file, RawLabel& label) {
+  if (format_.regression()) {
+    label = RawLabel{};
+    targets_.resize(static_cast<size_t>(format_.num_targets()));
+    if (!file.csv()) {
+      LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, targets_));
+      return CheckFiniteTargets(targets_, file, format_);
+    }
+    LS_RETURN_IF_ERROR(SplitLine(record, file));
+    return CsvValues(file, target_columns_, format_.target_keys, targets_);
+  }
   if (!file.csv()) return ExampleLabel(record, file, label);
   LS_RETURN_IF_ERROR(SplitLine(record, file));
   CsvLabel(label);

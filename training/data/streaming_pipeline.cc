@@ -82,13 +82,15 @@ StreamingPipeline::StreamingPipeline(const DataScan& scan, StreamingOptions opti
       batches_(batches),
       dropped_row_(static_cast<size_t>(scan.format.num_features())),
       dropped_label_(1),
-      ring_(options_.batch_size, scan.format.num_features(), options_.prefetch, 1,
+      dropped_targets_(static_cast<size_t>(scan.format.num_targets())),
+      ring_(options_.batch_size, scan.format.num_features(), scan.format.num_targets(), options_.prefetch, 1,
             [this](int64_t index, BatchBuffers& out) { return Assemble(index, out); }) {
   const auto f = static_cast<size_t>(scan.format.num_features());
   for (Shard& shard : shards_) {
     shard.capacity = options_.shuffle_buffer > 1 ? std::min(options_.shuffle_buffer, shard.rows) : 0;
     shard.buffer.resize(static_cast<size_t>(shard.capacity) * f);
     shard.labels.resize(static_cast<size_t>(shard.capacity));
+    shard.targets.resize(static_cast<size_t>(shard.capacity * scan.format.num_targets()));
   }
   StartEpoch(0);
 }
@@ -147,7 +149,7 @@ StatusOr<std::unique_ptr<StreamingPipeline::OpenFile>> StreamingPipeline::Open(c
   return file;
 }
 
-StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, float* row, int32_t* label) {
+StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, RowOut out) {
   if (!shard.opened) {
     shard.opened = true;
     while (static_cast<int64_t>(shard.cycle.size()) < std::max<int64_t>(options_.interleave, 1) &&
@@ -157,6 +159,7 @@ StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, float* row, int32_t* l
     }
   }
   const auto f = static_cast<size_t>(scan_.format.num_features());
+  const auto t = static_cast<size_t>(scan_.format.num_targets());
   std::string_view record;
   while (!shard.cycle.empty()) {
     OpenFile& file = *shard.cycle[shard.cursor];
@@ -166,11 +169,12 @@ StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, float* row, int32_t* l
       const int64_t i = file.index++;
       if (i % file.slice->stride != file.slice->residue) continue;
       RawLabel raw;
-      LS_RETURN_IF_ERROR(file.decoder.Decode(record, file.stream, std::span<float>(row, f), raw));
-      LS_RETURN_IF_ERROR(file.decoder.Resolve(raw, file.stream, *label));
+      LS_RETURN_IF_ERROR(file.decoder.Decode(record, file.stream, std::span<float>(out.features, f), raw,
+                                             std::span<float>(out.targets, t)));
+      LS_RETURN_IF_ERROR(file.decoder.Resolve(raw, file.stream, *out.label));
       if (options_.limits.num_classes > 0) {
-        if (Status s = CheckRow(options_.limits, std::span<const float>(row, f), *label, scan_.format.feature_names,
-                                scan_.format.label);
+        if (Status s = CheckRow(options_.limits, std::span<const float>(out.features, f), *out.label,
+                                scan_.format.feature_names, scan_.format.label);
             !s.ok()) {
           return s.WithPrefix(file.stream.Where());
         }
@@ -194,33 +198,40 @@ StatusOr<bool> StreamingPipeline::NextInput(Shard& shard, float* row, int32_t* l
   return false;
 }
 
-Status StreamingPipeline::NextRow(Shard& shard, float* row, int32_t* label) {
+Status StreamingPipeline::NextRow(Shard& shard, RowOut out) {
   auto ran_out = [&] {
     return FailedPrecondition("input shard " + std::to_string(shard.index) +
                               ": the files changed while training (fewer records than the scan found)");
   };
   if (shard.capacity <= 1) {
-    LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, row, label));
+    LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, out));
     return got ? Status::Ok() : ran_out();
   }
   const auto f = static_cast<size_t>(scan_.format.num_features());
-  auto row_at = [&](int64_t i) { return shard.buffer.data() + static_cast<size_t>(i) * f; };
+  const auto t = static_cast<size_t>(scan_.format.num_targets());
+  auto held = [&](int64_t i) {
+    const auto at = static_cast<size_t>(i);
+    return RowOut{shard.buffer.data() + at * f, &shard.labels[at], shard.targets.data() + at * t};
+  };
+  auto copy = [&](RowOut from, RowOut to) {
+    std::memcpy(to.features, from.features, f * sizeof(float));
+    *to.label = *from.label;
+    if (t > 0) std::memcpy(to.targets, from.targets, t * sizeof(float));
+  };
   if (!shard.filled) {
     shard.filled = true;
     while (shard.held < shard.capacity) {
-      LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, row_at(shard.held), &shard.labels[static_cast<size_t>(shard.held)]));
+      LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, held(shard.held)));
       if (!got) break;
       ++shard.held;
     }
   }
   if (shard.held == 0) return ran_out();
   const auto pick = static_cast<int64_t>(shard.rng.Below(static_cast<uint64_t>(shard.held)));
-  std::memcpy(row, row_at(pick), f * sizeof(float));
-  *label = shard.labels[static_cast<size_t>(pick)];
-  LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, row_at(pick), &shard.labels[static_cast<size_t>(pick)]));
+  copy(held(pick), out);
+  LS_ASSIGN_OR_RETURN(bool got, NextInput(shard, held(pick)));
   if (!got && --shard.held != pick) {  // the input is done: the last row held takes the pick's place
-    std::memcpy(row_at(pick), row_at(shard.held), f * sizeof(float));
-    shard.labels[static_cast<size_t>(pick)] = shard.labels[static_cast<size_t>(shard.held)];
+    copy(held(shard.held), held(pick));
   }
   return Status::Ok();
 }
@@ -229,15 +240,17 @@ int64_t StreamingPipeline::RowsOf(int64_t rows, int64_t part, int64_t index) {
   return std::clamp<int64_t>(rows - index * part, 0, part);
 }
 
-Status StreamingPipeline::Produce(int64_t index, float* features, int32_t* labels) {
+Status StreamingPipeline::Produce(int64_t index, float* features, int32_t* labels, float* targets) {
   const auto f = static_cast<size_t>(scan_.format.num_features());
+  const auto t = static_cast<size_t>(scan_.format.num_targets());
   int64_t offset = 0;
   for (Shard& shard : shards_) {
     const int64_t n = RowsOf(shard.rows, shard.part, index);
     for (int64_t r = 0; r < n; ++r, ++offset) {
       float* row = features != nullptr ? features + static_cast<size_t>(offset) * f : dropped_row_.data();
       int32_t* label = labels != nullptr ? labels + offset : dropped_label_.data();
-      LS_RETURN_IF_ERROR(NextRow(shard, row, label));
+      float* target = targets != nullptr ? targets + static_cast<size_t>(offset) * t : dropped_targets_.data();
+      LS_RETURN_IF_ERROR(NextRow(shard, RowOut{row, label, target}));
     }
   }
   return Status::Ok();
@@ -256,8 +269,8 @@ Status StreamingPipeline::AssembleInOrder(int64_t index, BatchBuffers& out) {
     for (Shard& shard : shards_) ResetShard(shard, epoch_);
     next_index_ = 0;
   }
-  for (; next_index_ < index; ++next_index_) LS_RETURN_IF_ERROR(Produce(next_index_, nullptr, nullptr));
-  LS_RETURN_IF_ERROR(Produce(index, out.features.data(), out.labels.data()));
+  for (; next_index_ < index; ++next_index_) LS_RETURN_IF_ERROR(Produce(next_index_, nullptr, nullptr, nullptr));
+  LS_RETURN_IF_ERROR(Produce(index, out.features.data(), out.labels.data(), out.targets.data()));
   next_index_ = index + 1;
   out.rows = 0;
   for (const Shard& shard : shards_) out.rows += RowsOf(shard.rows, shard.part, index);

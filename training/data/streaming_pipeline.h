@@ -96,6 +96,7 @@ class StreamingPipeline final : public BatchSource {
     size_t cursor = 0;
     std::vector<float> buffer;  // the shuffle buffer: capacity rows
     std::vector<int32_t> labels;
+    std::vector<float> targets;  // regression: capacity rows of num_targets
     int64_t capacity = 0, held = 0;
     bool filled = false;
     Random rng{0};
@@ -106,12 +107,18 @@ class StreamingPipeline final : public BatchSource {
 
   void ResetShard(Shard& shard, int64_t epoch);
   StatusOr<std::unique_ptr<OpenFile>> Open(const Slice& slice) const;
-  // The shard's next row in file order (interleaved), into row/label: false at its end.
-  StatusOr<bool> NextInput(Shard& shard, float* row, int32_t* label);
+  // Where a row goes: its features, label and (regression) targets.
+  struct RowOut {
+    float* features;
+    int32_t* label;
+    float* targets;
+  };
+  // The shard's next row in file order (interleaved), into `out`: false at its end.
+  StatusOr<bool> NextInput(Shard& shard, RowOut out);
   // The shard's next row after the shuffle buffer.
-  Status NextRow(Shard& shard, float* row, int32_t* label);
+  Status NextRow(Shard& shard, RowOut out);
   // Batch `index`'s rows from every shard of this process; null buffers: read and dropped.
-  Status Produce(int64_t index, float* features, int32_t* labels);
+  Status Produce(int64_t index, float* features, int32_t* labels, float* targets);
   Status Assemble(int64_t index, BatchBuffers& out);
   Status AssembleInOrder(int64_t index, BatchBuffers& out);
   static int64_t RowsOf(int64_t rows, int64_t part, int64_t index);
@@ -125,6 +132,7 @@ class StreamingPipeline final : public BatchSource {
   int64_t next_index_ = 0;  // the batch the streams are at
   std::vector<float> dropped_row_;
   std::vector<int32_t> dropped_label_;
+  std::vector<float> dropped_targets_;
   BatchRing ring_;  // last: its thread stops before the members above go
 };
 
