@@ -209,7 +209,7 @@ class Fields {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-void ReadData(const Json* json, std::string_view source, Status* error, DataConfig& d) {
+void ReadData(const Json* json, std::string_view source, bool regression, Status* error, DataConfig& d) {
   Fields f(json, "data", source, error);
   f.Get("format", d.format, {"csv", "tfrecord"});
   f.Get("train", d.train);
@@ -238,6 +238,16 @@ void ReadData(const Json* json, std::string_view source, Status* error, DataConf
   if (d.train.empty()) return f.Fail("is required: the training data file(s)", "train");
   if (d.format == "tfrecord" && d.features.empty()) {
     return f.Fail("is required for tfrecord data: the feature keys, in order", "features");
+  }
+  if (!d.targets.empty() && !regression) {
+    return f.Fail("is for task regression only (set \"task\": \"regression\")", "targets");
+  }
+  // In regression data.label names the one target, when data.targets does not list them.
+  if (!d.targets.empty() && json != nullptr && json->contains("label") &&
+      std::find(d.targets.begin(), d.targets.end(), d.label) == d.targets.end()) {
+    return f.Fail("'" + d.label + "' is not one of data.targets: give the one target as data.label, or several "
+                  "as data.targets",
+                  "label");
   }
   for (size_t i = 0; i < d.features.size(); ++i) {
     if (std::find(d.features.begin(), d.features.begin() + static_cast<std::ptrdiff_t>(i), d.features[i]) !=
@@ -374,7 +384,9 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   Fields top(&json, "", source, &error);
   if (error.ok() && !json.contains("data")) top.Fail("is required: the training data", "data");
   if (error.ok() && !json.contains("model")) top.Fail("is required: the model's layers", "model");
-  ReadData(top.Nested("data"), source, &error, c.data);
+  // The task decides how data.label and data.targets are read.
+  const bool regression = json.is_object() && json.contains("task") && json["task"] == "regression";
+  ReadData(top.Nested("data"), source, regression, &error, c.data);
   ReadModel(top.Nested("model"), source, &error, c.model);
   top.Get("task", c.task, {"classification", "regression"});
   if (c.task == "regression") c.loss = "mean_squared_error";
@@ -401,6 +413,10 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   top.Get("logdir", c.logdir);
   top.Finish();
   if (!error.ok()) return error;
+  if (json.contains("huber_delta") && c.loss != "huber") {
+    top.Fail("is for loss huber only, and the loss is " + c.loss, "huber_delta");
+    return error;
+  }
   if (c.regression()) {
     if (c.loss != "mean_squared_error" && c.loss != "mean_absolute_error" && c.loss != "huber") {
       top.Fail("'" + c.loss + "' is a classification loss; task regression takes mean_squared_error, "
@@ -415,10 +431,6 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   } else {
     if (c.loss == "mean_absolute_error" || c.loss == "huber") {
       top.Fail("'" + c.loss + "' is a regression loss: set \"task\": \"regression\"", "loss");
-      return error;
-    }
-    if (!c.data.targets.empty()) {
-      Fields(top.Nested("data"), "data", source, &error).Fail("are for task regression", "targets");
       return error;
     }
     if (c.export_.best_by == "val_mae") {
@@ -440,7 +452,6 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"train", d.train},
                {"validation", d.validation},
                {"test", d.test},
-               {"label", d.label},
                {"targets", d.targets},
                {"features", d.features},
                {"split", {{"validation", d.validation_fraction}, {"test", d.test_fraction}, {"seed", d.split_seed}}},
@@ -454,6 +465,10 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"interleave", d.interleave},
                {"shards", d.shards},
                {"stats_sample", d.stats_sample}};
+  // A regression config's label that is not a target is not read: writing it would be refused.
+  if (d.targets.empty() || std::find(d.targets.begin(), d.targets.end(), d.label) != d.targets.end()) {
+    data["label"] = d.label;
+  }
   Json layers = Json::array();
   for (const LayerConfig& l : c.model.layers) {
     Json layer = {{"type", l.type}};
@@ -501,7 +516,6 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"model", model},
                {"task", c.task},
                {"loss", c.loss},
-               {"huber_delta", c.huber_delta},
                {"optimizer", optimizer},
                {"epochs", c.epochs},
                {"batch_size", c.batch_size},
@@ -512,6 +526,7 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"checkpoint", {{"dir", c.checkpoint.dir}, {"every_steps", c.checkpoint.every_steps}, {"keep", c.checkpoint.keep}}},
                {"export", {{"dir", c.export_.dir}, {"best_by", c.export_.best_by}, {"model_name", c.export_.model_name}}},
                {"logdir", c.logdir}};
+  if (c.loss == "huber") json["huber_delta"] = c.huber_delta;
   return json.dump();
 }
 

@@ -323,6 +323,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
                             const TrainOptions& options) {
   const bool keep_test_predictions = options.keep_test_predictions;
   const DataConfig& data = config.data;
+  if (config.regression() == data.targets.empty()) {
+    return InvalidArgument(config.regression() ? "data.targets: task regression needs at least one target"
+                                               : "data.targets: are for task regression only");
+  }
   LS_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(data));
   const Part& validation = dataset.validation;
   const Part& test = dataset.test;

@@ -108,12 +108,13 @@ int main(int argc, char** argv) {
     for (const std::string& file : scan.files) {
       LS_ASSIGN_OR_RETURN(RecordStream stream, RecordStream::Open(file, data.format, RecordOptions(data)));
       RowDecoder decoder(scan.format);
+      std::vector<float> targets(static_cast<size_t>(scan.format.num_targets()));
       LS_RETURN_IF_ERROR(decoder.StartFile(stream));
       while (true) {
         LS_ASSIGN_OR_RETURN(bool more, stream.Next(&record));
         if (!more) break;
         RawLabel label;
-        LS_RETURN_IF_ERROR(decoder.Decode(record, stream, row, label));
+        LS_RETURN_IF_ERROR(decoder.Decode(record, stream, row, label, targets));
         ++pass.records;
         pass.bytes += static_cast<int64_t>(record.size());
       }

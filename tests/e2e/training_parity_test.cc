@@ -207,7 +207,7 @@ TEST(RegressionParityTest, ServedOutputsAreTheTrainersBitForBit) {
   const nlohmann::json expected = nlohmann::json::parse(ReadFile(predictions));
   const auto features = FloatRows(expected["features"]);
   const auto outputs = FloatRows(expected["outputs"]);
-  ASSERT_EQ(features.size(), 88u) << "the diabetes test split: 20 % of 442 rows, rounded down";
+  ASSERT_EQ(features.size(), 88u) << "the diabetes test split: 20 % of 442 rows, rounded";
   ASSERT_EQ(outputs.size(), features.size());
 
   ServerProcess server(dir.path(), {"--model_name=diabetes", "--model_base_path=" + models.string()});

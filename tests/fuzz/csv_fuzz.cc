@@ -21,6 +21,14 @@ void Csv(Bytes data) {
     CheckTable(*table);
     LOCKSTEP_FUZZ_CHECK(table->num_features() == 2);
   }
+
+  training::CsvOptions regression;  // targets "b" and "label", every other column a feature
+  regression.target_columns = {"b", "label"};
+  table = training::ParseCsv(text, "data.csv", regression);
+  if (table.ok()) {
+    CheckTable(*table);
+    LOCKSTEP_FUZZ_CHECK(table->num_targets() == 2);
+  }
 }
 
 }  // namespace lockstep::fuzz

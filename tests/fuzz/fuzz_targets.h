@@ -55,9 +55,11 @@ void SavedModel(Bytes data);
 void OnnxModel(Bytes data);
 // A TFRecord file of tf.train.Example records (plain or gzip), read into a table strictly and
 // skipping corrupt records, or scanned and streamed for an epoch (the first byte chooses the
-// label key's and features' form, the mode and a prefetch thread).
+// label key's and features' form, classes or regression targets, the mode and a prefetch
+// thread).
 void TfRecordExample(Bytes data);
-// A CSV file of labelled examples, read with every column as a feature and with a chosen one.
+// A CSV file of labelled examples, read with every column as a feature, with chosen ones, and
+// with two regression targets.
 void Csv(Bytes data);
 
 }  // namespace lockstep::fuzz

@@ -102,13 +102,16 @@ def main():
     tf.mkdir(parents=True, exist_ok=True)
     records = [encode("tensorflow.Example", "tensorflow/core/example/example.proto", t) for t in EXAMPLES]
     # The first byte is the target's mode (fuzz_targets.h): 0 strict, 2 one feature "x", 5 lenient with label "y";
-    # 8 the streaming input (16: with a prefetch thread). Files may be gzip-compressed.
+    # 8 the streaming input (16: with a prefetch thread); 32 regression, the label key's values the targets.
+    # Files may be gzip-compressed.
     (tf / "ids").write_bytes(b"\x00" + tfrecord(records[:2]))
     (tf / "one_feature").write_bytes(b"\x02" + tfrecord(records[:2]))
     (tf / "names_lenient").write_bytes(b"\x05" + tfrecord(records))
     (tf / "ids_streamed").write_bytes(b"\x08" + tfrecord(records[:2]))
     (tf / "names_streamed_prefetch").write_bytes(b"\x1d" + tfrecord(records))
     (tf / "ids_gzip").write_bytes(b"\x00" + gzip.compress(tfrecord(records[:2]), mtime=0))
+    (tf / "targets").write_bytes(b"\x22" + tfrecord(records[:2]))
+    (tf / "targets_y_streamed").write_bytes(b"\x2e" + tfrecord(records))
     (tf / "ids_gzip_streamed").write_bytes(b"\x08" + gzip.compress(tfrecord(records[:2]), mtime=0))
 
     br = CORPUS / "bundle_reader"

@@ -21,6 +21,9 @@ inline void CheckTable(const training::LabelledTable& table) {
       LOCKSTEP_FUZZ_CHECK(static_cast<size_t>(label) < table.class_names.size());
   }
   for (float f : table.features) LOCKSTEP_FUZZ_CHECK(std::isfinite(f));
+  // Regression: a row of targets per label, every one finite.
+  LOCKSTEP_FUZZ_CHECK(table.targets.size() == static_cast<size_t>(table.num_rows() * table.num_targets()));
+  for (float t : table.targets) LOCKSTEP_FUZZ_CHECK(std::isfinite(t));
 }
 
 }  // namespace lockstep::fuzz

@@ -24,6 +24,7 @@ void TfRecordExample(Bytes data) {
   options.records.skip_corrupt = (mode & 1) != 0;
   options.feature_keys = (mode & 2) != 0 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "y"};
   if ((mode & 4) != 0) options.label_key = "y";
+  if ((mode & 32) != 0) options.target_keys = {options.label_key};  // regression: the label key's values
   if ((mode & 8) == 0) {
     const std::string paths[] = {path};
     StatusOr<training::LabelledTable> table = training::ReadExamples(paths, options);
@@ -36,6 +37,7 @@ void TfRecordExample(Bytes data) {
   config.train = {path};
   config.features = options.feature_keys;
   config.label = options.label_key;
+  config.targets = options.target_keys;
   config.skip_corrupt_records = options.records.skip_corrupt;
   StatusOr<training::DataScan> scan = training::ScanTrainingFiles(config, config.train);
   if (!scan.ok()) return;

@@ -126,7 +126,39 @@ TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
   EXPECT_GT(TestAccuracy(workers.output), 0.9);
   fs::remove_all(dir);
 }
+
+// Regression across workers: the diabetes config on two workers exports the bits of one
+// process with two replicas, and every epoch's training MSE and MAE (summed across the
+// workers) are the ones that process reports.
+TEST(MultiWorkerTest, RegressionWorkersReportTheOneProcessMetrics) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep_mpi_regression_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string train = std::string(MODEL_TRAIN_PATH) + " --config " + LOCKSTEP_SOURCE_DIR +
+                            "/config/train/diabetes.json --epochs 15";
+  const std::string env =
+      "cd " + std::string(LOCKSTEP_SOURCE_DIR) +
+      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+      "ASAN_OPTIONS=detect_leaks=0 ";
+  const Result workers = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + train + " --replicas 1 --export_dir " +
+                                    (dir / "workers").string());
+  ASSERT_EQ(workers.exit_code, 0) << workers.output;
+  const Result one = RunCommand(env + train + " --replicas 2 --export_dir " + (dir / "one").string());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(ReadBytes(dir / "workers/1/weights.bin"), ReadBytes(dir / "one/1/weights.bin"));
+  auto metrics = [](const std::string& output) {
+    std::vector<std::string> found;
+    const std::regex re("event=epoch (epoch=[0-9]+/15 loss=[0-9.]+ mse=[0-9.]+ mae=[0-9.]+)");
+    for (std::sregex_iterator it(output.begin(), output.end(), re), end; it != end; ++it) found.push_back((*it)[1]);
+    return found;
+  };
+  EXPECT_EQ(metrics(workers.output).size(), 15u) << workers.output;
+  EXPECT_EQ(metrics(workers.output), metrics(one.output));
+  fs::remove_all(dir);
+}
 #else
+TEST(MultiWorkerTest, RegressionWorkersReportTheOneProcessMetrics) {
+  GTEST_SKIP() << "model-train was built without MPI (scripts/install-deps installs libopenmpi-dev)";
+}
 TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
   GTEST_SKIP() << "model-train was built without MPI (scripts/install-deps installs libopenmpi-dev)";
 }

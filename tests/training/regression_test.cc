@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include "runtime/bundle/bundle.h"
 #include "tensorflow/core/example/example.pb.h"
@@ -46,8 +47,9 @@ class RegressionTest : public ::testing::Test {
     return Write(name, text);
   }
 
-  // The same function as tf.train.Examples: "x" holds (a, b), "y" the target.
-  std::string LinearExamples(const std::string& name, int n, float bad_target_at = -1) const {
+  // The same function as tf.train.Examples: "x" holds (a, b), "y" the target, or with
+  // `width` 2 the targets (2 a - 3 b + 1, a + b). Record `bad_target_at`'s target is NaN.
+  std::string LinearExamples(const std::string& name, int n, int width = 1, int bad_target_at = -1) const {
     std::ofstream out(dir_ / name, std::ios::binary);
     for (int i = 0; i < n; ++i) {
       const float a = static_cast<float>((i % 13) / 6.0 - 1.0), b = static_cast<float>((i % 7) / 3.0 - 1.0);
@@ -57,9 +59,26 @@ class RegressionTest : public ::testing::Test {
       f["x"].mutable_float_list()->add_value(b);
       f["y"].mutable_float_list()->add_value(i == bad_target_at ? std::numeric_limits<float>::quiet_NaN()
                                                                 : 2 * a - 3 * b + 1);
+      if (width == 2) f["y"].mutable_float_list()->add_value(a + b);
       out << FrameTfRecord(e.SerializeAsString());
     }
     return (dir_ / name).string();
+  }
+
+  // `c` on the tf.Example files train.tfrecord and test.tfrecord of `n` and `n_test` records
+  // (targets `width` wide), trained in memory (first) and streamed (second) through the same
+  // shuffle buffer, each keeping its test outputs.
+  std::pair<StatusOr<TrainReport>, StatusOr<TrainReport>> MemoryAndStreaming(TrainConfig c, int n, int n_test,
+                                                                              int width) const {
+    c.data.format = "tfrecord";
+    c.data.features = {"x"};
+    c.data.train = {LinearExamples("train.tfrecord", n, width)};
+    c.data.test = {LinearExamples("test.tfrecord", n_test, width)};
+    c.data.shuffle_buffer = 64;
+    c.data.mode = "memory";
+    StatusOr<TrainReport> memory = Train(c, "line", {.keep_test_predictions = true});
+    c.data.mode = "streaming";
+    return {std::move(memory), Train(c, "line", {.keep_test_predictions = true})};
   }
 
   static TrainConfig Config(const std::string& loss, int64_t outputs = 1) {
@@ -107,14 +126,31 @@ TEST_F(RegressionTest, ConfigTakesTheTaskAndChecksItsLossesAndMetrics) {
             std::string::npos);
   EXPECT_NE(error(R"("loss": "huber", "data": {"train": "t.csv"})").find("r.json: loss: 'huber' is a regression loss"),
             std::string::npos);
-  EXPECT_NE(error(R"("data": {"train": "t.csv", "targets": ["y"]})").find("data.targets: are for task regression"),
+  EXPECT_NE(error(R"("data": {"train": "t.csv", "targets": ["y"]})")
+                .find("data.targets: is for task regression only (set \"task\": \"regression\")"),
+            std::string::npos);
+  EXPECT_NE(error(R"("task": "regression", "data": {"train": "t.csv", "label": "price", "targets": ["log_price"]})")
+                .find("data.label: 'price' is not one of data.targets"),
+            std::string::npos);
+  EXPECT_NE(error(R"("task": "regression", "huber_delta": 2, "data": {"train": "t.csv"})")
+                .find("huber_delta: is for loss huber only, and the loss is mean_squared_error"),
             std::string::npos);
   EXPECT_NE(error(R"("task": "regression", "data": {"train": "t.csv", "validation": ["v.csv"]},
                      "export": {"best_by": "val_accuracy"})")
                 .find("export.best_by: val_accuracy is a classification metric"),
             std::string::npos);
-  EXPECT_NE(error(R"("task": "regression", "huber_delta": 0, "data": {"train": "t.csv"})").find("huber_delta"),
+  EXPECT_NE(error(R"("task": "regression", "loss": "huber", "huber_delta": 0, "data": {"train": "t.csv"})")
+                .find("huber_delta: must be > 0"),
             std::string::npos);
+  StatusOr<TrainConfig> huber = ParseTrainConfig(
+      R"({"task": "regression", "loss": "huber", "huber_delta": 2.5, "data": {"train": "t.csv", "targets": ["y", "z"]},)" +
+          model + "}",
+      "h.json");
+  ASSERT_TRUE(huber.ok()) << huber.status().ToString();
+  EXPECT_EQ(huber->huber_delta, 2.5);
+  StatusOr<TrainConfig> huber_again = ParseTrainConfig(TrainConfigToJson(*huber), "again.json");
+  ASSERT_TRUE(huber_again.ok()) << huber_again.status().ToString();
+  EXPECT_EQ(*huber_again, *huber);
   EXPECT_NE(error(R"("task": "regression", "data": {"train": "t.csv", "targets": ["y", "z"], "features": ["z"]})")
                 .find("'z' is a target, not a feature"),
             std::string::npos);
@@ -235,19 +271,10 @@ TEST_F(RegressionTest, SeveralTargetsServedByPredict) {
 // tf.Example targets, in memory and streamed through the same shuffle buffer: the same
 // batches, so the same outputs to the bit; the bundle has the regression signature.
 TEST_F(RegressionTest, StreamedExamplesTrainAsTheTableDoes) {
-  TrainConfig memory = Config("huber");
-  memory.data.format = "tfrecord";
-  memory.data.features = {"x"};
-  memory.data.train = {LinearExamples("train.tfrecord", 300)};
-  memory.data.test = {LinearExamples("test.tfrecord", 50)};
-  memory.data.mode = "memory";
-  memory.data.shuffle_buffer = 64;
-  memory.epochs = 5;
-  memory.export_.dir = (dir_ / "export").string();
-  TrainConfig streaming = memory;
-  streaming.data.mode = "streaming";
-  StatusOr<TrainReport> a = Train(memory, "line", {.keep_test_predictions = true});
-  StatusOr<TrainReport> b = Train(streaming, "line", {.keep_test_predictions = true});
+  TrainConfig c = Config("huber");
+  c.epochs = 5;
+  c.export_.dir = (dir_ / "export").string();
+  const auto [a, b] = MemoryAndStreaming(c, 300, 50, 1);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(a->steps, b->steps);
@@ -268,12 +295,61 @@ TEST_F(RegressionTest, StreamedExamplesTrainAsTheTableDoes) {
   EXPECT_EQ(regress->outputs[0].key, "outputs");
 }
 
+// A key of two target values, shuffled in memory and through the streaming buffer: the
+// same outputs to the bit (each row's targets travel with it), and both fit the function.
+// A held-out file whose targets differ is refused.
+TEST_F(RegressionTest, TwoTargetValuesTravelWithTheirRows) {
+  TrainConfig c = Config("mean_squared_error", 2);
+  const auto [a, b] = MemoryAndStreaming(c, 400, 60, 2);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->test_probabilities, b->test_probabilities);
+  EXPECT_EQ(b->test_probabilities.size(), 2u * 60);
+  EXPECT_LT(b->test_mae, 0.15);
+
+  TrainConfig mismatched = c;
+  mismatched.data.format = "tfrecord";
+  mismatched.data.features = {"x"};
+  mismatched.data.train = {(dir_ / "train.tfrecord").string()};
+  mismatched.data.test = {LinearExamples("one.tfrecord", 10)};
+  StatusOr<TrainReport> refused = Train(mismatched, "line");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "data.test: the files must have the training data's targets");
+}
+
+// export.best_by val_mae exports the epoch of the lowest validation error: no worse there
+// than the last epoch's weights.
+TEST_F(RegressionTest, BestByValidationErrorExportsTheBestEpoch) {
+  TrainConfig c = Config("mean_absolute_error");
+  c.data.train = {LinearCsv("train.csv", 120)};
+  c.data.validation = {LinearCsv("validation.csv", 40)};
+  c.optimizer.learning_rate = 0.05;  // large enough to wander from epoch to epoch
+  StatusOr<TrainReport> last = Train(c, "line");
+  c.export_.best_by = "val_mae";
+  StatusOr<TrainReport> best = Train(c, "line");
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_LE(best->validation_mae, last->validation_mae);
+  EXPECT_EQ(best->steps, last->steps);
+}
+
+// A config built in code must say its task as the file does.
+TEST_F(RegressionTest, TargetsWithoutTheTaskAreRefused) {
+  TrainConfig c = Config("mean_squared_error");
+  c.data.train = {LinearCsv("train.csv", 20)};
+  c.task = "classification";
+  c.loss = "softmax_cross_entropy";
+  StatusOr<TrainReport> r = Train(c, "line");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "data.targets: are for task regression only");
+}
+
 TEST_F(RegressionTest, ABadTargetIsNamedByRecordInEitherMode) {
   for (const char* mode : {"memory", "streaming"}) {
     TrainConfig c = Config("mean_squared_error");
     c.data.format = "tfrecord";
     c.data.features = {"x"};
-    c.data.train = {LinearExamples("train.tfrecord", 40, 17)};
+    c.data.train = {LinearExamples("train.tfrecord", 40, 1, 17)};
     c.data.mode = mode;
     StatusOr<TrainReport> r = Train(c, "line");
     ASSERT_FALSE(r.ok()) << mode;

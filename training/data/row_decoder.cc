@@ -20,16 +20,19 @@ StatusOr<ExampleFeature> FindFeature(std::string_view record, const RecordStream
   return f;
 }
 
-// A numeric feature's values into `out` (as many as fit); how many it holds.
+// A numeric key's values into `out` (as many as fit); how many it holds. `what` is "feature"
+// or "target", for messages.
 StatusOr<int64_t> ReadNumbers(std::string_view record, const RecordStream& file, const std::string& key,
-                              std::span<float> out) {
+                              std::span<float> out, const char* what = "feature") {
   LS_ASSIGN_OR_RETURN(ExampleFeature f, FindFeature(record, file, key));
-  if (f.kind == ExampleFeature::Kind::kAbsent) return InvalidArgument(file.Where() + ": no feature '" + key + "'");
+  if (f.kind == ExampleFeature::Kind::kAbsent) {
+    return InvalidArgument(file.Where() + ": no " + what + " '" + key + "'");
+  }
   if (f.kind == ExampleFeature::Kind::kBytes) {
-    return InvalidArgument(file.Where() + ": feature '" + key + "' is not a float or int64 list");
+    return InvalidArgument(file.Where() + ": " + what + " '" + key + "' is not a float or int64 list");
   }
   StatusOr<int64_t> count = ReadExampleNumbersAsFloats(f, out);
-  if (!count.ok()) return DataLoss(file.Where() + ": feature '" + key + "': " + count.status().message());
+  if (!count.ok()) return DataLoss(file.Where() + ": " + what + " '" + key + "': " + count.status().message());
   return count;
 }
 
@@ -70,7 +73,7 @@ StatusOr<RowFormat> DiscoverRowFormat(const std::string& format_name, const std:
       add(format.feature_keys, format.feature_names, key, count);
     }
     for (const std::string& key : targets) {
-      LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(first_record, file, key, {}));
+      LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(first_record, file, key, {}, "target"));
       if (count == 0) return InvalidArgument(file.Where() + ": target '" + key + "' has no values");
       add(format.target_keys, format.target_names, key, count);
     }
@@ -186,13 +189,14 @@ Status RowDecoder::CsvValues(const RecordStream& file, const std::vector<size_t>
 }
 
 Status RowDecoder::ExampleValues(std::string_view record, const RecordStream& file,
-                                 const std::vector<FeatureKey>& keys, std::span<float> values) const {
+                                 const std::vector<FeatureKey>& keys, const char* what,
+                                 std::span<float> values) const {
   float* out = values.data();
   for (const FeatureKey& key : keys) {
-    LS_ASSIGN_OR_RETURN(int64_t count,
-                        ReadNumbers(record, file, key.name, std::span<float>(out, static_cast<size_t>(key.width))));
+    LS_ASSIGN_OR_RETURN(int64_t count, ReadNumbers(record, file, key.name,
+                                                   std::span<float>(out, static_cast<size_t>(key.width)), what));
     if (count != key.width) {
-      return InvalidArgument(file.Where() + ": feature '" + key.name + "' has " + std::to_string(count) +
+      return InvalidArgument(file.Where() + ": " + what + " '" + key.name + "' has " + std::to_string(count) +
                              " values, the first example had " + std::to_string(key.width));
     }
     out += count;
@@ -203,6 +207,10 @@ Status RowDecoder::ExampleValues(std::string_view record, const RecordStream& fi
 Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std::span<float> row,
                           RawLabel& label, std::span<float> targets) {
   const bool regression = format_.regression();
+  if (targets.size() != static_cast<size_t>(format_.num_targets())) {
+    return Internal("RowDecoder::Decode: room for " + std::to_string(targets.size()) + " targets, the rows have " +
+                    std::to_string(format_.num_targets()));
+  }
   if (regression) label = RawLabel{};
   if (file.csv()) {
     LS_RETURN_IF_ERROR(SplitLine(record, file));
@@ -211,9 +219,9 @@ Status RowDecoder::Decode(std::string_view record, const RecordStream& file, std
     CsvLabel(label);
     return Status::Ok();
   }
-  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.feature_keys, row));
+  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.feature_keys, "feature", row));
   if (!regression) return ExampleLabel(record, file, label);
-  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, targets));
+  LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, "target", targets));
   return CheckFiniteTargets(targets, file, format_);
 }
 
@@ -222,7 +230,7 @@ Status RowDecoder::DecodeLabel(std::string_view record, const RecordStream& file
     label = RawLabel{};
     targets_.resize(static_cast<size_t>(format_.num_targets()));
     if (!file.csv()) {
-      LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, targets_));
+      LS_RETURN_IF_ERROR(ExampleValues(record, file, format_.target_keys, "target", targets_));
       return CheckFiniteTargets(targets_, file, format_);
     }
     LS_RETURN_IF_ERROR(SplitLine(record, file));

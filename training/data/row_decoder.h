@@ -59,9 +59,10 @@ class RowDecoder {
   // A CSV file's header decides which column is which (files may order them differently).
   Status StartFile(const RecordStream& file);
   // The record `file` last returned into `row` (num_features floats) and `label`; for
-  // regression into `targets` (num_targets floats), and `label` is id 0.
+  // regression into `targets` (num_targets floats; empty for classification), and `label` is
+  // id 0.
   Status Decode(std::string_view record, const RecordStream& file, std::span<float> row, RawLabel& label,
-                std::span<float> targets = {});
+                std::span<float> targets);
   // Its label alone (the scan past its sample of rows); for regression, its targets are read
   // and checked.
   Status DecodeLabel(std::string_view record, const RecordStream& file, RawLabel& label);
@@ -73,9 +74,10 @@ class RowDecoder {
   void CsvLabel(RawLabel& label) const;                                 // from fields_
   Status ExampleLabel(std::string_view record, const RecordStream& file, RawLabel& label) const;
 
-  // A tf.Example's `keys` into `out`, each with the width the first record had.
+  // A tf.Example's `keys` into `out`, each with the width the first record had; `what`
+  // ("feature" or "target") names them in messages.
   Status ExampleValues(std::string_view record, const RecordStream& file, const std::vector<FeatureKey>& keys,
-                       std::span<float> out) const;
+                       const char* what, std::span<float> out) const;
   // CSV: the numbers of `columns` (fields_) into `out`, named by `keys` in messages.
   Status CsvValues(const RecordStream& file, const std::vector<size_t>& columns,
                    const std::vector<FeatureKey>& keys, std::span<float> out) const;
