@@ -1,6 +1,5 @@
 // Snappy decompression, for the blocks of checkpoint index tables (TensorFlow writes them
-// Snappy-compressed when that saves space). Only decompression, of whole buffers: the format
-// is a varint of the uncompressed length followed by literals and back-references.
+// Snappy-compressed when that saves space), by Google's own library (libsnappy-dev).
 #pragma once
 
 #include <cstddef>

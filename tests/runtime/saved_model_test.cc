@@ -5,6 +5,7 @@
 #include "runtime/saved_model/saved_model.h"
 
 #include <gtest/gtest.h>
+#include <snappy.h>
 
 #include "runtime/saved_model/checkpoint.h"
 #include "tensorflow/core/example/example.pb.h"
@@ -60,6 +61,25 @@ TEST(SnappyTest, MalformedInputIsAnErrorNeverAnOverrun) {
   };
   for (const std::string& c : cases)
     EXPECT_FALSE(SnappyUncompress(c, 1000).ok()) << testing::PrintToString(c);
+}
+
+// What Snappy's own compressor writes (a block of repeating keys, as an index table holds)
+// comes back whole; the stated length is checked against the limit before anything is made.
+TEST(SnappyTest, RoundTripsSnappysOwnBlocksWithinTheLimit) {
+  std::string raw;
+  for (int i = 0; raw.size() < 100000; ++i) raw += "layer_" + std::to_string(i % 37) + "/kernel/.ATTRIBUTES";
+  std::string compressed;
+  snappy::Compress(raw.data(), raw.size(), &compressed);
+  ASSERT_LT(compressed.size(), raw.size() / 4);
+  StatusOr<std::string> out = SnappyUncompress(compressed, raw.size());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, raw);
+  StatusOr<std::string> over = SnappyUncompress(compressed, raw.size() - 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(), "snappy: uncompressed length " + std::to_string(raw.size()) +
+                                         " exceeds the limit of " + std::to_string(raw.size() - 1));
+  compressed.resize(compressed.size() / 2);  // cut mid-block
+  EXPECT_FALSE(SnappyUncompress(compressed, raw.size()).ok());
 }
 
 TEST(CheckpointTest, ReadsTheVariablesOfATf1AndATf2SavedModel) {
