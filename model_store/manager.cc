@@ -1,5 +1,7 @@
 #include "model_store/manager.h"
 
+#include "runtime/bundle/temporaries.h"
+
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -53,6 +55,7 @@ struct ModelManager::ModelEntry {
   // Requests each traffic-split arm has served, by arm name (TrafficArm::Name).
   std::map<std::string, std::shared_ptr<std::atomic<uint64_t>>> arm_counts;
   std::string last_source_error;  // logged once per distinct error, not on every poll
+  int64_t stale_temporaries = 0;  // in the base path at the last poll (runtime/bundle/temporaries.h)
 };
 
 // Objects whose destruction may be slow (a Session and its mapped weights): collected under
@@ -71,6 +74,7 @@ struct ModelManager::PollWork {
   std::vector<int64_t> failed;  // versions whose last load failed
   StatusOr<std::vector<int64_t>> listing = Internal("not listed");
   std::map<int64_t, std::string> fingerprints;  // of the failed versions' directories
+  int64_t stale_temporaries = 0;                 // counted, never removed: the server only reads
 };
 
 namespace {
@@ -199,6 +203,13 @@ std::vector<TrafficArmCount> ModelManager::TrafficCounts() const {
       out.push_back({name, arm.Name(), it == entry->arm_counts.end() ? 0 : it->second->load(std::memory_order_relaxed)});
     }
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> ModelManager::StaleTemporaryCounts() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, entry] : models_) out.emplace_back(name, entry->stale_temporaries);
   return out;
 }
 
@@ -345,6 +356,7 @@ void ModelManager::PollOnce() {
   // The disk is read without the lock: a slow file system delays polls, never requests.
   for (PollWork& w : work) {
     w.listing = ListVersions(w.base_path);
+    w.stale_temporaries = static_cast<int64_t>(FindStaleTemporaries(w.base_path).size());
     for (int64_t v : w.failed) w.fingerprints[v] = DirFingerprint(VersionDir(w.base_path, v));
   }
   {
@@ -363,6 +375,12 @@ void ModelManager::ApplyListingsLocked(std::vector<PollWork>& work, Garbage* gar
     const auto it = models_.find(w.name);
     if (it == models_.end() || it->second->incarnation != w.incarnation) continue;
     ModelEntry& entry = *it->second;
+    if (w.stale_temporaries != entry.stale_temporaries && w.stale_temporaries > 0) {
+      spdlog::warn("event=stale_temporaries model={} base_path={} count={} why=\"a writer died mid-export; "
+                   "model-train and model-cli remove them when they next write there\"",
+                   w.name, w.base_path.string(), w.stale_temporaries);
+    }
+    entry.stale_temporaries = w.stale_temporaries;
     if (!w.listing.ok()) {
       // Keep serving what is loaded: a base path that vanishes for a moment (a remount, a
       // sync tool) must not take the model down.

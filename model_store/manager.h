@@ -143,6 +143,10 @@ class ModelManager {
   // Every arm of every traffic split in the config, with its request count (for metrics).
   std::vector<TrafficArmCount> TrafficCounts() const;
 
+  // Each model's count, at the last poll, of the bundle writers' temporaries left in its base
+  // path by writers that died (runtime/bundle/temporaries.h), for metrics.
+  std::vector<std::pair<std::string, int64_t>> StaleTemporaryCounts() const;
+
   // Polls every base path now, on the calling thread, and queues the loads that follow.
   void PollNow();
   // Waits until no poll is pending or running and no load is queued or running. False on

@@ -102,6 +102,14 @@ void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
     const std::array<std::string_view, 2> values = {r.model, VersionLabel(r.info.version, buffer)};
     out.Sample("lockstep_model_version_load_seconds", kVersionLabels, values, r.info.load_seconds);
   }
+  static constexpr std::array<std::string_view, 1> kModelLabel = {"model"};
+  out.Family("lockstep_model_stale_temporaries", "gauge",
+             "Temporary directories in the model's base path that a bundle writer left when it died "
+             "(unlocked, unchanged for a minute): model-train and model-cli remove them; the server never does.");
+  for (const auto& [model, count] : manager.StaleTemporaryCounts()) {
+    const std::array<std::string_view, 1> values = {model};
+    out.Sample("lockstep_model_stale_temporaries", kModelLabel, values, static_cast<double>(count));
+  }
   out.Family("lockstep_traffic_split_requests_total", "counter",
              "Requests routed to each arm of a model's traffic split since it joined the config.");
   for (const TrafficArmCount& arm : manager.TrafficCounts()) {

@@ -7,6 +7,8 @@
 //   lockstep_request_compute_seconds{model,version,protocol,api}           histogram: graph runs
 //   lockstep_model_version_state{model,version,state}                      gauge: 1, the state now
 //   lockstep_model_version_load_seconds{model,version}                     gauge: the last load
+//   lockstep_model_stale_temporaries{model}                                gauge: dead writers'
+//                                                                          temporaries in the base path
 //   lockstep_traffic_split_requests_total{model,arm}                       counter
 //   lockstep_shadow_requests_total{model,version,result}                   counter: agree, disagree,
 //                                                                          error or dropped

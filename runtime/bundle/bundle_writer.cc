@@ -17,6 +17,7 @@
 #include "runtime/bundle/limits.h"
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/sha256.h"
+#include "runtime/bundle/temporaries.h"
 #include "runtime/bundle/weights_file.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/graph_proto.h"
@@ -193,8 +194,11 @@ Status WriteBundleImpl(const Model& model, const fs::path& dest, const BundleWri
   fs::create_directories(parent, ec);
   if (ec) return Internal("cannot create parent directory " + parent.string() + ": " + ec.message());
 
+  // What writers that died left here goes first (temporaries.h); this writer's own temporary
+  // is locked until it is renamed into place or removed (TempDir goes before the lock).
+  RemoveStaleTemporaries(parent);
   fs::path tmp_path = SiblingName(dest, "tmp");
-  if (::mkdir(tmp_path.c_str(), 0755) != 0) return ErrnoStatus(errno, "cannot create temporary directory", tmp_path);
+  LS_ASSIGN_OR_RETURN(LockedTemporaryDir locked, LockedTemporaryDir::Create(tmp_path));
   TempDir tmp(tmp_path);
   LS_RETURN_IF_ERROR(WriteContents(model, tmp.path(), options));
   LS_RETURN_IF_ERROR(MoveIntoPlace(tmp, dest, dest_exists));

@@ -5,6 +5,8 @@
 // build info. A bad monitoring config stops the server at start with the file named.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
 #include <string>
 
 #include "tests/common/prometheus_text.h"
@@ -31,9 +33,11 @@ std::string Config(const fs::path& base) {
 
 class MetricsTest : public ::testing::Test {
  protected:
-  void Start(const std::string& monitoring) {
+  // `before_server` runs once the models are written, before the server starts.
+  void Start(const std::string& monitoring, const std::function<void()>& before_server = {}) {
     WriteVersionModel(dir_.path() / "m", 1);
     WriteVersionModel(dir_.path() / "m", 2);
+    if (before_server) before_server();
     WriteFile(dir_.path() / "models.config", Config(dir_.path() / "m"));
     WriteFile(dir_.path() / "monitoring.config", monitoring);
     server_ = std::make_unique<ServerProcess>(
@@ -114,6 +118,21 @@ TEST_F(MetricsTest, CountsWhatWasServedAndHowItEnded) {
   EXPECT_GT(m.Get("process_open_fds"), 3);
   EXPECT_GT(m.Get("process_start_time_seconds"), 1.6e9);
   EXPECT_EQ(m.Sum("lockstep_build_info"), 1);
+}
+
+// A bundle writer that died left its temporary in the base path: the server counts it in a
+// metric and leaves it (it only reads the directories it serves).
+TEST_F(MetricsTest, StaleTemporariesAreCountedNotRemoved) {
+  const fs::path dead = dir_.path() / "m" / ".tmp-3-0123456789abcdef";
+  Start("", [&] {
+    fs::create_directories(dead);
+    fs::last_write_time(dead, fs::file_time_type::clock::now() - std::chrono::minutes(2));
+  });
+  const PrometheusText m = Scrape("/metrics");
+  EXPECT_EQ(m.types.at("lockstep_model_stale_temporaries"), "gauge");
+  EXPECT_EQ(m.Get(R"(lockstep_model_stale_temporaries{model="m"})"), 1);
+  EXPECT_TRUE(fs::exists(dead));
+  EXPECT_NE(server_->Log().find("event=stale_temporaries model=m"), std::string::npos) << server_->Log();
 }
 
 // Debian's Prometheus server (scripts/install-deps) scrapes the monitoring path and answers
