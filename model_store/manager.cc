@@ -42,6 +42,7 @@ struct ModelManager::VersionEntry {
   std::string fingerprint; // of the directory as it was when the failed load read it
   uint64_t failed_generation = 0;  // ModelEntry::generation when the load failed
   double load_seconds = 0;         // of the last load, successful or not
+  int64_t bytes = 0;               // its directory's files, while loading or loaded (the memory budget)
 };
 
 struct ModelManager::ModelEntry {
@@ -103,6 +104,20 @@ std::string DirFingerprint(const std::filesystem::path& dir) {
   std::sort(parts.begin(), parts.end());
   for (const std::string& p : parts) fp += p + ";";
   return fp;
+}
+
+// The bytes of the regular files under `dir`: what a version is charged against the memory
+// budget (its weights dominate; a SavedModel's or ONNX model's files likewise).
+int64_t DirBytes(const std::filesystem::path& dir) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (!it->is_regular_file(size_ec)) continue;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) bytes += static_cast<int64_t>(size);
+  }
+  return bytes;
 }
 
 std::string RequestString(std::string_view model, std::optional<int64_t> version) {
@@ -179,6 +194,11 @@ StatusOr<ServableHandle> ModelManager::Resolve(std::string_view model, std::opti
       model_it->second.arm_counts[arm]->fetch_add(1, std::memory_order_relaxed);
       return model_it->second.arm_servables[arm];
     }
+  }
+  if (versions.empty() && model_it->second.between_versions) {
+    return Status(StatusCode::kUnavailable, "model " + std::string(model) +
+                                                " is between versions (version_transition resource_preserving): "
+                                                "retry shortly");
   }
   if (versions.empty()) return NotFound("Servable not found for request: " + RequestString(model, version));
   return versions.rbegin()->second;
@@ -401,6 +421,9 @@ void ModelManager::ApplyListingsLocked(std::vector<PollWork>& work, Garbage* gar
 void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, std::string>& fingerprints,
                                    Garbage* garbage) {
   entry.aspired = AspiredVersions(entry.config.policy, entry.on_disk);
+  const bool resource_preserving = entry.config.transition == ModelConfig::Transition::kResourcePreserving;
+  std::vector<std::weak_ptr<const LoadedVersion>> released;
+  if (resource_preserving) TransitionLocked(entry, garbage, &released);
   for (int64_t v : entry.aspired) {
     auto [it, inserted] = entry.versions.try_emplace(v);
     VersionEntry& ve = it->second;
@@ -416,7 +439,7 @@ void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, st
     if (!load) continue;
     ve = VersionEntry{};  // START
     load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v),
-                           entry.config.bf16_products});
+                           entry.config.bf16_products, released});
     load_cv_.notify_one();
   }
   // Forget versions that ended and whose directory is gone; their history is of no use.
@@ -427,7 +450,8 @@ void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, st
   TransitionLocked(entry, garbage);
 }
 
-void ModelManager::TransitionLocked(ModelEntry& entry, Garbage* garbage) {
+void ModelManager::TransitionLocked(ModelEntry& entry, Garbage* garbage,
+                                    std::vector<std::weak_ptr<const LoadedVersion>>* released) {
   const std::set<int64_t> aspired(entry.aspired.begin(), entry.aspired.end());
   bool aspired_available = false;
   std::vector<int64_t> unwanted;  // available but no longer aspired, ascending
@@ -441,9 +465,12 @@ void ModelManager::TransitionLocked(ModelEntry& entry, Garbage* garbage) {
   }
   // Availability preserving: while no aspired version is available (still loading, failed,
   // or none on disk), the newest of the others keeps serving.
-  if (!aspired_available && !unwanted.empty()) unwanted.pop_back();
+  const bool resource_preserving = entry.config.transition == ModelConfig::Transition::kResourcePreserving;
+  if (!aspired_available && !unwanted.empty() && !resource_preserving) unwanted.pop_back();
   for (int64_t v : unwanted) {
     VersionEntry& ve = entry.versions[v];
+    if (released != nullptr) released->push_back(ve.loaded);
+    ve.bytes = 0;
     ve.state = VersionState::kUnloading;
     garbage->handles.push_back(std::move(ve.loaded));
     ve.loaded.reset();
@@ -459,9 +486,13 @@ void ModelManager::PublishLocked(Garbage* garbage) {
     ServingSnapshot::Model& m = snapshot->models[name];
     m.policy = entry->config.policy;
     m.labels.insert(entry->config.labels.begin(), entry->config.labels.end());
+    bool loading = false;
     for (const auto& [v, ve] : entry->versions) {
       if (ve.state == VersionState::kAvailable) m.versions.emplace(v, ve.loaded);
+      loading = loading || ve.state == VersionState::kStart || ve.state == VersionState::kLoading;
     }
+    m.between_versions = entry->config.transition == ModelConfig::Transition::kResourcePreserving &&
+                         m.versions.empty() && loading;
     for (const TrafficArm& arm : entry->config.traffic) {
       ServableHandle servable;
       const auto label = entry->config.labels.find(arm.label);
@@ -522,11 +553,13 @@ void ModelManager::LoadLoop() {
     ++loads_running_;
     lock.unlock();
 
+    WaitUntilReleased(task);
     const std::string fingerprint = DirFingerprint(task.dir);
     const auto load_start = std::chrono::steady_clock::now();
     SessionOptions session_options = options_.session_options;
     session_options.bf16_products = task.bf16_products;
-    StatusOr<ServableHandle> loaded = LoadVersion(task.model, task.version, task.dir, session_options);
+    StatusOr<ServableHandle> loaded = ReserveMemory(task);
+    if (loaded.ok()) loaded = LoadVersion(task.model, task.version, task.dir, session_options);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
     Garbage garbage;
@@ -542,6 +575,7 @@ void ModelManager::LoadLoop() {
                      load_seconds);
       } else {
         ve->state = VersionState::kEnd;
+        ve->bytes = 0;
         ve->status = loaded.status();
         ve->fingerprint = fingerprint;
         ve->failed_generation = models_.find(task.model)->second->generation;
@@ -561,6 +595,50 @@ void ModelManager::LoadLoop() {
     --loads_running_;
     idle_cv_.notify_all();
   }
+}
+
+void ModelManager::WaitUntilReleased(const LoadTask& task) const {
+  // Requests are short: a millisecond's poll finds the moment the last one lets go without a
+  // notification from every handle's destructor.
+  constexpr auto kPatience = std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  for (const std::weak_ptr<const LoadedVersion>& old : task.released_first) {
+    while (!old.expired()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;  // the load that follows is dropped: its model is going away
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        spdlog::warn("event=release_wait_timeout model={} version={} why=\"requests still hold an unloaded "
+                     "version after {} s; loading anyway\"",
+                     task.model, task.version, kPatience.count());
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+StatusOr<std::shared_ptr<const LoadedVersion>> ModelManager::ReserveMemory(const LoadTask& task) {
+  if (options_.max_model_memory_bytes <= 0) return ServableHandle();
+  const int64_t bytes = DirBytes(task.dir);
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t held = 0;
+  for (const auto& [name, entry] : models_) {
+    for (const auto& [v, ve] : entry->versions) held += ve.bytes;
+  }
+  if (held + bytes > options_.max_model_memory_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  "loading version " + std::to_string(task.version) + " of model " + task.model + " needs " +
+                      std::to_string(bytes) + " bytes, and the loaded versions hold " + std::to_string(held) +
+                      " of the --max_model_memory_bytes budget of " + std::to_string(options_.max_model_memory_bytes) +
+                      " (version_transition resource_preserving unloads the old version first)");
+  }
+  const auto it = models_.find(task.model);
+  if (it != models_.end()) {
+    if (const auto v = it->second->versions.find(task.version); v != it->second->versions.end()) v->second.bytes = bytes;
+  }
+  return ServableHandle();
 }
 
 bool ModelManager::IdleLocked() const {

@@ -5,7 +5,12 @@
 //     START(10) -> LOADING(20) -> AVAILABLE(30) -> UNLOADING(40) -> END(50)
 // with the availability-preserving policy: new versions are loaded and warmed up first, on
 // load threads that never block requests, and a version no longer aspired is unloaded only
-// once an aspired version is available (or when its model leaves the config). A failed load
+// once an aspired version is available (or when its model leaves the config). A model whose
+// config says resource preserving (ModelConfig::Transition) goes the other way, for models
+// too large for two copies: the versions no longer aspired are unloaded first, the new one is
+// loaded only once they are freed (the last request holding one ended), and in between the
+// model answers Unavailable and does not count against the server's readiness.
+// Options::max_model_memory_bytes bounds what all the loaded versions hold together. A failed load
 // ends in END with its error kept (GetModelStatus shows it, spdlog logs it once) and changes
 // nothing that serves; it is tried again only when its directory changes (another inode, file
 // set, size or modification time) or a config that changes that model's base path, platform
@@ -80,6 +85,9 @@ struct ServingSnapshot {
     std::vector<std::shared_ptr<std::atomic<uint64_t>>> arm_counts;  // shared with the manager
     ServableHandle shadow;  // the shadow's target when configured and available
     double shadow_percent = 0;
+    // Resource preserving, and no version available while one loads: Resolve answers
+    // Unavailable (retry shortly) instead of NotFound.
+    bool between_versions = false;
   };
   std::map<std::string, Model, std::less<>> models;
 };
@@ -96,6 +104,10 @@ class ModelManager {
     SessionOptions session_options;
     // Threads that load and warm up versions (at least 1); requests never wait on them.
     int num_load_threads = 2;
+    // The most bytes the loaded versions of every model may hold together, each counted as
+    // the size of its directory's files (its weights, mostly); a load that would pass it fails
+    // with ResourceExhausted and whatever serves stays. 0: no bound.
+    int64_t max_model_memory_bytes = 0;
   };
 
   explicit ModelManager(Options options);
@@ -167,20 +179,29 @@ class ModelManager {
     int64_t version;
     std::filesystem::path dir;
     bool bf16_products;
+    // Resource preserving: the versions unloaded to make room, which must be freed first.
+    std::vector<std::weak_ptr<const LoadedVersion>> released_first;
   };
 
   void PollLoop();
   void LoadLoop();
+  // Resource preserving: waits until the versions `task` unloaded to make room are freed.
+  void WaitUntilReleased(const LoadTask& task) const;
+  // With a memory budget: counts `task`'s bytes against it (null on success), or refuses.
+  StatusOr<std::shared_ptr<const LoadedVersion>> ReserveMemory(const LoadTask& task);
   void PollOnce();
   // Everything below runs with mu_ held. What they release goes to `garbage`, destroyed by
   // the caller once mu_ is released.
   // Recomputes the aspired versions from entry.on_disk, queues the loads they need (a failed
   // version is queued again only if its fingerprint changed or the config is newer), then
-  // transitions.
+  // transitions (resource preserving: transitions first, and the loads wait for what that
+  // released).
   void ReconcileLocked(ModelEntry& entry, const std::map<int64_t, std::string>& fingerprints,
                        Garbage* garbage);
-  // Unloads the versions no longer aspired, as far as availability allows.
-  void TransitionLocked(ModelEntry& entry, Garbage* garbage);
+  // Unloads the versions no longer aspired, as far as availability allows (resource
+  // preserving: all of them), adding each to `released` when given.
+  void TransitionLocked(ModelEntry& entry, Garbage* garbage,
+                        std::vector<std::weak_ptr<const LoadedVersion>>* released = nullptr);
   // Takes a poll's listings in: reconciles every model still configured, then publishes.
   void ApplyListingsLocked(std::vector<PollWork>& work, Garbage* garbage);
   void PublishLocked(Garbage* garbage);

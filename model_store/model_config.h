@@ -57,6 +57,12 @@ struct ModelConfig {
   // Serve float32 matrix products and convolutions on the bf16 matmul core
   // (SessionOptions::bf16_products).
   bool bf16_products = false;
+  // How a new version replaces an old one (Lockstep's, per model): load the new one first and
+  // then unload the old (availability preserving, TF Serving's default), or unload the old one
+  // first, wait until it is freed, then load the new (resource preserving: one copy in memory,
+  // the model unavailable in between). manager.h.
+  enum class Transition { kAvailabilityPreserving, kResourcePreserving };
+  Transition transition = Transition::kAvailabilityPreserving;
 
   bool operator==(const ModelConfig&) const = default;
 };

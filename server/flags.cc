@@ -53,6 +53,9 @@ const FlagSpec kFlags[] = {
     {"allow_version_labels_for_unavailable_models", &ServerFlags::allow_version_labels_for_unavailable_models,
      "Let a config assign a new label to a version that is not loaded yet (moving a label still needs it loaded)."},
     {"num_load_threads", &ServerFlags::num_load_threads, "Threads that load versions (0: 2)."},
+    {"max_model_memory_bytes", &ServerFlags::max_model_memory_bytes,
+     "The most bytes all loaded versions may hold together, each counted as its files' size; a load that would "
+     "pass it fails and the serving version stays (0: no bound). Lockstep's own."},
     {"tensorflow_intra_op_parallelism", &ServerFlags::tensorflow_intra_op_parallelism,
      "Threads one request's kernels may use (0: the number of CPUs)."},
     {"enable_batching", &ServerFlags::enable_batching,
@@ -183,6 +186,7 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   LS_RETURN_IF_ERROR(check_non_negative("rest_api_num_threads", flags.rest_api_num_threads));
   LS_RETURN_IF_ERROR(check_non_negative("grpc_max_threads", flags.grpc_max_threads));
   LS_RETURN_IF_ERROR(check_non_negative("num_load_threads", flags.num_load_threads));
+  LS_RETURN_IF_ERROR(check_non_negative("max_model_memory_bytes", flags.max_model_memory_bytes));
   LS_RETURN_IF_ERROR(check_non_negative("tensorflow_intra_op_parallelism", flags.tensorflow_intra_op_parallelism));
   LS_RETURN_IF_ERROR(check_non_negative("model_config_file_poll_wait_seconds", flags.model_config_file_poll_wait_seconds));
   LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));

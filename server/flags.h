@@ -31,6 +31,7 @@ struct ServerFlags {
   int64_t file_system_poll_wait_seconds = 1;
   bool allow_version_labels_for_unavailable_models = false;
   int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
+  int64_t max_model_memory_bytes = 0;  // Lockstep's: what loaded versions may hold together; 0: no bound
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
   bool enable_batching = false;
   std::string batching_parameters_file;     // BatchingParameters; empty: TF Serving's defaults

@@ -10,7 +10,9 @@ Status ServerHealth::Ready() const {
   // Held: `for (... : manager_.Snapshot()->models)` would free it before the loop body runs.
   const std::shared_ptr<const ServingSnapshot> snapshot = manager_.Snapshot();
   for (const auto& [name, model] : snapshot->models) {
-    if (model.versions.empty()) {
+    // A resource-preserving swap takes its model out for a while, by design: the server
+    // stays ready for the others (the model's own readiness says it is out).
+    if (model.versions.empty() && !model.between_versions) {
       return Status(StatusCode::kUnavailable, "model '" + name + "' has no version available");
     }
   }

@@ -363,6 +363,8 @@ class Connection final : public OpenConnection, public std::enable_shared_from_t
     if (rest.inference_header_length > 0) {
       response_.set(open_inference::kHeaderLengthHeader, std::to_string(rest.inference_header_length));
     }
+    // Every 503 is a moment's absence (a drain, a model between versions): say when to retry.
+    if (rest.http_status == 503) response_.set(http::field::retry_after, "1");
     SetCors();
     response_.body().swap(call_.response.body);
     response_.prepare_payload();

@@ -33,6 +33,7 @@ ModelManager::Options ManagerOptions(const ServerFlags& flags) {
   options.file_system_poll_wait_seconds = flags.file_system_poll_wait_seconds;
   options.allow_version_labels_for_unavailable_models = flags.allow_version_labels_for_unavailable_models;
   options.num_load_threads = flags.num_load_threads > 0 ? flags.num_load_threads : 2;
+  options.max_model_memory_bytes = flags.max_model_memory_bytes;
   return options;
 }
 

@@ -81,6 +81,13 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
       return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
                              "'): matmul_precision '" + m.matmul_precision() + "' is not float32 or bfloat16");
     }
+    if (m.version_transition() == "resource_preserving") {
+      model.transition = ModelConfig::Transition::kResourcePreserving;
+    } else if (!m.version_transition().empty() && m.version_transition() != "availability_preserving") {
+      return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
+                             "'): version_transition '" + m.version_transition() +
+                             "' is not availability_preserving or resource_preserving");
+    }
     config.models.push_back(std::move(model));
   }
   LS_RETURN_IF_ERROR(ValidateStoreConfig(config));

@@ -21,7 +21,8 @@ TEST(ServerFlagsTest, DefaultsAreTfServings) {
 TEST(ServerFlagsTest, ParsesBothSpellingsAndBooleans) {
   StatusOr<ServerFlags> f = ParseServerFlags({"--port=9000", "--rest_api_port", "9001", "--model_name=m",
                                               "--model_base_path=/models/m", "--allow_version_labels_for_unavailable_models",
-                                              "--rest_api_enable_cors_support=false", "--rest_api_timeout_in_ms=5"});
+                                              "--rest_api_enable_cors_support=false", "--rest_api_timeout_in_ms=5",
+                                              "--max_model_memory_bytes=1073741824"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->port, 9000);
   EXPECT_EQ(f->rest_api_port, 9001);
@@ -30,6 +31,7 @@ TEST(ServerFlagsTest, ParsesBothSpellingsAndBooleans) {
   EXPECT_TRUE(f->allow_version_labels_for_unavailable_models);
   EXPECT_FALSE(f->rest_api_enable_cors_support);
   EXPECT_EQ(f->rest_api_timeout_in_ms, 5);
+  EXPECT_EQ(f->max_model_memory_bytes, int64_t{1} << 30);
   EXPECT_TRUE(ValidateServerFlags(*f).ok());
 }
 
@@ -50,6 +52,9 @@ TEST(ServerFlagsTest, NamesTheFlagInEveryError) {
             std::string::npos);
   EXPECT_NE(error({}).find("--model_config_file"), std::string::npos);
   EXPECT_NE(error({"--model_base_path=/m", "--rest_api_timeout_in_ms=0"}).find("--rest_api_timeout_in_ms"),
+            std::string::npos);
+  EXPECT_NE(error({"--model_base_path=/m", "--max_model_memory_bytes=-1"})
+                .find("--max_model_memory_bytes must not be negative"),
             std::string::npos);
 }
 

@@ -17,7 +17,8 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
                version_labels { key: 'stable' value: 42 } version_labels { key: 'canary' value: 43 }
                traffic_split { arms { label: 'stable' weight: 90 } arms { label: 'canary' weight: 10 }
                                arms { version: 43 weight: 0 } shadow { version: 44 percent: 2.5 } } }
-      config { name: 'b' base_path: '/models/b' model_version_policy { all {} } }
+      config { name: 'b' base_path: '/models/b' model_version_policy { all {} }
+               version_transition: 'resource_preserving' }
       config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
                model_version_policy { latest { num_versions: 3 } } }
       config { name: 'd' base_path: '/models/d' matmul_precision: 'bfloat16' }
@@ -36,6 +37,8 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
   EXPECT_EQ(a.labels.at("canary"), 43);
   EXPECT_EQ(a.traffic, (std::vector<TrafficArm>{{"stable", 0, 90}, {"canary", 0, 10}, {"", 43, 0}}));
   EXPECT_TRUE(config->models[1].traffic.empty());
+  EXPECT_EQ(a.transition, ModelConfig::Transition::kAvailabilityPreserving);
+  EXPECT_EQ(config->models[1].transition, ModelConfig::Transition::kResourcePreserving);
   ASSERT_TRUE(a.shadow.has_value());
   EXPECT_EQ(*a.shadow, (ShadowTraffic{"", 44, 2.5}));
   EXPECT_FALSE(config->models[1].shadow.has_value());
@@ -84,6 +87,10 @@ TEST(ModelServerConfigTest, RefusesImpossibleConfigs) {
   EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' matmul_precision: 'float16' } }")
                 .message()
                 .find("(model 'a'): matmul_precision 'float16' is not float32 or bfloat16"),
+            std::string::npos);
+  EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' version_transition: 'eager' } }")
+                .message()
+                .find("(model 'a'): version_transition 'eager' is not availability_preserving or resource_preserving"),
             std::string::npos);
 }
 
