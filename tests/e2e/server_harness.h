@@ -124,15 +124,25 @@ class ServerProcess {
     grpc_port_ = FreePort();
     rest_port_ = FreePort();
     while (rest_port_ == grpc_port_) rest_port_ = FreePort();
-    std::vector<std::string> args = std::move(command_prefix);
-    args.insert(args.end(), {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
-                             "--rest_api_port=" + std::to_string(rest_port_)});
-    args.insert(args.end(), flags.begin(), flags.end());
-    pid_ = Spawn(std::move(args), log_path_);
+    args_ = std::move(command_prefix);
+    args_.insert(args_.end(), {MODEL_SERVER_PATH, "--port=" + std::to_string(grpc_port_),
+                               "--rest_api_port=" + std::to_string(rest_port_)});
+    args_.insert(args_.end(), flags.begin(), flags.end());
+    pid_ = Spawn(args_, log_path_);
     if (!expect_ready) return;
-    const bool ready = WaitFor([&] { return Log().find("event=server_ready") != std::string::npos || Exited(); },
-                               std::chrono::seconds(60));
-    EXPECT_TRUE(ready && !Exited()) << "model-server did not become ready; log:\n" << Log();
+    WaitReady();
+  }
+
+  // A crash and a restart with the same flags and ports: SIGKILL, reap, start again (its log
+  // in a new file), and wait until it is ready.
+  void KillAndRestart() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = false;
+    log_path_ = log_path_.parent_path() / ("server-" + std::to_string(counter_++) + ".log");
+    pid_ = Spawn(args_, log_path_);
+    WaitReady();
   }
 
   ~ServerProcess() { Stop(); }
@@ -190,7 +200,14 @@ class ServerProcess {
   }
 
  private:
+  void WaitReady() {
+    const bool ready = WaitFor([&] { return Log().find("event=server_ready") != std::string::npos || Exited(); },
+                               std::chrono::seconds(60));
+    EXPECT_TRUE(ready && !Exited()) << "model-server did not become ready; log:\n" << Log();
+  }
+
   static inline int counter_ = 0;
+  std::vector<std::string> args_;
   fs::path log_path_;
   pid_t pid_ = -1;
   int grpc_port_ = 0;

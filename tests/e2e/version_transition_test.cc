@@ -10,32 +10,11 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/graph_builder.h"
 #include "tests/e2e/http_client.h"
-#include "tests/e2e/server_harness.h"
+#include "tests/e2e/large_model.h"
 
 namespace lockstep::e2e {
 namespace {
-
-constexpr int64_t kWidth = 5792;  // 5792^2 float32: 128 MiB
-constexpr double kCopyBytes = static_cast<double>(kWidth * kWidth * sizeof(float));
-
-void WriteLargeVersion(const fs::path& base, int64_t version) {
-  Tensor w(DType::kFloat32, Shape{kWidth, kWidth});
-  uint32_t state = static_cast<uint32_t>(version) * 2654435761u;
-  for (float& v : w.mutable_data<float>()) {
-    state = state * 1664525u + 1013904223u;
-    v = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-  }
-  GraphBuilder g;
-  const std::string x = g.Input("x", DType::kFloat32, Shape{-1, kWidth});
-  const std::string y = g.Op("MatMul", {x, g.Const("w", std::move(w))}, {}, "y");
-  g.AddSignature({std::string(kDefaultSignature), "tensorflow/serving/predict",
-                  {{"x", x, DType::kFloat32, Shape{-1, kWidth}}},
-                  {{"y", y, DType::kFloat32, Shape{-1, kWidth}}}});
-  const Status s = WriteBundle(std::move(g).Build(), base / std::to_string(version));
-  ASSERT_TRUE(s.ok()) << s.ToString();
-}
 
 // The process's resident peak (VmHWM), in bytes.
 double PeakResidentBytes(pid_t pid) {
@@ -60,12 +39,10 @@ TEST_P(VersionTransitionTest, ALargeModelRollsWithinItsMemoryAndAnswersThroughou
   ServerProcess server(dir.path(), {"--model_config_file=" + (dir.path() / "models.config").string(),
                                     "--file_system_poll_wait_seconds=1"});
   HttpClient http(server.rest_port());
-  std::string instance = "[";
-  for (int64_t i = 0; i < kWidth; ++i) instance += i == 0 ? "0.001" : ",0.001";
-  const std::string body = R"({"instances": [)" + instance + "]]}";
+  const std::string body = LargePredictBody();
   ASSERT_EQ(http.Post("/v1/models/big:predict", body).status, 200);
   const double before = PeakResidentBytes(server.pid());
-  ASSERT_GT(before, kCopyBytes);
+  ASSERT_GT(before, kLargeModelBytes);
 
   WriteLargeVersion(base, 2);
   int ok = 0, unavailable = 0, not_ready = 0;
@@ -91,7 +68,7 @@ TEST_P(VersionTransitionTest, ALargeModelRollsWithinItsMemoryAndAnswersThroughou
   const double grown = PeakResidentBytes(server.pid()) - before;
   std::ostringstream report;
   report << GetParam() << ": " << ok << " answered, " << unavailable << " unavailable, resident peak grew by "
-         << grown / kCopyBytes << " of a copy";
+         << grown / kLargeModelBytes << " of a copy";
   RecordProperty("transition", report.str());
   if (resource) {
     EXPECT_GT(unavailable, 0) << report.str();
@@ -100,9 +77,9 @@ TEST_P(VersionTransitionTest, ALargeModelRollsWithinItsMemoryAndAnswersThroughou
   }
 #ifndef LOCKSTEP_SANITIZER_BUILD  // ASan's quarantine keeps freed memory resident
   if (resource) {
-    EXPECT_LT(grown, 0.2 * kCopyBytes) << report.str();
+    EXPECT_LT(grown, 0.2 * kLargeModelBytes) << report.str();
   } else {
-    EXPECT_GT(grown, 0.5 * kCopyBytes) << report.str();
+    EXPECT_GT(grown, 0.5 * kLargeModelBytes) << report.str();
   }
 #endif
 }
