@@ -80,46 +80,6 @@ struct ModelManager::PollWork {
 
 namespace {
 
-constexpr size_t kMaxFingerprintEntries = 10000;
-
-// What identifies the contents of a version directory cheaply: its inode (WriteBundle with
-// overwrite renames a new directory into place) and every file's path, size and mtime. A
-// failed version is retried when this changes.
-std::string DirFingerprint(const std::filesystem::path& dir) {
-  std::string fp;
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return "missing";
-  fp += std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-        std::to_string(st.st_mtim.tv_nsec) + ";";
-  std::error_code ec;
-  std::vector<std::string> parts;
-  std::filesystem::recursive_directory_iterator it(dir, ec);
-  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (parts.size() >= kMaxFingerprintEntries) break;
-    struct stat fst {};
-    if (::stat(it->path().c_str(), &fst) != 0) continue;
-    parts.push_back(it->path().lexically_relative(dir).string() + ":" + std::to_string(fst.st_size) + ":" +
-                    std::to_string(fst.st_mtim.tv_sec) + "." + std::to_string(fst.st_mtim.tv_nsec));
-  }
-  std::sort(parts.begin(), parts.end());
-  for (const std::string& p : parts) fp += p + ";";
-  return fp;
-}
-
-// The bytes of the regular files under `dir`: what a version is charged against the memory
-// budget (its weights dominate; a SavedModel's or ONNX model's files likewise).
-int64_t DirBytes(const std::filesystem::path& dir) {
-  int64_t bytes = 0;
-  std::error_code ec;
-  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code size_ec;
-    if (!it->is_regular_file(size_ec)) continue;
-    const uintmax_t size = it->file_size(size_ec);
-    if (!size_ec) bytes += static_cast<int64_t>(size);
-  }
-  return bytes;
-}
-
 std::string RequestString(std::string_view model, std::optional<int64_t> version) {
   if (version) return "Specific(" + std::string(model) + ", " + std::to_string(*version) + ")";
   return "Latest(" + std::string(model) + ")";
@@ -558,8 +518,9 @@ void ModelManager::LoadLoop() {
     const auto load_start = std::chrono::steady_clock::now();
     SessionOptions session_options = options_.session_options;
     session_options.bf16_products = task.bf16_products;
-    StatusOr<ServableHandle> loaded = ReserveMemory(task);
-    if (loaded.ok()) loaded = LoadVersion(task.model, task.version, task.dir, session_options);
+    const Status reserved = ReserveMemory(task);
+    StatusOr<ServableHandle> loaded =
+        reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options) : StatusOr<ServableHandle>(reserved);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
     Garbage garbage;
@@ -619,8 +580,8 @@ void ModelManager::WaitUntilReleased(const LoadTask& task) const {
   }
 }
 
-StatusOr<std::shared_ptr<const LoadedVersion>> ModelManager::ReserveMemory(const LoadTask& task) {
-  if (options_.max_model_memory_bytes <= 0) return ServableHandle();
+Status ModelManager::ReserveMemory(const LoadTask& task) {
+  if (options_.max_model_memory_bytes <= 0) return Status::Ok();
   const int64_t bytes = DirBytes(task.dir);
   std::lock_guard<std::mutex> lock(mu_);
   int64_t held = 0;
@@ -638,7 +599,7 @@ StatusOr<std::shared_ptr<const LoadedVersion>> ModelManager::ReserveMemory(const
   if (it != models_.end()) {
     if (const auto v = it->second->versions.find(task.version); v != it->second->versions.end()) v->second.bytes = bytes;
   }
-  return ServableHandle();
+  return Status::Ok();
 }
 
 bool ModelManager::IdleLocked() const {

@@ -187,8 +187,8 @@ class ModelManager {
   void LoadLoop();
   // Resource preserving: waits until the versions `task` unloaded to make room are freed.
   void WaitUntilReleased(const LoadTask& task) const;
-  // With a memory budget: counts `task`'s bytes against it (null on success), or refuses.
-  StatusOr<std::shared_ptr<const LoadedVersion>> ReserveMemory(const LoadTask& task);
+  // With a memory budget: counts `task`'s bytes against it, or refuses (ResourceExhausted).
+  Status ReserveMemory(const LoadTask& task);
   void PollOnce();
   // Everything below runs with mu_ held. What they release goes to `garbage`, destroyed by
   // the caller once mu_ is released.

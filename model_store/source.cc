@@ -1,8 +1,11 @@
 #include "model_store/source.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 #include <system_error>
 
 namespace lockstep {
@@ -65,6 +68,43 @@ StatusOr<std::vector<int64_t>> ListVersions(const std::filesystem::path& base_pa
   std::sort(versions.begin(), versions.end());
   versions.erase(std::unique(versions.begin(), versions.end()), versions.end());  // "7" and "007"
   return versions;
+}
+
+namespace {
+constexpr size_t kMaxFingerprintEntries = 10000;
+}  // namespace
+
+std::string DirFingerprint(const std::filesystem::path& dir) {
+  std::string fp;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "missing";
+  fp += std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+        std::to_string(st.st_mtim.tv_nsec) + ";";
+  std::error_code ec;
+  std::vector<std::string> parts;
+  std::filesystem::recursive_directory_iterator it(dir, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (parts.size() >= kMaxFingerprintEntries) break;
+    struct stat fst {};
+    if (::stat(it->path().c_str(), &fst) != 0) continue;
+    parts.push_back(it->path().lexically_relative(dir).string() + ":" + std::to_string(fst.st_size) + ":" +
+                    std::to_string(fst.st_mtim.tv_sec) + "." + std::to_string(fst.st_mtim.tv_nsec));
+  }
+  std::sort(parts.begin(), parts.end());
+  for (const std::string& p : parts) fp += p + ";";
+  return fp;
+}
+
+int64_t DirBytes(const std::filesystem::path& dir) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (!it->is_regular_file(size_ec)) continue;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) bytes += static_cast<int64_t>(size);
+  }
+  return bytes;
 }
 
 }  // namespace lockstep

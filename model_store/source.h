@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,5 +27,14 @@ std::filesystem::path VersionDir(const std::filesystem::path& base_path, int64_t
 // The versions under `base_path`, ascending. NotFound if base_path does not exist,
 // FailedPrecondition if it is not a directory or cannot be read.
 StatusOr<std::vector<int64_t>> ListVersions(const std::filesystem::path& base_path);
+
+// What identifies the contents of a version directory cheaply: its inode (WriteBundle with
+// overwrite renames a new directory into place) and every file's path, size and mtime. The
+// manager retries a failed version when this changes.
+std::string DirFingerprint(const std::filesystem::path& dir);
+
+// The bytes of the regular files under `dir`: what a version is charged against the manager's
+// memory budget (its weights dominate; a SavedModel's or ONNX model's files likewise).
+int64_t DirBytes(const std::filesystem::path& dir);
 
 }  // namespace lockstep
