@@ -1,6 +1,7 @@
 // model-server: TensorFlow Serving's flags, gRPC and REST APIs, serving Lockstep bundles.
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <grpc/grpc.h>
 #include <malloc.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -79,6 +80,12 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   spdlog::info("event=starting version=\"{}\"", ServerVersionString());
+  // A reference to gRPC's library that main never gives back, so that the server's destructor
+  // after the drain is not the last and does not run grpc_shutdown: in gRPC 1.51 that joins
+  // the executor's threads, and one polling for a connection's last writes (tcp_posix's backup
+  // poller) sleeps out its 10 s before it sees the stop. By then every answer has been sent and
+  // the process is exiting; the operating system takes back what gRPC holds.
+  grpc_init();
   RaiseOpenFilesLimit(flags->rest_api_max_connections);
   StatusOr<std::unique_ptr<ModelServer>> server = ModelServer::Start(*flags);
   if (!server.ok()) {

@@ -418,8 +418,10 @@ void ModelServer::Drain(std::chrono::milliseconds timeout) {
   std::thread http_drain([this, timeout, &http_cut] {
     if (http_) http_cut = http_->Drain(timeout);
   });
-  // gRPC: new calls are refused UNAVAILABLE by the service; wait for the running ones, then
-  // stop the server (which cancels only what is left at the deadline).
+  // gRPC: new calls are refused UNAVAILABLE by the service, and open streams end once their
+  // answers are sent; wait for the running ones, then stop the server (which cancels only what
+  // is left at the deadline).
+  inference_service_.FinishStreams();
   auto grpc_in_flight = [this] { return prediction_service_.in_flight() + inference_service_.in_flight(); };
   while (grpc_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

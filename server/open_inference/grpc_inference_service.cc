@@ -81,12 +81,32 @@ class InferenceServiceImpl::StreamCall final : public ProtoInferCall {
 
 // A ModelStreamInfer stream: reads requests while fewer than kMaxStreamInFlight run, writes each
 // answer as its request completes (one write at a time, the others queued), and finishes once
-// the client is done sending and every answer is written.
+// the client is done sending, or the server is draining, and every answer is written.
 class InferenceServiceImpl::Stream final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
   Stream(InferenceServiceImpl& service, grpc::CallbackServerContext* context) : service_(service), context_(context) {
-    ReadNext();
+    bool draining = false;
+    {
+      std::lock_guard<std::mutex> lock(service_.streams_mu_);
+      service_.streams_.insert(this);
+      draining = service_.finishing_streams_;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining) {
+      draining_ = true;
+      MaybeFinishLocked();
+    } else {
+      ReadNext();
+    }
+  }
+
+  // The drain's end of the stream: no more reads; finished once every read request is answered.
+  // Called with the service's streams_mu_ held.
+  void Drain() {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+    MaybeFinishLocked();
   }
 
   // A request's answer: queued, and written when the stream's writes reach it.
@@ -109,7 +129,7 @@ class InferenceServiceImpl::Stream final
 
  private:
   void ReadNext() {
-    // Called with mu_ held, or from the constructor.
+    // Called with mu_ held.
     if (free_.empty()) free_.push_back(std::make_unique<StreamCall>(*this));
     reading_ = std::move(free_.back());
     free_.pop_back();
@@ -118,7 +138,9 @@ class InferenceServiceImpl::Stream final
 
   void OnReadDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!ok) {
+    // After Finish nothing more may be written: a request that arrived as the drain finished the
+    // stream is dropped, and the stream's UNAVAILABLE status tells the client to send it again.
+    if (!ok || finished_) {
       read_done_ = true;
       free_.push_back(std::move(reading_));
       MaybeFinishLocked();
@@ -126,11 +148,14 @@ class InferenceServiceImpl::Stream final
     }
     StreamCall* call = reading_.get();
     running_.push_back(std::move(reading_));
-    // Back-pressure: the next read waits for a request to complete past the cap.
-    if (running_.size() < static_cast<size_t>(kMaxStreamInFlight)) {
-      ReadNext();
-    } else {
-      read_blocked_ = true;
+    // Back-pressure: the next read waits for a request to complete past the cap. A draining
+    // stream reads no more.
+    if (!draining_) {
+      if (running_.size() < static_cast<size_t>(kMaxStreamInFlight)) {
+        ReadNext();
+      } else {
+        read_blocked_ = true;
+      }
     }
     lock.unlock();
     service_.in_flight_.fetch_add(1);
@@ -157,7 +182,7 @@ class InferenceServiceImpl::Stream final
     if (!written_.empty()) {
       StartWrite(&written_.front()->answer);
     }
-    if (read_blocked_ && !read_done_) {
+    if (read_blocked_ && !read_done_ && !draining_) {
       read_blocked_ = false;
       ReadNext();
     }
@@ -165,13 +190,24 @@ class InferenceServiceImpl::Stream final
   }
 
   void MaybeFinishLocked() {
-    if (!read_done_ || !running_.empty() || finished_) return;
+    if (!(read_done_ || draining_) || !running_.empty() || finished_) return;
     finished_ = true;
-    Finish(write_failed_ ? grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream")
-                         : grpc::Status::OK);
+    if (write_failed_) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream"));
+    } else if (draining_ && !read_done_) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    } else {
+      Finish(grpc::Status::OK);
+    }
   }
 
-  void OnDone() override { delete this; }  // gRPC's reactor contract: the stream ends here
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(service_.streams_mu_);
+      service_.streams_.erase(this);
+    }
+    delete this;  // gRPC's reactor contract: the stream ends here
+  }
 
   InferenceServiceImpl& service_;
   grpc::CallbackServerContext* const context_;
@@ -180,7 +216,8 @@ class InferenceServiceImpl::Stream final
   std::vector<std::unique_ptr<StreamCall>> running_;  // read and not yet written
   std::vector<std::unique_ptr<StreamCall>> free_;
   std::deque<StreamCall*> written_;  // answered, waiting for their write; the front is being written
-  bool read_done_ = false;
+  bool read_done_ = false;  // the client is done sending
+  bool draining_ = false;
   bool read_blocked_ = false;
   bool write_failed_ = false;
   bool finished_ = false;
@@ -256,6 +293,17 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(grpc::CallbackServerC
   UnaryCall& started = *call;
   started.Start(std::move(call), context, reactor, request, response);
   return reactor;
+}
+
+int InferenceServiceImpl::in_flight() const {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  return in_flight_.load() + static_cast<int>(streams_.size());
+}
+
+void InferenceServiceImpl::FinishStreams() {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  finishing_streams_ = true;
+  for (Stream* stream : streams_) stream->Drain();
 }
 
 grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*

@@ -8,12 +8,14 @@
 // for a batch. ModelInfer's calls and messages are pooled. A ModelStreamInfer stream runs up to
 // kMaxStreamInFlight of its requests at once and answers each as it completes, with the
 // request's id in the answer; a failed request is answered on the stream with error_message,
-// and the stream goes on.
+// and the stream goes on. A drain ends every stream (UNAVAILABLE) once the answers to the
+// requests it read have been sent.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "inference/grpc_service.grpc.pb.h"
@@ -47,8 +49,15 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Callb
     repository_ = std::move(repository);
     admin_ = std::move(admin);
   }
-  // Inference calls running now, stream requests included (the drain waits for none).
-  int in_flight() const { return in_flight_.load(); }
+  // Inference calls running now, stream requests included, plus open streams: the drain waits
+  // for none.
+  int in_flight() const;
+  // The drain's first step: every open stream, and every stream opened from now on, stops
+  // reading and finishes UNAVAILABLE once its read requests are answered. A stream counts in
+  // in_flight() until gRPC has sent its status, which leaves after its last answer (HTTP/2's
+  // trailers follow the data), so the drain waits for a slow reader's answers to reach it
+  // rather than cutting them in the transport.
+  void FinishStreams();
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context, const inference::ServerLiveRequest* request,
                                        inference::ServerLiveResponse* response) override;
@@ -98,6 +107,9 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Callb
   AdminAccess admin_;
   PooledMessageAllocator<inference::ModelInferRequest, inference::ModelInferResponse> infer_messages_;
   std::atomic<int> in_flight_{0};
+  mutable std::mutex streams_mu_;  // before any Stream's own mutex
+  std::unordered_set<Stream*> streams_;  // open: from the reactor's making to its OnDone
+  bool finishing_streams_ = false;
   CallPool<UnaryCall> pool_;  // ModelInfer's calls, back once answered
 };
 
