@@ -84,7 +84,7 @@ Status RunWarmupRequests(const Session& session, std::string_view json_text) {
 
 StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& model, int64_t version,
                                                            const std::filesystem::path& dir,
-                                                           const SessionOptions& options) {
+                                                           const SessionOptions& options, bool warm_up) {
   const std::string who = "model '" + model + "' version " + std::to_string(version);
   StatusOr<Model> bundle = ReadModelDir(dir);
   if (!bundle.ok()) return bundle.status().WithPrefix(who);
@@ -93,7 +93,7 @@ StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& mo
 
   const std::filesystem::path warmup = dir / kBundleAssetsDir / kWarmupRequestsAsset;
   std::error_code ec;
-  const bool has_warmup = std::filesystem::exists(warmup, ec);
+  const bool has_warmup = warm_up && std::filesystem::exists(warmup, ec);
   // Cannot tell whether there are warm-up requests: fail rather than serve un-warmed.
   if (ec) return FailedPrecondition(who + ": cannot check " + warmup.string() + ": " + ec.message());
   if (has_warmup) {

@@ -7,7 +7,8 @@
 //     {"signature_name": "serving_default", "inputs": {"x": [[1.0, 2.0]]}}
 // ("signature_name" may be left out: serving_default). Input dtypes come from the signature.
 // Each request runs once; any failure fails the load, so a model that cannot answer its own
-// warm-up requests is never served.
+// warm-up requests is never served. (TensorFlow Serving's own warm-up file, which any version
+// may carry, is the server's: server/warmup.h, through ModelManager::Options::warm_up.)
 #pragma once
 
 #include <chrono>
@@ -53,11 +54,11 @@ class LoadedVersion {
   const std::chrono::system_clock::time_point loaded_at_;
 };
 
-// Reads, compiles and warms up the bundle at `dir`. Errors name the model, the version and
-// what failed (the bundle reader's message names the file).
+// Reads, compiles and (unless `warm_up` is false) warms up the bundle at `dir`. Errors name the
+// model, the version and what failed (the bundle reader's message names the file).
 StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& model, int64_t version,
                                                            const std::filesystem::path& dir,
-                                                           const SessionOptions& options);
+                                                           const SessionOptions& options, bool warm_up = true);
 
 // Runs the warm-up requests in `json_text` (the format above) against `session`.
 // Exposed for tests; LoadVersion calls it when the asset exists.

@@ -520,7 +520,13 @@ void ModelManager::LoadLoop() {
     session_options.bf16_products = task.bf16_products;
     const Status reserved = ReserveMemory(task);
     StatusOr<ServableHandle> loaded =
-        reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options) : StatusOr<ServableHandle>(reserved);
+        reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options, options_.enable_model_warmup)
+                      : StatusOr<ServableHandle>(reserved);
+    if (loaded.ok() && options_.enable_model_warmup && options_.warm_up) {
+      if (Status warmed = options_.warm_up(*loaded); !warmed.ok()) {
+        loaded = warmed.WithPrefix("model '" + task.model + "' version " + std::to_string(task.version));
+      }
+    }
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
     Garbage garbage;

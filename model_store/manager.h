@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,12 @@ class ModelManager {
     // the size of its directory's files (its weights, mostly); a load that would pass it fails
     // with ResourceExhausted and whatever serves stays. 0: no bound.
     int64_t max_model_memory_bytes = 0;
+    // False: versions load without any warm-up (TF Serving's --enable_model_warmup=false).
+    bool enable_model_warmup = true;
+    // Runs on the load thread once a version has loaded, before it becomes available (and so
+    // before any request can reach it), as TF Serving replays a SavedModel's warm-up file; an
+    // error fails the load. Its time counts in the load's. Empty: none.
+    std::function<Status(const ServableHandle& version)> warm_up;
   };
 
   explicit ModelManager(Options options);

@@ -56,6 +56,11 @@ const FlagSpec kFlags[] = {
     {"max_model_memory_bytes", &ServerFlags::max_model_memory_bytes,
      "The most bytes all loaded versions may hold together, each counted as its files' size; a load that would "
      "pass it fails and the serving version stays (0: no bound). Lockstep's own."},
+    {"enable_model_warmup", &ServerFlags::enable_model_warmup,
+     "Before a version serves, replay its warm-up requests: TF Serving's assets.extra/tf_serving_warmup_requests "
+     "(PredictionLog records) and a bundle's assets/warmup_requests.json. One that fails fails the load."},
+    {"num_request_iterations_for_warmup", &ServerFlags::num_request_iterations_for_warmup,
+     "Times each warm-up record runs (at least 1)."},
     {"tensorflow_intra_op_parallelism", &ServerFlags::tensorflow_intra_op_parallelism,
      "Threads one request's kernels may use (0: the number of CPUs)."},
     {"enable_batching", &ServerFlags::enable_batching,
@@ -190,6 +195,9 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   LS_RETURN_IF_ERROR(check_non_negative("tensorflow_intra_op_parallelism", flags.tensorflow_intra_op_parallelism));
   LS_RETURN_IF_ERROR(check_non_negative("model_config_file_poll_wait_seconds", flags.model_config_file_poll_wait_seconds));
   LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));
+  if (flags.num_request_iterations_for_warmup < 1) {
+    return InvalidArgument("--num_request_iterations_for_warmup must be at least 1");
+  }
   if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
   if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
   LS_RETURN_IF_ERROR(check_non_negative("rest_api_max_connections", flags.rest_api_max_connections));

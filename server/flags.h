@@ -32,6 +32,8 @@ struct ServerFlags {
   bool allow_version_labels_for_unavailable_models = false;
   int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
   int64_t max_model_memory_bytes = 0;  // Lockstep's: what loaded versions may hold together; 0: no bound
+  bool enable_model_warmup = true;         // replay each version's warm-up requests before it serves
+  int num_request_iterations_for_warmup = 1;  // times each warm-up record runs
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
   bool enable_batching = false;
   std::string batching_parameters_file;     // BatchingParameters; empty: TF Serving's defaults

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <set>
 
 #include "server/inference.h"
 #include "server/model_info.h"
@@ -99,20 +98,7 @@ Status PrepareExamples(const ModelManager& manager, const grpc::ServerContextBas
 Status PrepareMultiInference(const ModelManager& manager, const grpc::ServerContextBase& context,
                              const tfs::MultiInferenceRequest& request, tfs::MultiInferenceResponse* response,
                              RequestRecord* record, ExamplesRun* run) {
-  if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
-  std::set<std::string> signatures;
-  for (const tfs::InferenceTask& task : request.tasks()) {
-    if (task.model_spec().name() != request.tasks(0).model_spec().name()) {
-      return InvalidArgument("All ModelSpecs in a MultiInferenceRequest must access the same model name.");
-    }
-    const std::string& name = task.model_spec().signature_name();
-    if (!signatures.insert(name.empty() ? std::string(kDefaultSignature) : name).second) {
-      return InvalidArgument("Duplicate evaluation of signature: " + name);
-    }
-    if (task.method_name() != kClassifyMethod && task.method_name() != kRegressMethod) {
-      return Unimplemented("Unsupported signature method_name: " + task.method_name());
-    }
-  }
+  LS_RETURN_IF_ERROR(CheckMultiInferenceTasks(request));
   // Resolve once, so that every task runs on the same version even if a newer one arrives.
   LS_ASSIGN_OR_RETURN(ServableRequest first, ServableRequestFromSpec(request.tasks(0).model_spec()));
   first.routing_key = RoutingKey(context);

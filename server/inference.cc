@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "runtime/bfloat16.h"
@@ -32,6 +33,24 @@ StatusOr<const Signature*> FindServingSignature(const Session& session, std::str
     return InvalidArgument("Serving signature name: \"" + std::string(name) + "\" not found in signature def");
   }
   return signature;
+}
+
+Status CheckMultiInferenceTasks(const tfs::MultiInferenceRequest& request) {
+  if (request.tasks_size() == 0) return InvalidArgument("Expected at least one task");
+  std::set<std::string> signatures;
+  for (const tfs::InferenceTask& task : request.tasks()) {
+    if (task.model_spec().name() != request.tasks(0).model_spec().name()) {
+      return InvalidArgument("All ModelSpecs in a MultiInferenceRequest must access the same model name.");
+    }
+    const std::string& name = task.model_spec().signature_name();
+    if (!signatures.insert(name.empty() ? std::string(kDefaultSignature) : name).second) {
+      return InvalidArgument("Duplicate evaluation of signature: " + name);
+    }
+    if (task.method_name() != kClassifyMethod && task.method_name() != kRegressMethod) {
+      return Unimplemented("Unsupported signature method_name: " + task.method_name());
+    }
+  }
+  return Status::Ok();
 }
 
 void FillServedSpec(const LoadedVersion& servable, std::string_view signature_name, tfs::ModelSpec* spec) {

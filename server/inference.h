@@ -33,6 +33,7 @@
 #include "server/batching/batch_scheduler.h"
 #include "server/serving_metrics.h"
 #include "tensorflow_serving/apis/classification.pb.h"
+#include "tensorflow_serving/apis/inference.pb.h"
 #include "tensorflow_serving/apis/input.pb.h"
 #include "tensorflow_serving/apis/model.pb.h"
 #include "tensorflow_serving/apis/regression.pb.h"
@@ -76,6 +77,10 @@ Status Guarded(Fn&& fn) {
     return Internal(std::string("unexpected error while handling the request: ") + e.what());
   }
 }
+
+// MultiInference's tasks as TF Serving checks them before any runs: at least one, all on one
+// model name, no signature twice, each a classify or regress (else Unimplemented).
+Status CheckMultiInferenceTasks(const tensorflow::serving::MultiInferenceRequest& request);
 
 // Fills a ModelSpec naming what served a request: model, version, signature name.
 void FillServedSpec(const LoadedVersion& servable, std::string_view signature_name,

@@ -11,6 +11,7 @@
 #include "runtime/thread_pool.h"
 #include "server/model_server_config.h"
 #include "server/tls_config.h"
+#include "server/warmup.h"
 #include "tensorflow_serving/config/monitoring_config.pb.h"
 
 namespace lockstep {
@@ -34,6 +35,17 @@ ModelManager::Options ManagerOptions(const ServerFlags& flags) {
   options.allow_version_labels_for_unavailable_models = flags.allow_version_labels_for_unavailable_models;
   options.num_load_threads = flags.num_load_threads > 0 ? flags.num_load_threads : 2;
   options.max_model_memory_bytes = flags.max_model_memory_bytes;
+  options.enable_model_warmup = flags.enable_model_warmup;
+  options.warm_up = [iterations = flags.num_request_iterations_for_warmup](const ServableHandle& version) -> Status {
+    const auto start = std::chrono::steady_clock::now();
+    LS_ASSIGN_OR_RETURN(const WarmupReplay replay, ReplayWarmupFile(version, iterations));
+    if (replay.records > 0) {
+      spdlog::info("event=warmup_replayed model={} version={} records={} runs={} seconds={:.3f}", version->model(),
+                   version->version(), replay.records, replay.runs,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return Status::Ok();
+  };
   return options;
 }
 

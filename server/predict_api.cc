@@ -9,10 +9,6 @@ namespace lockstep {
 
 namespace tfs = tensorflow::serving;
 
-namespace {
-
-// The inputs `request` gives `signature`, in the signature's order, into `inputs` (their
-// tensors reused where the shape repeats).
 Status DecodePredictInputs(const tfs::PredictRequest& request, const Signature& signature,
                            std::vector<NamedTensor>* inputs) {
   // One byte budget for all of a request's tensors, so that several inputs (or splats, whose
@@ -41,8 +37,6 @@ Status DecodePredictInputs(const tfs::PredictRequest& request, const Signature& 
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 void PredictApi::Start(const PredictArgs& args, PredictCall* call) const {
   call->api_ = this;

@@ -25,6 +25,12 @@ namespace lockstep {
 
 class PredictApi;
 
+// The inputs `request` gives `signature`, in the signature's order, into `inputs` (their
+// tensors reused where the shape repeats): every input present, none unknown, and all of them
+// within one byte budget (kMaxRequestTensorBytes).
+Status DecodePredictInputs(const tensorflow::serving::PredictRequest& request, const Signature& signature,
+                           std::vector<NamedTensor>* inputs);
+
 // What the transport hands over: the messages (the response may hold the last call's answer,
 // which is overwritten), the routing key and the deadline. All must stay valid until the call
 // is answered.

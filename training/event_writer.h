@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "runtime/status.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 namespace lockstep::training {
 

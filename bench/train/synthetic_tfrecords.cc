@@ -11,12 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/tfrecord.h"
 #include "tensorflow/core/example/example.pb.h"
-#include "training/data/tfrecord.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep;
-  using namespace lockstep::training;
   if (argc < 3) {
     std::fprintf(stderr, "usage: bench_synthetic_tfrecords DIR GIGABYTES [SHARDS]\n");
     return 2;

@@ -5,6 +5,8 @@
 //   weights.bin       every weight, each at a 64-byte-aligned offset; read whole into memory
 //   MANIFEST.sha256   "<sha256 hex>  <relative path>" per file, the format `sha256sum -c` reads
 //   assets/           optional files the model carries (vocabularies, ...)
+//   assets.extra/     optional files for the server rather than the model, as in a SavedModel:
+//                     tf_serving_warmup_requests (server/warmup.h)
 //
 // The writer builds the directory beside its destination and renames it into place, so a
 // reader never sees half a bundle. The reader checks everything before anything runs and
@@ -29,11 +31,14 @@ inline constexpr std::string_view kBundleGraphFile = "model.pb";
 inline constexpr std::string_view kBundleWeightsFile = "weights.bin";
 inline constexpr std::string_view kBundleManifestFile = "MANIFEST.sha256";
 inline constexpr std::string_view kBundleAssetsDir = "assets";
+inline constexpr std::string_view kBundleExtrasDir = "assets.extra";
 inline constexpr uint32_t kBundleFormatVersion = 1;
 
 struct BundleWriteOptions {
   // Files to place under assets/: relative path -> contents.
-  std::map<std::string, std::string> assets;
+  std::map<std::string, std::string> assets = {};
+  // Files to place under assets.extra/: relative path -> contents.
+  std::map<std::string, std::string> extras = {};
   // Replace an existing directory at the destination (atomically where the OS allows).
   bool overwrite = false;
 };

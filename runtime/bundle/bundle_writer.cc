@@ -118,16 +118,18 @@ Status WriteContents(const Model& model, const fs::path& root, const BundleWrite
     LS_RETURN_IF_ERROR(WriteModelProto(model, def, path, &sha256).WithPrefix(path.string()));
     manifest.push_back({std::move(sha256), std::string(kBundleGraphFile)});
   }
-  if (!options.assets.empty()) {
-    std::set<fs::path> dirs{root / kBundleAssetsDir};
-    for (const auto& [rel, contents] : options.assets) {
-      const fs::path path = root / kBundleAssetsDir / rel;
+  for (const auto& [subdir, files] : {std::pair{kBundleAssetsDir, &options.assets},
+                                      std::pair{kBundleExtrasDir, &options.extras}}) {
+    if (files->empty()) continue;
+    std::set<fs::path> dirs{root / subdir};
+    for (const auto& [rel, contents] : *files) {
+      const fs::path path = root / subdir / rel;
       std::error_code ec;
       fs::create_directories(path.parent_path(), ec);
       if (ec) return Internal("cannot create directory " + path.parent_path().string() + ": " + ec.message());
       for (fs::path d = path.parent_path(); d != root; d = d.parent_path()) dirs.insert(d);
       LS_RETURN_IF_ERROR(WriteWholeFile(path, contents));
-      manifest.push_back({Sha256Hex(contents), std::string(kBundleAssetsDir) + "/" + rel});
+      manifest.push_back({Sha256Hex(contents), std::string(subdir) + "/" + rel});
     }
     for (const fs::path& d : dirs) LS_RETURN_IF_ERROR(SyncDirectory(d));
   }
@@ -181,9 +183,12 @@ Status MoveIntoPlace(TempDir& tmp, const fs::path& dest, bool dest_exists) {
 Status WriteBundleImpl(const Model& model, const fs::path& dest, const BundleWriteOptions& options) {
   auto analysis = AnalyzeGraph(model);
   if (!analysis.ok()) return analysis.status().WithPrefix("invalid model");
+  // Checked as the manifest will list them, so the writer never makes what the reader refuses.
   for (const auto& [rel, contents] : options.assets) {
-    // Checked as the manifest will list it, so the writer never makes what the reader refuses.
     LS_RETURN_IF_ERROR(CheckBundlePath(std::string(kBundleAssetsDir) + "/" + rel).WithPrefix("asset"));
+  }
+  for (const auto& [rel, contents] : options.extras) {
+    LS_RETURN_IF_ERROR(CheckBundlePath(std::string(kBundleExtrasDir) + "/" + rel).WithPrefix("extra file"));
   }
 
   std::error_code ec;

@@ -11,7 +11,7 @@
 #include "tests/alloc/counting_new.h"
 #include "training/data/data_scan.h"
 #include "training/data/streaming_pipeline.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 namespace lockstep::training {
 namespace {

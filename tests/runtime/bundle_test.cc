@@ -80,8 +80,10 @@ TEST(BundleTest, LayoutIsAsDocumented) {
   ScratchDir tmp;
   BundleWriteOptions options;
   options.assets["vocab.txt"] = "a\nb\n";
+  options.extras["tf_serving_warmup_requests"] = "records";
   ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1", options).ok());
-  EXPECT_EQ(DirEntries(tmp / "1"), (std::vector<std::string>{"MANIFEST.sha256", "assets", "model.pb", "weights.bin"}));
+  EXPECT_EQ(DirEntries(tmp / "1"),
+            (std::vector<std::string>{"MANIFEST.sha256", "assets", "assets.extra", "model.pb", "weights.bin"}));
 
   // The manifest is sha256sum's format, sorted, covering every other file.
   auto entries = ParseManifest(ReadFile(tmp / "1" / "MANIFEST.sha256"));
@@ -91,7 +93,8 @@ TEST(BundleTest, LayoutIsAsDocumented) {
     listed.push_back(e.path);
     EXPECT_EQ(e.sha256, Sha256Hex(ReadFile(tmp / "1" / e.path))) << e.path;
   }
-  EXPECT_EQ(listed, (std::vector<std::string>{"assets/vocab.txt", "model.pb", "weights.bin"}));
+  EXPECT_EQ(listed, (std::vector<std::string>{"assets.extra/tf_serving_warmup_requests", "assets/vocab.txt", "model.pb",
+                                              "weights.bin"}));
 
   proto::BundleDef def;
   ASSERT_TRUE(def.ParseFromString(ReadFile(tmp / "1" / "model.pb")));
@@ -179,10 +182,20 @@ TEST(BundleTest, AssetsRoundTrip) {
   options.assets["vocab.txt"] = "alpha\nbeta\n";
   options.assets["nested/deeper/table.bin"] = std::string("\0\1\2\3", 4);
   options.assets["empty"] = "";
+  options.extras["tf_serving_warmup_requests"] = "records";
   ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "3", options).ok());
   for (const auto& [rel, contents] : options.assets) EXPECT_EQ(ReadFile(tmp / "3" / "assets" / rel), contents) << rel;
+  EXPECT_EQ(ReadFile(tmp / "3" / "assets.extra" / "tf_serving_warmup_requests"), "records");
   auto read = ReadBundle(tmp / "3");
   EXPECT_TRUE(read.ok()) << read.status().ToString();
+  // Checksummed as every other file: a changed one fails the bundle.
+  std::ofstream(tmp / "3" / "assets.extra" / "tf_serving_warmup_requests") << "Records";
+  read = ReadBundle(tmp / "3");
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("assets.extra/tf_serving_warmup_requests"), std::string::npos)
+      << read.status().ToString();
+  // As assets, extras' paths stay inside the bundle.
+  EXPECT_FALSE(WriteBundle(ConstModel(), tmp / "4", {.extras = {{"../escape", "x"}}}).ok());
 }
 
 TEST(BundleTest, EmptyWeightsFile) {

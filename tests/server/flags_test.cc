@@ -16,13 +16,16 @@ TEST(ServerFlagsTest, DefaultsAreTfServings) {
   EXPECT_EQ(f->file_system_poll_wait_seconds, 1);
   EXPECT_EQ(f->model_config_file_poll_wait_seconds, 0);
   EXPECT_FALSE(f->allow_version_labels_for_unavailable_models);
+  EXPECT_TRUE(f->enable_model_warmup);
+  EXPECT_EQ(f->num_request_iterations_for_warmup, 1);
 }
 
 TEST(ServerFlagsTest, ParsesBothSpellingsAndBooleans) {
   StatusOr<ServerFlags> f = ParseServerFlags({"--port=9000", "--rest_api_port", "9001", "--model_name=m",
                                               "--model_base_path=/models/m", "--allow_version_labels_for_unavailable_models",
                                               "--rest_api_enable_cors_support=false", "--rest_api_timeout_in_ms=5",
-                                              "--max_model_memory_bytes=1073741824"});
+                                              "--max_model_memory_bytes=1073741824", "--enable_model_warmup=false",
+                                              "--num_request_iterations_for_warmup=4"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->port, 9000);
   EXPECT_EQ(f->rest_api_port, 9001);
@@ -32,6 +35,8 @@ TEST(ServerFlagsTest, ParsesBothSpellingsAndBooleans) {
   EXPECT_FALSE(f->rest_api_enable_cors_support);
   EXPECT_EQ(f->rest_api_timeout_in_ms, 5);
   EXPECT_EQ(f->max_model_memory_bytes, int64_t{1} << 30);
+  EXPECT_FALSE(f->enable_model_warmup);
+  EXPECT_EQ(f->num_request_iterations_for_warmup, 4);
   EXPECT_TRUE(ValidateServerFlags(*f).ok());
 }
 
@@ -55,6 +60,9 @@ TEST(ServerFlagsTest, NamesTheFlagInEveryError) {
             std::string::npos);
   EXPECT_NE(error({"--model_base_path=/m", "--max_model_memory_bytes=-1"})
                 .find("--max_model_memory_bytes must not be negative"),
+            std::string::npos);
+  EXPECT_NE(error({"--model_base_path=/m", "--num_request_iterations_for_warmup=0"})
+                .find("--num_request_iterations_for_warmup must be at least 1"),
             std::string::npos);
 }
 

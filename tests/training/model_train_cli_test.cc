@@ -10,7 +10,7 @@
 
 #include "runtime/bundle/bundle.h"
 #include "tensorflow/core/example/example.pb.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 #include "tests/common/run_command.h"
 
 namespace lockstep::training {

@@ -13,7 +13,7 @@
 #include "tensorflow/core/example/example.pb.h"
 #include "training/config.h"
 #include "training/data/csv_reader.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 #include "training/model_graph.h"
 #include "training/trainer.h"
 

@@ -20,7 +20,7 @@
 #include "training/data/file_patterns.h"
 #include "training/data/pipeline.h"
 #include "training/data/streaming_pipeline.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 #include "training/trainer.h"
 #include "tests/training/drain_epoch.h"
 

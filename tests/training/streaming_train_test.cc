@@ -11,7 +11,7 @@
 #include "tensorflow/core/example/example.pb.h"
 #include "training/config.h"
 #include "training/data/csv_reader.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 #include "training/trainer.h"
 
 namespace lockstep::training {

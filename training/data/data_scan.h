@@ -13,7 +13,7 @@
 #include "training/config.h"
 #include "training/data/feature_stats.h"
 #include "training/data/row_decoder.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 namespace lockstep::training {
 

@@ -13,7 +13,7 @@
 
 #include "runtime/status.h"
 #include "training/data/labelled_table.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 namespace lockstep::training {
 

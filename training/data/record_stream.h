@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/status.h"
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 namespace lockstep::training {
 

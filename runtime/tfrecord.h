@@ -18,7 +18,7 @@
 
 #include "runtime/status.h"
 
-namespace lockstep::training {
+namespace lockstep {
 
 class TfRecordReader {
  public:
@@ -92,4 +92,4 @@ class TfRecordWriter {
 // The framing of one record, for tests and for writers that assemble files themselves.
 std::string FrameTfRecord(std::string_view record);
 
-}  // namespace lockstep::training
+}  // namespace lockstep

@@ -1,4 +1,4 @@
-#include "training/data/tfrecord.h"
+#include "runtime/tfrecord.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +9,7 @@
 
 #include "runtime/crc32c.h"
 
-namespace lockstep::training {
+namespace lockstep {
 namespace {
 
 void PutLittleEndian(uint64_t v, int bytes, std::string& out) {
@@ -153,4 +153,4 @@ Status TfRecordWriter::Flush() {
   return Status::Ok();
 }
 
-}  // namespace lockstep::training
+}  // namespace lockstep
