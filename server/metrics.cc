@@ -121,22 +121,28 @@ Family<T>::Family(std::string name, std::string help, std::vector<std::string> l
       bounds_(std::move(bounds)) {}
 
 template <typename T>
-T& Family<T>::With(std::span<const std::string_view> values) {
+std::shared_ptr<T> Family<T>::With(std::span<const std::string_view> values) {
   {
     std::shared_lock lock(mu_);
-    if (const auto it = children_.find(values); it != children_.end()) return *it->second;
+    if (const auto it = children_.find(values); it != children_.end()) return it->second;
   }
   std::unique_lock lock(mu_);
-  if (const auto it = children_.find(values); it != children_.end()) return *it->second;
+  if (const auto it = children_.find(values); it != children_.end()) return it->second;
   std::vector<std::string> key(values.begin(), values.end());
   key.resize(label_names_.size());  // a caller that gave too few values gets empty ones
-  std::unique_ptr<T> child;
+  std::shared_ptr<T> child;
   if constexpr (std::is_same_v<T, Histogram>) {
-    child = std::make_unique<T>(bounds_);
+    child = std::make_shared<T>(bounds_);
   } else {
-    child = std::make_unique<T>();
+    child = std::make_shared<T>();
   }
-  return *children_.emplace(std::move(key), std::move(child)).first->second;
+  return children_.emplace(std::move(key), std::move(child)).first->second;
+}
+
+template <typename T>
+size_t Family<T>::EraseIf(const std::function<bool(std::span<const std::string>)>& pred) {
+  std::unique_lock lock(mu_);
+  return std::erase_if(children_, [&](const auto& kv) { return pred(kv.first); });
 }
 
 template <typename T>

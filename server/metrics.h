@@ -2,8 +2,10 @@
 // (version 0.0.4) they are scraped in.
 //
 // A family is one metric name with its label names; each combination of label values is a
-// child, made on first use and kept for the registry's life. Recording to a child that exists
-// takes a shared lock to find it, then atomics: no allocation, no exclusive lock. Label
+// child, made on first use and kept until EraseIf removes it. Recording to a child that exists
+// takes a shared lock to find it, then atomics: no allocation, no exclusive lock. A recorder
+// shares the child it records to, so a child erased meanwhile is freed after the recording
+// (which then counts for nothing), never under it. Label
 // values must come from a bounded set (model names the server serves, status codes), never
 // from what a client sends unchecked, or the series would grow without bound.
 //
@@ -83,11 +85,14 @@ class Exposition {
 template <typename T>
 class Family {
  public:
-  // The child for `values` (one per label name, in order), made on first use.
-  T& With(std::span<const std::string_view> values);
-  T& With(std::initializer_list<std::string_view> values) {
+  // The child for `values` (one per label name, in order), made on first use. Record to it
+  // at once (`With(...)->Add()`): the handle is for the one recording, not to be kept.
+  std::shared_ptr<T> With(std::span<const std::string_view> values);
+  std::shared_ptr<T> With(std::initializer_list<std::string_view> values) {
     return With(std::span(values.begin(), values.size()));
   }
+  // Removes the children whose label values `pred` holds true for; how many went.
+  size_t EraseIf(const std::function<bool(std::span<const std::string>)>& pred);
 
   Family(std::string name, std::string help, std::vector<std::string> label_names,
          std::vector<double> bounds);
@@ -109,7 +114,7 @@ class Family {
   const std::vector<std::string> label_names_;
   const std::vector<double> bounds_;  // histograms only
   mutable std::shared_mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<T>, Less> children_;
+  std::map<std::vector<std::string>, std::shared_ptr<T>, Less> children_;
 };
 
 class Registry {

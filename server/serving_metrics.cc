@@ -1,11 +1,14 @@
 #include "server/serving_metrics.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -122,7 +125,8 @@ void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
 }  // namespace
 
 ServingMetrics::ServingMetrics(const ModelManager& manager)
-    : requests_(registry_.AddCounter("lockstep_requests_total", "Inference requests, by how they ended.",
+    : manager_(manager),
+      requests_(registry_.AddCounter("lockstep_requests_total", "Inference requests, by how they ended.",
                                      {"model", "version", "signature", "protocol", "api", "status"})),
       total_(registry_.AddHistogram("lockstep_request_seconds", "Inference request latency, whole.",
                                     {"model", "version", "protocol", "api"}, LatencyBounds(1))),
@@ -171,16 +175,16 @@ void ServingMetrics::Record(const RequestRecord& r, StatusCode code, double tota
   const std::string_view model = r.servable ? std::string_view(r.servable->model()) : std::string_view();
   const std::string_view version = VersionLabel(r.servable ? r.servable->version() : -1, buffer);
   const std::string_view status = StatusCodeName(code);
-  requests_.With({model, version, r.signature, r.protocol, r.api, status}).Add();
-  tf_request_count_.With({model, status}).Add();
+  requests_.With({model, version, r.signature, r.protocol, r.api, status})->Add();
+  tf_request_count_.With({model, status})->Add();
   tf_request_latency_.With({model, r.api, r.protocol.starts_with("rest") ? "REST" : "GRPC"})
-      .Observe(total_seconds * 1e6);
+      ->Observe(total_seconds * 1e6);
   if (code != StatusCode::kOk) return;  // latencies of answers only: a refusal is not a latency
   const std::initializer_list<std::string_view> labels = {model, version, r.protocol, r.api};
-  total_.With(labels).Observe(total_seconds);
-  queue_.With(labels).Observe(r.queue_seconds);
-  compute_.With(labels).Observe(r.compute_seconds);
-  tf_runtime_latency_.With({model, r.api, "Lockstep"}).Observe(r.compute_seconds * 1e6);
+  total_.With(labels)->Observe(total_seconds);
+  queue_.With(labels)->Observe(r.queue_seconds);
+  compute_.With(labels)->Observe(r.compute_seconds);
+  tf_runtime_latency_.With({model, r.api, "Lockstep"})->Observe(r.compute_seconds * 1e6);
 }
 
 std::vector<VersionStatistics> ServingMetrics::Statistics(std::string_view model) const {
@@ -222,12 +226,96 @@ std::vector<VersionStatistics> ServingMetrics::Statistics(std::string_view model
   return out;
 }
 
+std::string ServingMetrics::Render() {
+  DropGoneSeries();
+  return registry_.Render();
+}
+
+void ServingMetrics::DropGoneSeries() {
+  std::lock_guard<std::mutex> lock(sweep_mu_);
+  // The versions and models the series name; the empty model (requests that never resolved)
+  // is no model's.
+  std::set<std::pair<std::string, std::string>> versions;
+  std::set<std::string> models;
+  const auto by_version = [&](std::span<const std::string> labels, const auto&) {
+    if (!labels[0].empty() && !labels[1].empty()) versions.emplace(labels[0], labels[1]);
+  };
+  const auto by_model = [&](std::span<const std::string> labels, const auto&) {
+    if (!labels[0].empty()) models.insert(labels[0]);
+  };
+  requests_.ForEach(by_version);
+  total_.ForEach(by_version);
+  queue_.ForEach(by_version);
+  compute_.ForEach(by_version);
+  shadow_requests_.ForEach(by_version);
+  shadow_seconds_.ForEach(by_version);
+  batch_size_.ForEach(by_version);
+  batch_padding_.ForEach(by_version);
+  tf_request_count_.ForEach(by_model);
+  tf_request_latency_.ForEach(by_model);
+  tf_runtime_latency_.ForEach(by_model);
+
+  std::set<std::pair<std::string, std::string>> gone_versions;
+  std::set<std::string> gone_models;
+  std::map<std::string, std::set<std::string>, std::less<>> live;  // model -> version labels
+  for (const auto& [model, unused] : versions) models.insert(model);
+  for (const std::string& model : models) {
+    StatusOr<std::vector<VersionStatusInfo>> status = manager_.GetModelStatus(model);
+    if (!status.ok()) {
+      gone_models.insert(model);
+      continue;
+    }
+    std::set<std::string>& labels = live[model];
+    for (const VersionStatusInfo& v : *status) {
+      if (v.state == VersionState::kLoading || v.state == VersionState::kAvailable ||
+          v.state == VersionState::kUnloading) {
+        labels.insert(std::to_string(v.version));
+      }
+    }
+  }
+  for (const auto& key : versions) {
+    const auto it = live.find(key.first);
+    if (it == live.end() || it->second.count(key.second) == 0) gone_versions.insert(key);
+  }
+
+  // Gone at the last scrape and still gone: their last counts have been scraped once.
+  std::set<std::pair<std::string, std::string>> drop_versions;
+  std::set<std::string> drop_models;
+  std::set_intersection(gone_versions.begin(), gone_versions.end(), gone_versions_.begin(), gone_versions_.end(),
+                        std::inserter(drop_versions, drop_versions.end()));
+  std::set_intersection(gone_models.begin(), gone_models.end(), gone_models_.begin(), gone_models_.end(),
+                        std::inserter(drop_models, drop_models.end()));
+  size_t dropped = 0;
+  if (!drop_versions.empty()) {
+    const auto of_version = [&](std::span<const std::string> labels) {
+      return drop_versions.count({labels[0], labels[1]}) > 0;
+    };
+    dropped += requests_.EraseIf(of_version) + total_.EraseIf(of_version) + queue_.EraseIf(of_version) +
+               compute_.EraseIf(of_version) + shadow_requests_.EraseIf(of_version) +
+               shadow_seconds_.EraseIf(of_version) + batch_size_.EraseIf(of_version) +
+               batch_padding_.EraseIf(of_version);
+  }
+  if (!drop_models.empty()) {
+    const auto of_model = [&](std::span<const std::string> labels) { return drop_models.count(labels[0]) > 0; };
+    dropped += tf_request_count_.EraseIf(of_model) + tf_request_latency_.EraseIf(of_model) +
+               tf_runtime_latency_.EraseIf(of_model);
+  }
+  if (dropped > 0) {
+    spdlog::info("event=metric_series_dropped versions={} models={} series={}", drop_versions.size(),
+                 drop_models.size(), dropped);
+  }
+  for (const auto& key : drop_versions) gone_versions.erase(key);
+  for (const auto& model : drop_models) gone_models.erase(model);
+  gone_versions_ = std::move(gone_versions);
+  gone_models_ = std::move(gone_models);
+}
+
 void ServingMetrics::RecordBatch(const BatchRun& batch) {
   std::array<char, 24> buffer;
   const std::initializer_list<std::string_view> labels = {
       std::string_view(batch.servable->model()), VersionLabel(batch.servable->version(), buffer), batch.signature};
-  batch_size_.With(labels).Observe(static_cast<double>(batch.padded_rows));
-  if (batch.padded_rows > batch.rows) batch_padding_.With(labels).Add(static_cast<uint64_t>(batch.padded_rows - batch.rows));
+  batch_size_.With(labels)->Observe(static_cast<double>(batch.padded_rows));
+  if (batch.padded_rows > batch.rows) batch_padding_.With(labels)->Add(static_cast<uint64_t>(batch.padded_rows - batch.rows));
 }
 
 void ServingMetrics::AddBatchQueues(const BatchScheduler& batching) {
@@ -246,8 +334,8 @@ void ServingMetrics::AddBatchQueues(const BatchScheduler& batching) {
 void ServingMetrics::RecordShadow(const LoadedVersion& candidate, std::string_view result, double seconds) {
   std::array<char, 24> buffer;
   const std::string_view version = VersionLabel(candidate.version(), buffer);
-  shadow_requests_.With({std::string_view(candidate.model()), version, result}).Add();
-  if (result != "dropped") shadow_seconds_.With({std::string_view(candidate.model()), version}).Observe(seconds);
+  shadow_requests_.With({std::string_view(candidate.model()), version, result})->Add();
+  if (result != "dropped") shadow_seconds_.With({std::string_view(candidate.model()), version})->Observe(seconds);
 }
 
 }  // namespace lockstep

@@ -30,10 +30,19 @@
 // A request's model, version and signature are labels only once they resolved: a request for
 // a model the server does not serve is counted with an empty model, so a client cannot make
 // series at will.
+//
+// Series of versions that are gone go too, so that a server rolling versions for weeks does not
+// grow its exposition: a version is gone once the manager has it neither loading, available nor
+// unloading (and a model once it left the config, for TensorFlow Serving's per-model series).
+// A gone version's series are in the next scrape, with their last counts, and dropped at the
+// scrape after (a version that comes back starts its counters again, which Prometheus reads as a
+// counter reset). A server nobody scrapes keeps them.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,10 +92,19 @@ class ServingMetrics {
   // Every version of `model` the metrics have seen, ascending.
   std::vector<VersionStatistics> Statistics(std::string_view model) const;
 
-  // The exposition, with the values read at scrape time (versions, memory) fresh.
-  std::string Render() const { return registry_.Render(); }
+  // The exposition, with the values read at scrape time (versions, memory) fresh, after the
+  // series of versions gone since the scrape before are dropped.
+  std::string Render();
 
  private:
+  // Drops the series of versions (and models) that were gone at the last call and still are;
+  // remembers those gone now for the next.
+  void DropGoneSeries();
+
+  const ModelManager& manager_;
+  std::mutex sweep_mu_;
+  std::set<std::pair<std::string, std::string>> gone_versions_;  // {model, version label}
+  std::set<std::string> gone_models_;
   metrics::Registry registry_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& total_;

@@ -135,6 +135,37 @@ TEST_F(MetricsTest, StaleTemporariesAreCountedNotRemoved) {
   EXPECT_NE(server_->Log().find("event=stale_temporaries model=m"), std::string::npos) << server_->Log();
 }
 
+// A version that is gone keeps its series for one scrape, with its last counts, and loses them
+// at the next: a server rolling versions for a week does not grow its exposition.
+TEST(MetricSeriesTest, AGoneVersionsSeriesGoAfterOneScrape) {
+  ScratchDir dir;
+  const fs::path base = dir.path() / "m";
+  WriteVersionModel(base, 1);
+  ServerProcess server(dir.path(), {"--model_name=m", "--model_base_path=" + base.string(),
+                                    "--file_system_poll_wait_seconds=1"});
+  HttpClient http(server.rest_port());
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").status, 200);
+  auto scrape = [&] { return ParsePrometheusText(http.Get("/metrics").body); };
+  EXPECT_EQ(scrape().Sum("lockstep_requests_total", R"(version="1")"), 3);
+
+  WriteVersionModel(base, 2);  // the latest policy serves 2 and unloads 1
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string status = http.Get("/v1/models/m/versions/1").body;
+    return status.find("\"END\"") != std::string::npos;
+  })) << http.Get("/v1/models/m").body;
+  ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").body, R"({"predictions": [2.0]})");
+  const PrometheusText last = scrape();
+  EXPECT_EQ(last.Sum("lockstep_requests_total", R"(version="1")"), 3);
+  EXPECT_EQ(last.Sum("lockstep_request_seconds_count", R"(version="1")"), 3);
+  const PrometheusText after = scrape();
+  EXPECT_EQ(after.Sum("lockstep_requests_total", R"(version="1")"), 0);
+  EXPECT_EQ(after.Sum("lockstep_request_seconds_count", R"(version="1")"), 0);
+  EXPECT_EQ(after.Sum("lockstep_requests_total", R"(version="2")"), 1);
+  EXPECT_EQ(after.Sum(":tensorflow:serving:request_count", R"(model_name="m")"), 4);  // the model stays
+  EXPECT_NE(server.Log().find("event=metric_series_dropped versions=1 models=0"), std::string::npos)
+      << server.Log();
+}
+
 // Debian's Prometheus server (scripts/install-deps) scrapes the monitoring path and answers
 // queries about what it stored (scripts/prometheus-check).
 TEST_F(MetricsTest, ARealPrometheusScrapesIt) {
