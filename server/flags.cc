@@ -60,7 +60,7 @@ const FlagSpec kFlags[] = {
      "Before a version serves, replay its warm-up requests: TF Serving's assets.extra/tf_serving_warmup_requests "
      "(PredictionLog records) and a bundle's assets/warmup_requests.json. One that fails fails the load."},
     {"num_request_iterations_for_warmup", &ServerFlags::num_request_iterations_for_warmup,
-     "Times each warm-up record runs (at least 1)."},
+     "Times each warm-up record runs; used only when above 0 (else once), as upstream."},
     {"tensorflow_intra_op_parallelism", &ServerFlags::tensorflow_intra_op_parallelism,
      "Threads one request's kernels may use (0: the number of CPUs)."},
     {"enable_batching", &ServerFlags::enable_batching,
@@ -76,6 +76,9 @@ const FlagSpec kFlags[] = {
     {"ssl_config_file", &ServerFlags::ssl_config_file,
      "SSLConfig in text format (server_key, server_cert, custom_ca: PEM text; client_verify: require client "
      "certificates signed by custom_ca). Serves gRPC and REST over TLS (upstream: gRPC only)."},
+    {"metrics_gone_version_grace_seconds", &ServerFlags::metrics_gone_version_grace_seconds,
+     "Lockstep's: how long the metric series of a version that is gone (unloaded, or its model out of the config) "
+     "stay before the next scrape drops them; keep it above the scrape interval."},
     {"drain_timeout_seconds", &ServerFlags::drain_timeout_seconds,
      "On SIGTERM or SIGINT: stop accepting, finish the requests accepted within this many seconds, exit 0."},
     {"admin_token_file", &ServerFlags::admin_token_file,
@@ -192,12 +195,11 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   LS_RETURN_IF_ERROR(check_non_negative("grpc_max_threads", flags.grpc_max_threads));
   LS_RETURN_IF_ERROR(check_non_negative("num_load_threads", flags.num_load_threads));
   LS_RETURN_IF_ERROR(check_non_negative("max_model_memory_bytes", flags.max_model_memory_bytes));
+  LS_RETURN_IF_ERROR(
+      check_non_negative("metrics_gone_version_grace_seconds", flags.metrics_gone_version_grace_seconds));
   LS_RETURN_IF_ERROR(check_non_negative("tensorflow_intra_op_parallelism", flags.tensorflow_intra_op_parallelism));
   LS_RETURN_IF_ERROR(check_non_negative("model_config_file_poll_wait_seconds", flags.model_config_file_poll_wait_seconds));
   LS_RETURN_IF_ERROR(check_non_negative("file_system_poll_wait_seconds", flags.file_system_poll_wait_seconds));
-  if (flags.num_request_iterations_for_warmup < 1) {
-    return InvalidArgument("--num_request_iterations_for_warmup must be at least 1");
-  }
   if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
   if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
   LS_RETURN_IF_ERROR(check_non_negative("rest_api_max_connections", flags.rest_api_max_connections));

@@ -33,12 +33,13 @@ struct ServerFlags {
   int num_load_threads = 0;      // 0: 2 threads (upstream 0 means serial loads on one)
   int64_t max_model_memory_bytes = 0;  // Lockstep's: what loaded versions may hold together; 0: no bound
   bool enable_model_warmup = true;         // replay each version's warm-up requests before it serves
-  int num_request_iterations_for_warmup = 1;  // times each warm-up record runs
+  int num_request_iterations_for_warmup = 1;  // times each warm-up record runs; 0 or less: once
   int tensorflow_intra_op_parallelism = 0;  // 0: the runtime's default pool size
   bool enable_batching = false;
   std::string batching_parameters_file;     // BatchingParameters; empty: TF Serving's defaults
   std::string monitoring_config_file;       // MonitoringConfig; /metrics is served regardless
   int64_t drain_timeout_seconds = 20;       // Lockstep's: SIGTERM's drain, at most this long
+  int64_t metrics_gone_version_grace_seconds = 300;  // Lockstep's: a gone version's series stay this long
   std::string ssl_config_file;              // SSLConfig: TLS for gRPC and REST; empty: plaintext
   std::string admin_token_file;             // Lockstep's: admin calls need this token (else loopback only)
   bool help = false;

@@ -36,7 +36,8 @@ ModelManager::Options ManagerOptions(const ServerFlags& flags) {
   options.num_load_threads = flags.num_load_threads > 0 ? flags.num_load_threads : 2;
   options.max_model_memory_bytes = flags.max_model_memory_bytes;
   options.enable_model_warmup = flags.enable_model_warmup;
-  options.warm_up = [iterations = flags.num_request_iterations_for_warmup](const ServableHandle& version) -> Status {
+  const int iterations = std::max(1, flags.num_request_iterations_for_warmup);
+  options.warm_up = [iterations](const ServableHandle& version) -> Status {
     const auto start = std::chrono::steady_clock::now();
     LS_ASSIGN_OR_RETURN(const WarmupReplay replay, ReplayWarmupFile(version, iterations));
     if (replay.records > 0) {
@@ -86,7 +87,7 @@ StatusOr<std::string> PrometheusPath(const std::string& file) {
 ModelServer::ModelServer(const ServerFlags& flags, std::optional<ServerBatching> batching)
     : flags_(flags),
       manager_(ManagerOptions(flags)),
-      metrics_(manager_),
+      metrics_(manager_, std::chrono::seconds(flags.metrics_gone_version_grace_seconds)),
       health_(manager_),
       shadow_(metrics_),
       server_batching_(std::move(batching)),

@@ -8,8 +8,8 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "server/flags.h"
@@ -124,8 +124,9 @@ void CollectModels(const ModelManager& manager, metrics::Exposition& out) {
 
 }  // namespace
 
-ServingMetrics::ServingMetrics(const ModelManager& manager)
+ServingMetrics::ServingMetrics(const ModelManager& manager, std::chrono::steady_clock::duration gone_series_grace)
     : manager_(manager),
+      gone_series_grace_(gone_series_grace),
       requests_(registry_.AddCounter("lockstep_requests_total", "Inference requests, by how they ended.",
                                      {"model", "version", "signature", "protocol", "api", "status"})),
       total_(registry_.AddHistogram("lockstep_request_seconds", "Inference request latency, whole.",
@@ -255,36 +256,51 @@ void ServingMetrics::DropGoneSeries() {
   tf_request_latency_.ForEach(by_model);
   tf_runtime_latency_.ForEach(by_model);
 
-  std::set<std::pair<std::string, std::string>> gone_versions;
-  std::set<std::string> gone_models;
+  // What is live: every model of the config, and their versions waiting to load, loading,
+  // available or unloading.
+  const std::shared_ptr<const ServingSnapshot> snapshot = manager_.Snapshot();
   std::map<std::string, std::set<std::string>, std::less<>> live;  // model -> version labels
   for (const auto& [model, unused] : versions) models.insert(model);
   for (const std::string& model : models) {
-    StatusOr<std::vector<VersionStatusInfo>> status = manager_.GetModelStatus(model);
-    if (!status.ok()) {
-      gone_models.insert(model);
-      continue;
-    }
+    if (snapshot->models.count(model) == 0) continue;
     std::set<std::string>& labels = live[model];
+    StatusOr<std::vector<VersionStatusInfo>> status = manager_.GetModelStatus(model);
+    if (!status.ok()) continue;  // configured, with no version it knows of
     for (const VersionStatusInfo& v : *status) {
-      if (v.state == VersionState::kLoading || v.state == VersionState::kAvailable ||
-          v.state == VersionState::kUnloading) {
+      if (v.state == VersionState::kStart || v.state == VersionState::kLoading ||
+          v.state == VersionState::kAvailable || v.state == VersionState::kUnloading) {
         labels.insert(std::to_string(v.version));
       }
     }
   }
-  for (const auto& key : versions) {
-    const auto it = live.find(key.first);
-    if (it == live.end() || it->second.count(key.second) == 0) gone_versions.insert(key);
-  }
 
-  // Gone at the last scrape and still gone: their last counts have been scraped once.
+  // Gone past the grace: their last counts have had the grace to be scraped.
+  const auto now = std::chrono::steady_clock::now();
   std::set<std::pair<std::string, std::string>> drop_versions;
   std::set<std::string> drop_models;
-  std::set_intersection(gone_versions.begin(), gone_versions.end(), gone_versions_.begin(), gone_versions_.end(),
-                        std::inserter(drop_versions, drop_versions.end()));
-  std::set_intersection(gone_models.begin(), gone_models.end(), gone_models_.begin(), gone_models_.end(),
-                        std::inserter(drop_models, drop_models.end()));
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> gone_versions;
+  std::map<std::string, std::chrono::steady_clock::time_point> gone_models;
+  for (const auto& key : versions) {
+    const auto it = live.find(key.first);
+    if (it != live.end() && it->second.count(key.second) > 0) continue;
+    const auto seen = gone_versions_.find(key);
+    const auto since = seen == gone_versions_.end() ? now : seen->second;
+    if (now - since >= gone_series_grace_ && seen != gone_versions_.end()) {
+      drop_versions.insert(key);
+    } else {
+      gone_versions.emplace(key, since);
+    }
+  }
+  for (const std::string& model : models) {
+    if (live.count(model) > 0) continue;
+    const auto seen = gone_models_.find(model);
+    const auto since = seen == gone_models_.end() ? now : seen->second;
+    if (now - since >= gone_series_grace_ && seen != gone_models_.end()) {
+      drop_models.insert(model);
+    } else {
+      gone_models.emplace(model, since);
+    }
+  }
   size_t dropped = 0;
   if (!drop_versions.empty()) {
     const auto of_version = [&](std::span<const std::string> labels) {
@@ -304,8 +320,6 @@ void ServingMetrics::DropGoneSeries() {
     spdlog::info("event=metric_series_dropped versions={} models={} series={}", drop_versions.size(),
                  drop_models.size(), dropped);
   }
-  for (const auto& key : drop_versions) gone_versions.erase(key);
-  for (const auto& model : drop_models) gone_models.erase(model);
   gone_versions_ = std::move(gone_versions);
   gone_models_ = std::move(gone_models);
 }

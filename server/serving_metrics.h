@@ -32,17 +32,19 @@
 // series at will.
 //
 // Series of versions that are gone go too, so that a server rolling versions for weeks does not
-// grow its exposition: a version is gone once the manager has it neither loading, available nor
-// unloading (and a model once it left the config, for TensorFlow Serving's per-model series).
-// A gone version's series are in the next scrape, with their last counts, and dropped at the
-// scrape after (a version that comes back starts its counters again, which Prometheus reads as a
-// counter reset). A server nobody scrapes keeps them.
+// grow its exposition: a version is gone once the manager has it neither waiting to load,
+// loading, available nor unloading (and a model once it left the config, for TensorFlow
+// Serving's per-model series). A gone version's series stay, with their last counts, for the
+// grace period (--metrics_gone_version_grace_seconds: longer than the scrape interval, so every
+// scraper sees them) and are dropped at the first scrape after it. A version that comes back
+// starts its counters again, which Prometheus reads as a counter reset. Scrapes do the sweep:
+// a server nobody scrapes keeps them.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,7 +80,9 @@ struct VersionStatistics {
 
 class ServingMetrics {
  public:
-  explicit ServingMetrics(const ModelManager& manager);
+  static constexpr std::chrono::seconds kDefaultGoneSeriesGrace{300};
+  explicit ServingMetrics(const ModelManager& manager,
+                          std::chrono::steady_clock::duration gone_series_grace = kDefaultGoneSeriesGrace);
 
   // Thread-safe; allocates nothing once the request's label values have been seen.
   void Record(const RequestRecord& request, StatusCode code, double total_seconds);
@@ -89,7 +93,8 @@ class ServingMetrics {
   // Serves `batching`'s queue depths from now on; it must outlive this. Before any scrape.
   void AddBatchQueues(const BatchScheduler& batching);
 
-  // Every version of `model` the metrics have seen, ascending.
+  // Every version of `model` the metrics hold (a gone one until its series are dropped),
+  // ascending.
   std::vector<VersionStatistics> Statistics(std::string_view model) const;
 
   // The exposition, with the values read at scrape time (versions, memory) fresh, after the
@@ -97,14 +102,16 @@ class ServingMetrics {
   std::string Render();
 
  private:
-  // Drops the series of versions (and models) that were gone at the last call and still are;
-  // remembers those gone now for the next.
+  // Drops the series of versions (and models) gone for longer than the grace; remembers since
+  // when the others are gone.
   void DropGoneSeries();
 
   const ModelManager& manager_;
+  const std::chrono::steady_clock::duration gone_series_grace_;
   std::mutex sweep_mu_;
-  std::set<std::pair<std::string, std::string>> gone_versions_;  // {model, version label}
-  std::set<std::string> gone_models_;
+  // Since when each gone {model, version label}, and each gone model, has been seen gone.
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> gone_versions_;
+  std::map<std::string, std::chrono::steady_clock::time_point> gone_models_;
   metrics::Registry registry_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& total_;

@@ -1,5 +1,7 @@
 #include "server/warmup.h"
 
+#include <google/protobuf/unknown_field_set.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,13 +17,15 @@ namespace tfs = tensorflow::serving;
 
 namespace {
 
+constexpr int kSessionRunLogField = 5;  // PredictionLog.session_run_log, upstream's
+
 // Runs what one record logged, once, on `runner`'s version. The tensors are the replay's own,
 // reused from record to record.
 class RecordReplayer {
  public:
   explicit RecordReplayer(const GraphRunner& runner) : runner_(runner) {}
 
-  // How many requests `log` holds: it runs that many.
+  // How many requests `log` holds: it runs that many (none for a record with no log).
   StatusOr<int64_t> Run(const tfs::PredictionLog& log) {
     switch (log.log_type_case()) {
       case tfs::PredictionLog::kPredictLog:
@@ -53,9 +57,15 @@ class RecordReplayer {
       case tfs::PredictionLog::LOG_TYPE_NOT_SET:
         break;
     }
-    return InvalidArgument(
-        "it holds no predict, predict-streamed, classify, regress or multi-inference log (a session_run_log has no "
-        "Lockstep counterpart)");
+    // Upstream's session_run_log (field 5) reads as an unknown field here; a record with no log
+    // at all is skipped, as upstream skips it.
+    const google::protobuf::UnknownFieldSet& unknown = log.GetReflection()->GetUnknownFields(log);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      if (unknown.field(i).number() == kSessionRunLogField) {
+        return Unimplemented("it holds a session_run_log (TensorFlow's Session.Run), which Lockstep has no API for");
+      }
+    }
+    return 0;
   }
 
  private:

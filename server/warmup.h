@@ -11,7 +11,8 @@
 // to a version that is not available yet). The responses logged beside the requests are not
 // compared. A record that cannot be read or run fails the load, naming the file and the record
 // (its number from 0 and its byte offset); a session_run_log (TensorFlow's Session.Run) is such
-// a record, since Lockstep has no Session.Run API.
+// a record, since Lockstep has no Session.Run API. A record with no log at all is skipped, as
+// upstream skips it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ inline constexpr int64_t kMaxTfServingWarmupRecords = 1000;
 
 struct WarmupReplay {
   int64_t records = 0;  // 0: the version has no warm-up file
-  int64_t runs = 0;     // requests run: records x iterations (a streamed log's requests each count)
+  int64_t runs = 0;     // requests run: records x iterations (a streamed log's requests each count,
+                        // a record with no log none)
 };
 
 // Replays `version`'s warm-up file, if its directory has one.

@@ -86,14 +86,12 @@ class InferenceServiceImpl::Stream final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
   Stream(InferenceServiceImpl& service, grpc::CallbackServerContext* context) : service_(service), context_(context) {
-    bool draining = false;
-    {
-      std::lock_guard<std::mutex> lock(service_.streams_mu_);
-      service_.streams_.insert(this);
-      draining = service_.finishing_streams_;
-    }
+    // Both locks, in their order, so that a drain either sees this stream or this stream sees
+    // the drain: never a read started after the drain finished it.
+    std::lock_guard<std::mutex> streams(service_.streams_mu_);
+    service_.streams_.insert(this);
     std::lock_guard<std::mutex> lock(mu_);
-    if (draining) {
+    if (service_.finishing_streams_) {
       draining_ = true;
       MaybeFinishLocked();
     } else {

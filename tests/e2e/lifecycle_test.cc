@@ -211,6 +211,15 @@ TEST_F(StreamDrainTest, UnwrittenAnswersLeaveBeforeTheServerStops) {
   ASSERT_TRUE(WaitFor([&] { return computed() == kRequests; }, std::chrono::seconds(30))) << server_->Log();
   ASSERT_EQ(kill(server_->pid(), SIGTERM), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the drain is under way
+  // A stream opened during the drain (which this one's unread answers hold open) ends at once,
+  // the same way, before it reads anything.
+  grpc::ClientContext late_context;
+  const auto late = stub_->ModelStreamInfer(&late_context);
+  inference::ModelStreamInferResponse nothing;
+  EXPECT_FALSE(late->Read(&nothing));
+  const grpc::Status late_end = late->Finish();
+  EXPECT_EQ(late_end.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(late_end.error_message(), "the server is shutting down");
   int answered = 0;
   inference::ModelStreamInferResponse answer;
   while (stream_->Read(&answer)) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/common/prometheus_text.h"
 #include "tests/common/run_command.h"
@@ -135,14 +137,15 @@ TEST_F(MetricsTest, StaleTemporariesAreCountedNotRemoved) {
   EXPECT_NE(server_->Log().find("event=stale_temporaries model=m"), std::string::npos) << server_->Log();
 }
 
-// A version that is gone keeps its series for one scrape, with its last counts, and loses them
-// at the next: a server rolling versions for a week does not grow its exposition.
-TEST(MetricSeriesTest, AGoneVersionsSeriesGoAfterOneScrape) {
+// A version that is gone keeps its series, with its last counts, for the grace period, and loses
+// them at the first scrape after it: a server rolling versions for a week does not grow its
+// exposition.
+TEST(MetricSeriesTest, AGoneVersionsSeriesGoAfterTheGrace) {
   ScratchDir dir;
   const fs::path base = dir.path() / "m";
   WriteVersionModel(base, 1);
   ServerProcess server(dir.path(), {"--model_name=m", "--model_base_path=" + base.string(),
-                                    "--file_system_poll_wait_seconds=1"});
+                                    "--file_system_poll_wait_seconds=1", "--metrics_gone_version_grace_seconds=2"});
   HttpClient http(server.rest_port());
   for (int i = 0; i < 3; ++i) ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").status, 200);
   auto scrape = [&] { return ParsePrometheusText(http.Get("/metrics").body); };
@@ -154,15 +157,49 @@ TEST(MetricSeriesTest, AGoneVersionsSeriesGoAfterOneScrape) {
     return status.find("\"END\"") != std::string::npos;
   })) << http.Get("/v1/models/m").body;
   ASSERT_EQ(http.Post("/v1/models/m:predict", R"({"instances": [1.0]})").body, R"({"predictions": [2.0]})");
+  const auto gone = std::chrono::steady_clock::now();
   const PrometheusText last = scrape();
   EXPECT_EQ(last.Sum("lockstep_requests_total", R"(version="1")"), 3);
   EXPECT_EQ(last.Sum("lockstep_request_seconds_count", R"(version="1")"), 3);
+  // Within the grace every scraper still sees them.
+  EXPECT_EQ(scrape().Sum("lockstep_requests_total", R"(version="1")"), 3);
+  std::this_thread::sleep_until(gone + std::chrono::milliseconds(2100));
   const PrometheusText after = scrape();
   EXPECT_EQ(after.Sum("lockstep_requests_total", R"(version="1")"), 0);
   EXPECT_EQ(after.Sum("lockstep_request_seconds_count", R"(version="1")"), 0);
   EXPECT_EQ(after.Sum("lockstep_requests_total", R"(version="2")"), 1);
   EXPECT_EQ(after.Sum(":tensorflow:serving:request_count", R"(model_name="m")"), 4);  // the model stays
   EXPECT_NE(server.Log().find("event=metric_series_dropped versions=1 models=0"), std::string::npos)
+      << server.Log();
+}
+
+// A model that leaves the config loses TensorFlow Serving's per-model series the same way.
+TEST(MetricSeriesTest, AModelOutOfTheConfigLosesItsSeriesAfterTheGrace) {
+  ScratchDir dir;
+  WriteVersionModel(dir.path() / "a", 1);
+  WriteVersionModel(dir.path() / "b", 1);
+  const fs::path config = dir.path() / "models.config";
+  auto write_config = [&](std::vector<std::string> names) {
+    std::string text = "model_config_list {";
+    for (const std::string& name : names)
+      text += " config { name: \"" + name + "\" base_path: \"" + (dir.path() / name).string() + "\" }";
+    WriteFile(config, text + " }\n");
+  };
+  write_config({"a", "b"});
+  ServerProcess server(dir.path(), {"--model_config_file=" + config.string(), "--model_config_file_poll_wait_seconds=1",
+                                    "--metrics_gone_version_grace_seconds=1"});
+  HttpClient http(server.rest_port());
+  ASSERT_EQ(http.Post("/v1/models/b:predict", R"({"instances": [1.0]})").status, 200);
+  auto scrape = [&] { return ParsePrometheusText(http.Get("/metrics").body); };
+  EXPECT_EQ(scrape().Sum(":tensorflow:serving:request_count", R"(model_name="b")"), 1);
+  write_config({"a"});
+  ASSERT_TRUE(WaitFor([&] { return http.Get("/v1/models/b").status == 404; }));
+  EXPECT_EQ(scrape().Sum(":tensorflow:serving:request_count", R"(model_name="b")"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const PrometheusText after = scrape();
+  EXPECT_EQ(after.Sum(":tensorflow:serving:request_count", R"(model_name="b")"), 0);
+  EXPECT_EQ(after.Sum("lockstep_requests_total", R"(model="b")"), 0);
+  EXPECT_NE(server.Log().find("event=metric_series_dropped versions=1 models=1"), std::string::npos)
       << server.Log();
 }
 
