@@ -280,26 +280,22 @@ void ServingMetrics::DropGoneSeries() {
   std::set<std::string> drop_models;
   std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> gone_versions;
   std::map<std::string, std::chrono::steady_clock::time_point> gone_models;
+  // `key`, gone now: dropped once gone past the grace (and seen gone before), else remembered
+  // with the time it was first seen gone.
+  const auto sweep = [&](const auto& key, const auto& seen_before, auto& still_gone, auto& drop) {
+    const auto seen = seen_before.find(key);
+    if (seen != seen_before.end() && now - seen->second >= gone_series_grace_) {
+      drop.insert(key);
+    } else {
+      still_gone.emplace(key, seen == seen_before.end() ? now : seen->second);
+    }
+  };
   for (const auto& key : versions) {
     const auto it = live.find(key.first);
-    if (it != live.end() && it->second.count(key.second) > 0) continue;
-    const auto seen = gone_versions_.find(key);
-    const auto since = seen == gone_versions_.end() ? now : seen->second;
-    if (now - since >= gone_series_grace_ && seen != gone_versions_.end()) {
-      drop_versions.insert(key);
-    } else {
-      gone_versions.emplace(key, since);
-    }
+    if (it == live.end() || it->second.count(key.second) == 0) sweep(key, gone_versions_, gone_versions, drop_versions);
   }
   for (const std::string& model : models) {
-    if (live.count(model) > 0) continue;
-    const auto seen = gone_models_.find(model);
-    const auto since = seen == gone_models_.end() ? now : seen->second;
-    if (now - since >= gone_series_grace_ && seen != gone_models_.end()) {
-      drop_models.insert(model);
-    } else {
-      gone_models.emplace(model, since);
-    }
+    if (live.count(model) == 0) sweep(model, gone_models_, gone_models, drop_models);
   }
   size_t dropped = 0;
   if (!drop_versions.empty()) {
