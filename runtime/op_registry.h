@@ -87,8 +87,9 @@ using KernelFn = Status (*)(KernelContext&);
 // Packs input `input`, whose value is the constant `value`, for the matmul core: called once
 // when a session is built, so that no run re-packs a weight. Returns null when that input is
 // not one the op packs. Errors are the op's own shape errors, reported at session creation.
+// `pool` (never null) shares out the packing of a large weight.
 using PackFn = StatusOr<std::shared_ptr<const PackedB>> (*)(const AttrMap& attrs, int input,
-                                                            const Tensor& value);
+                                                            const Tensor& value, ThreadPool* pool);
 // Packs input `input` of a node, whose value for the coming run is `value`, into `into`, in
 // place (no allocation once `into` has held a packing that size): a trainer packs each fed
 // weight once per step for every replica (SessionOptions::packed_by_caller). Errors as PackFn's.

@@ -149,7 +149,7 @@ using PackedWeights = std::map<std::pair<int, int>, std::shared_ptr<const Packed
 
 // Packs the constant inputs of node `i` that its op packs, into `packed` (parallel to its
 // inputs). Returns whether any was.
-StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, int i,
+StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, int i, ThreadPool& pool,
                                   PackedWeights& cache, std::vector<const PackedB*>& packed) {
   const OpDef* op = a.ops[i];
   bool any = false;
@@ -166,7 +166,7 @@ StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, in
             std::get<std::string>(model.graph.nodes[producer].attrs.values().at("weight"));
         LS_ASSIGN_OR_RETURN(std::shared_ptr<const PackedB> made,
                             op->pack_constant(model.graph.nodes[i].attrs, static_cast<int>(j),
-                                              model.weights.at(weight_name)));
+                                              model.weights.at(weight_name), &pool));
         it = cache.emplace(key, std::move(made)).first;
       }
       p = it->second.get();
@@ -181,7 +181,7 @@ StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, in
 StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysis& a,
                                           const Signature& sig, bool reuse_buffers,
                                           const std::vector<std::string>& packed_by_caller,
-                                          PackedWeights& packed) {
+                                          ThreadPool& pool, PackedWeights& packed) {
   auto plan = std::make_unique<Plan>();
   plan->signature = sig;
   const auto& nodes = model.graph.nodes;
@@ -251,7 +251,7 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     step.first_output = first_value[i];
     step.num_outputs = static_cast<int>(a.outputs[i].size());
     std::vector<const PackedB*> step_packed;
-    LS_ASSIGN_OR_RETURN(step.has_packed, PackConstantInputs(model, a, i, packed, step_packed));
+    LS_ASSIGN_OR_RETURN(step.has_packed, PackConstantInputs(model, a, i, pool, packed, step_packed));
     step_packed.resize(a.inputs[i].size());
     for (size_t j = 0; j < a.inputs[i].size() && op->repack_input != nullptr; ++j) {
       if (static_cast<int>(j) != op->repacked_input || step_packed[j] != nullptr) continue;
@@ -355,7 +355,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
   for (const Signature& sig : compiled->model.graph.signatures) {
     LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers,
-                                             options.packed_by_caller, compiled->packed));
+                                             options.packed_by_caller, *compiled->pool, compiled->packed));
     compiled->plans.push_back(std::move(plan));
   }
   return std::make_unique<Session>(Key{}, std::move(compiled));

@@ -1,6 +1,7 @@
 // ReadBundle: trust nothing in the directory until it has been checked, and check in an order
 // where each step may rely on the previous ones: the manifest before the files it lists, the
 // checksums before the bytes are parsed, the structure of model.pb before its meaning.
+#include <limits>
 #include <set>
 #include <system_error>
 
@@ -104,21 +105,26 @@ Status ChecksumMismatch(const fs::path& path, const std::string& expected, const
 }
 
 // Checks every listed file's SHA-256. model.pb and weights.bin are read into memory and
-// hashed there, so what is used is exactly what was checked, whatever happens to the files
-// afterwards (file_image.h).
+// hashed there as they arrive, so what is used is exactly what was checked, whatever happens
+// to the files afterwards (file_image.h).
 Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
                        std::string* graph, std::shared_ptr<const FileImage>* weights) {
   for (const ManifestEntry& e : entries) {
     const fs::path path = dir / e.path;
     std::string actual;
-    if (e.path == kGraph) {
-      // Bounded before a byte is read or hashed: a huge sparse file costs nothing to make.
-      LS_ASSIGN_OR_RETURN(std::shared_ptr<const FileImage> file, FileImage::Read(path, kMaxModelProtoBytes));
-      graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
-      actual = Sha256Hex(std::string_view(*graph));
-    } else if (e.path == kWeights) {
-      LS_ASSIGN_OR_RETURN(*weights, FileImage::Read(path));
-      actual = Sha256Hex((*weights)->bytes());
+    if (e.path == kGraph || e.path == kWeights) {
+      Sha256Hasher hasher;
+      const auto hash = [&hasher](std::span<const std::byte> bytes) { hasher.Update(bytes); };
+      // model.pb is bounded before a byte is read or hashed: a huge sparse file costs nothing
+      // to make.
+      const uint64_t limit = e.path == kGraph ? kMaxModelProtoBytes : std::numeric_limits<uint64_t>::max();
+      LS_ASSIGN_OR_RETURN(std::shared_ptr<const FileImage> file, FileImage::Read(path, limit, hash));
+      actual = hasher.FinishHex();
+      if (e.path == kGraph) {
+        graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
+      } else {
+        *weights = std::move(file);
+      }
     } else {
       LS_ASSIGN_OR_RETURN(actual, Sha256File(path));
     }

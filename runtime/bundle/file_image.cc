@@ -1,12 +1,14 @@
 #include "runtime/bundle/file_image.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <functional>
+#include <thread>
 
 #include "runtime/bundle/file_io.h"
 
@@ -20,10 +22,71 @@ struct FdCloser {
   ~FdCloser() { ::close(fd); }
 };
 
+// Reads [begin, end) of the file into `out` + begin.
+Status ReadRange(int fd, const std::filesystem::path& path, std::byte* out, uint64_t begin, uint64_t end,
+                 uint64_t size) {
+  for (uint64_t done = begin; done < end;) {
+    const ssize_t n = ::pread(fd, out + done, static_cast<size_t>(end - done), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "cannot read", path);
+    if (n == 0) {
+      return DataLoss(path.string() + " shrank while it was read (" + std::to_string(done) + " of " +
+                      std::to_string(size) + " bytes)");
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// The read is handed to the consumer in chunks this large: small enough to be in cache still
+// when the consumer reads it, large enough that the hand-over costs nothing.
+constexpr uint64_t kChunk = uint64_t{1} << 20;
+// Below this a second thread costs more than it saves.
+constexpr uint64_t kOverlapFrom = uint64_t{8} << 20;
+
+// Reads the file into `out` on a helper thread, a chunk at a time, while this thread gives
+// each chunk to `consume` as soon as it is in. The helper publishes how far it has read; a
+// failure publishes kFailed, and its status is read only after the join.
+Status ReadOverlapped(int fd, const std::filesystem::path& path, std::byte* out, uint64_t size,
+                      const FileImage::ConsumeFn& consume) {
+  constexpr uint64_t kFailed = ~uint64_t{0};
+  std::atomic<uint64_t> read_to{0};
+  Status read_status;
+  std::thread reader([&] {
+    for (uint64_t begin = 0; begin < size; begin += kChunk) {
+      const uint64_t end = std::min(size, begin + kChunk);
+      read_status = ReadRange(fd, path, out, begin, end, size);
+      read_to.store(read_status.ok() ? end : kFailed, std::memory_order_release);
+      read_to.notify_one();
+      if (!read_status.ok()) return;
+    }
+  });
+  // Joined on every way out, a consumer's exception included: a joinable thread's destructor
+  // would end the process.
+  struct Joiner {
+    std::thread& thread;
+    ~Joiner() {
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{reader};
+  for (uint64_t consumed = 0; consumed < size;) {
+    const uint64_t available = read_to.load(std::memory_order_acquire);
+    if (available == kFailed) break;
+    if (available == consumed) {
+      read_to.wait(consumed, std::memory_order_acquire);
+      continue;
+    }
+    consume(std::span<const std::byte>(out + consumed, static_cast<size_t>(available - consumed)));
+    consumed = available;
+  }
+  reader.join();
+  return read_status;
+}
+
 }  // namespace
 
-StatusOr<std::shared_ptr<const FileImage>> FileImage::Read(const std::filesystem::path& path,
-                                                           uint64_t max_size) {
+StatusOr<std::shared_ptr<const FileImage>> FileImage::Read(const std::filesystem::path& path, uint64_t max_size,
+                                                           const ConsumeFn& consume) {
   // O_NONBLOCK so that a FIFO planted where a file belongs is refused instead of hanging us.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
@@ -36,40 +99,28 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::Read(const std::filesystem
     return InvalidArgument(path.string() + " is " + std::to_string(size) + " bytes, more than the limit of " +
                            std::to_string(max_size));
   }
-  if (size == 0) return std::make_shared<const FileImage>(Token{}, path, nullptr, 0);
+  if (size == 0) return std::make_shared<const FileImage>(Token{}, path, PageBuffer());
+  if (size > std::numeric_limits<size_t>::max()) return InvalidArgument(path.string() + " is too large to read");
 
-  // Anonymous pages: page-aligned (weights are viewed in place, at 64-byte offsets), freed
-  // whole with munmap, and made read-only once filled.
-  void* addr =
-      ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (addr == MAP_FAILED) return ErrnoStatus(errno, "cannot allocate memory for", path);
-  auto image = std::make_shared<const FileImage>(Token{}, path, addr, static_cast<size_t>(size));
-  auto* out = static_cast<char*>(addr);
-  for (uint64_t done = 0; done < size;) {
-    const ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, "cannot read", path);
-    if (n == 0) {
-      return DataLoss(path.string() + " shrank while it was read (" + std::to_string(done) + " of " +
-                      std::to_string(size) + " bytes)");
-    }
-    done += static_cast<uint64_t>(n);
+  StatusOr<PageBuffer> buffer = PageBuffer::Allocate(static_cast<size_t>(size));
+  if (!buffer.ok()) return buffer.status().WithPrefix(path.string());
+  std::byte* out = buffer->data();
+  if (consume && size >= kOverlapFrom) {
+    LS_RETURN_IF_ERROR(ReadOverlapped(fd, path, out, size, consume));
+  } else {
+    LS_RETURN_IF_ERROR(ReadRange(fd, path, out, 0, size, size));
+    if (consume) consume(std::span<const std::byte>(out, static_cast<size_t>(size)));
   }
-  if (::mprotect(addr, static_cast<size_t>(size), PROT_READ) != 0)
-    return ErrnoStatus(errno, "cannot protect", path);
-  return image;
-}
-
-FileImage::~FileImage() {
-  if (addr_ != nullptr) ::munmap(addr_, size_);
+  LS_RETURN_IF_ERROR(buffer->Protect().WithPrefix(path.string()));
+  return std::make_shared<const FileImage>(Token{}, path, std::move(buffer).value());
 }
 
 bool FileImage::Contains(const void* p, size_t n) const {
-  if (addr_ == nullptr) return false;
+  if (data() == nullptr) return false;
   // std::less gives a total order over unrelated pointers, which raw < does not promise.
   const auto* b = static_cast<const std::byte*>(p);
   const std::byte* begin = data();
-  const std::byte* end = begin + size_;
+  const std::byte* end = begin + size();
   return !std::less<>()(b, begin) && !std::less<>()(end, b) && n <= static_cast<size_t>(end - b);
 }
 

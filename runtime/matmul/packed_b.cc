@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "runtime/matmul/packing.h"
+#include "runtime/page_buffer.h"
 #include "runtime/tensor.h"
 
 namespace lockstep {
@@ -23,8 +24,9 @@ void PackedB::Repack(const void* b, DType b_type, bool transpose, int64_t k, int
   const bool bf16 = compute_type == DType::kBFloat16;
   const size_t words = PackedBWords(k, n, bf16);
   if (words > capacity_words_ || storage_ == nullptr) {
-    // At least one word, so that an empty matrix still reads as packed.
-    storage_ = AllocateAligned(std::max<size_t>(words, 1) * sizeof(uint32_t));
+    // At least one word, so that an empty matrix still reads as packed. A model's large
+    // weights get huge pages (runtime/page_buffer.h): packing them faulted once per 4 KiB.
+    storage_ = AllocateZeroedLarge(std::max<size_t>(words, 1) * sizeof(uint32_t));
     capacity_words_ = std::max<size_t>(words, 1);
   }
   uint32_t* dst = static_cast<uint32_t*>(storage_.get());

@@ -379,14 +379,15 @@ Status FusedConv2DKernel(KernelContext& ctx) {
   return ConvForward(ctx, "FusedConv2D", epilogue);
 }
 
-StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int input, const Tensor& filter) {
+StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int input, const Tensor& filter,
+                                                    ThreadPool* pool) {
   const bool packable = filter.dtype() == DType::kFloat32 || filter.dtype() == DType::kBFloat16;
   if (input != 1 || !packable || filter.shape().rank() != 4) return std::shared_ptr<const PackedB>();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
   return std::make_shared<const PackedB>(
-      PackedB::Pack(filter.raw_data(), filter.dtype(), false, k, f.dim(3), f.dim(3), compute));
+      PackedB::Pack(filter.raw_data(), filter.dtype(), false, k, f.dim(3), f.dim(3), compute, pool));
 }
 
 // ---- Conv2DBackpropInput(dy, filter, input) ----

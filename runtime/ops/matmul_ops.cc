@@ -199,11 +199,12 @@ StatusOr<std::optional<PackPlan>> PlanPacking(const AttrMap& attrs, int input, c
                                           b.shape().dim(transpose_b ? 0 : 1), bf16 ? DType::kBFloat16 : b.dtype()});
 }
 
-StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b) {
+StatusOr<std::shared_ptr<const PackedB>> PackWeights(const AttrMap& attrs, int input, const Tensor& b,
+                                                     ThreadPool* pool) {
   LS_ASSIGN_OR_RETURN(std::optional<PackPlan> plan, PlanPacking(attrs, input, b));
   if (!plan) return std::shared_ptr<const PackedB>();
-  return std::make_shared<const PackedB>(
-      PackedB::Pack(b.raw_data(), b.dtype(), plan->transpose, plan->k, plan->n, b.shape().dim(1), plan->compute));
+  return std::make_shared<const PackedB>(PackedB::Pack(b.raw_data(), b.dtype(), plan->transpose, plan->k, plan->n,
+                                                       b.shape().dim(1), plan->compute, pool));
 }
 
 Status RepackWeights(const AttrMap& attrs, int input, const Tensor& b, PackedB& into, ThreadPool* pool) {

@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cstdio>
+#include <fstream>
 
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/file_image.h"
 #include "runtime/graph_proto.h"
+#include "runtime/page_buffer.h"
 #include "tests/runtime/bundle_test_util.h"
 
 namespace lockstep {
@@ -353,6 +356,84 @@ TEST(BundleFileImageTest, EmptyAndMissingFiles) {
   ASSERT_TRUE(big.ok());
   EXPECT_TRUE((*big)->Contains((*big)->data() + 10, 90));
   EXPECT_FALSE((*big)->Contains((*big)->data() + 10, 91));
+}
+
+// The consumer sees every byte once, in order, however the read is cut: below the size where a
+// second thread reads ahead, and above it (several chunks, the last one short).
+TEST(BundleFileImageTest, ConsumerSeesEveryByteInOrder) {
+  ScratchDir tmp;
+  for (size_t size : {size_t{1000}, (size_t{9} << 20) + 12345}) {
+    std::string content(size, '\0');
+    for (size_t i = 0; i < size; ++i) content[i] = static_cast<char>((i * 2654435761u) >> 13);
+    WriteFile(tmp / "f", content);
+    std::string seen;
+    size_t calls = 0;
+    auto image = FileImage::Read(tmp / "f", size, [&](std::span<const std::byte> part) {
+      ++calls;
+      seen.append(reinterpret_cast<const char*>(part.data()), part.size());
+    });
+    ASSERT_TRUE(image.ok()) << image.status().ToString();
+    EXPECT_EQ(seen, content) << size;
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>((*image)->data()), (*image)->size()), content);
+    EXPECT_GE(calls, 1u);
+    // The hash as the reader computes it, while reading, is the hash of the whole.
+    Sha256Hasher hasher;
+    ASSERT_TRUE(FileImage::Read(tmp / "f", size, [&](std::span<const std::byte> p) { hasher.Update(p); }).ok());
+    EXPECT_EQ(hasher.FinishHex(), Sha256Hex(std::string_view(content)));
+  }
+}
+
+// A consumer that throws does not leave the read-ahead thread running (which would end the
+// process): the exception reaches the caller.
+TEST(BundleFileImageTest, AConsumerThatThrowsStopsTheRead) {
+  ScratchDir tmp;
+  WriteFile(tmp / "f", std::string(size_t{16} << 20, 'x'));
+  EXPECT_THROW((void)FileImage::Read(tmp / "f", UINT64_MAX, [](std::span<const std::byte>) {
+    throw std::runtime_error("consumer failed");
+  }), std::runtime_error);
+}
+
+// The permissions of the mapping holding `p`, as /proc/self/maps shows them ("rw-p").
+std::string MappingPermissions(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t begin = 0, end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &begin, &end, perms) == 3 && begin <= address && address < end) {
+      return perms;
+    }
+  }
+  return "";
+}
+
+TEST(PageBufferTest, BuffersAreZeroedAlignedAndProtectable) {
+  EXPECT_FALSE(PageBuffer::Allocate(0).ok());
+  for (size_t size : {size_t{100}, PageBuffer::kHugePage + 1, size_t{7} * PageBuffer::kHugePage}) {
+    auto buffer = PageBuffer::Allocate(size);
+    ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+    ASSERT_EQ(buffer->size(), size);
+    const auto address = reinterpret_cast<uintptr_t>(buffer->data());
+    EXPECT_EQ(address % (size >= PageBuffer::kHugePage ? PageBuffer::kHugePage : 4096), 0u) << size;
+    for (size_t i = 0; i < size; i += 4093) ASSERT_EQ(buffer->data()[i], std::byte{0}) << i;
+    EXPECT_EQ(buffer->data()[size - 1], std::byte{0});
+    buffer->data()[size - 1] = std::byte{7};  // the whole size is writable
+    PageBuffer moved = std::move(buffer).value();
+    EXPECT_EQ(moved.data()[size - 1], std::byte{7});
+    EXPECT_EQ(MappingPermissions(moved.data()), "rw-p");
+    ASSERT_TRUE(moved.Protect().ok());
+    EXPECT_EQ(MappingPermissions(moved.data()), "r--p");
+  }
+  // AllocateZeroedLarge: small sizes from the aligned allocator, large ones page-backed;
+  // both zeroed and 64-byte aligned.
+  for (size_t size : {size_t{64}, size_t{3} << 20}) {
+    std::shared_ptr<void> p = AllocateZeroedLarge(size);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p.get()) % 64, 0u);
+    const auto* bytes = static_cast<const std::byte*>(p.get());
+    EXPECT_EQ(bytes[0], std::byte{0});
+    EXPECT_EQ(bytes[size - 1], std::byte{0});
+  }
 }
 
 }  // namespace
