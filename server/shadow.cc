@@ -35,6 +35,17 @@ bool SameTensor(const Tensor& a, const Tensor& b) {
   }
 }
 
+// Copies, never shares, the request's tensors. They belong to its connection, which writes the
+// next request into them in place once it sees no one else holding them (Tensor::Writable):
+// a share held here and let go on a shadow thread would leave that write unordered after the
+// shadow's reads (found by ThreadSanitizer in tests/e2e/reload_stress_test.cc).
+std::vector<NamedTensor> Copies(std::span<const NamedTensor> tensors) {
+  std::vector<NamedTensor> out;
+  out.reserve(tensors.size());
+  for (const NamedTensor& t : tensors) out.push_back({t.name, t.tensor.Clone()});
+  return out;
+}
+
 }  // namespace
 
 bool ShadowAgrees(std::span<const NamedTensor> primary, std::span<const NamedTensor> candidate) {
@@ -70,8 +81,7 @@ void ShadowRunner::MaybeShadow(const ModelManager& manager, const LoadedVersion&
                                std::span<const NamedTensor> primary) {
   ServableHandle candidate = manager.ShadowFor(served.model(), served.version());
   if (candidate == nullptr) return;
-  Task task{
-      std::move(candidate), signature.name, {inputs.begin(), inputs.end()}, {primary.begin(), primary.end()}};
+  Task task{std::move(candidate), signature.name, Copies(inputs), Copies(primary)};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_ && queue_.size() < max_queue_) {

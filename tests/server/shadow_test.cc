@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
+
+#include "tests/model_store/manager_test_util.h"
 
 namespace lockstep {
 namespace {
@@ -33,6 +37,54 @@ TEST(ShadowAgreesTest, ComparesEveryOutputTheClientGot) {
       primary, {Floats("y", {1.0f, 100.0f, NAN}), {"k", Tensor::FromVector<int64_t>(Shape{2}, {3, 5})}}));
   EXPECT_FALSE(Agrees(primary, {Floats("y", {1.0f, 100.0f, NAN}), Floats("k", {3.0f, 4.0f})}));
   EXPECT_TRUE(Agrees({}, same));
+}
+
+// The copy the shadow runs is its own: the request's tensors, which their connection reuses in
+// place for its next request once no one else holds them, are not held by the queued copy (a
+// share let go on the shadow's thread raced with that reuse under ThreadSanitizer). And the
+// copy is the request's: the candidate runs on the same values.
+TEST(ShadowRunnerTest, TheShadowRunsOnCopiesOfTheRequest) {
+  using namespace store_test;  // NOLINT: test helpers
+  ScratchDir dir;
+  WriteVersion(dir.path() / "m", 1);
+  WriteVersion(dir.path() / "m", 2);
+  ModelManager manager(ManualOptions());
+  // Labels name loaded versions only (as TensorFlow Serving's do): load, then label.
+  ModelConfig m = MakeModel("m", dir.path() / "m", Specific({1, 2}));
+  ASSERT_TRUE(manager.ApplyConfig(Config({m})).ok());
+  ASSERT_TRUE(Settle(manager));
+  m.labels = {{"stable", 1}, {"canary", 2}};
+  m.shadow = ShadowTraffic{"canary", 0, 100};
+  const Status applied = manager.ApplyConfig(Config({m}));
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  ASSERT_TRUE(Settle(manager));
+  StatusOr<ServableHandle> served = manager.Resolve("m", 1, std::nullopt);
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  const Session& session = (*served)->session();
+  const Signature* signature = session.FindSignature("serving_default");
+  ASSERT_NE(signature, nullptr);
+  std::vector<NamedTensor> inputs = {{signature->inputs[0].key, Tensor::FromVector<float>(Shape{1}, {1.0f})}};
+  std::vector<NamedTensor> outputs;
+  ASSERT_TRUE(session.Run("serving_default", inputs, &outputs).ok());
+
+  ServingMetrics metrics(manager);
+  ShadowRunner shadow(metrics);
+  shadow.MaybeShadow(manager, **served, *signature, inputs, outputs);
+  // Still the request's alone, whether or not the shadow has run yet.
+  EXPECT_TRUE(inputs[0].tensor.Writable(DType::kFloat32, Shape{1}));
+  EXPECT_TRUE(outputs[0].tensor.Writable(outputs[0].tensor.dtype(), outputs[0].tensor.shape()));
+  // The request's next values, written in place, do not reach the copy. Version 2 is y = 2x:
+  // on the request's x = 1 it disagrees with version 1's y = 1; on x = 0.5, written here, it
+  // would agree.
+  inputs[0].tensor.mutable_data<float>()[0] = 0.5f;
+  const auto counted = [&] {
+    const std::string text = metrics.Render();
+    return text.find("lockstep_shadow_requests_total{model=\"m\",version=\"2\",result=\"disagree\"} 1") !=
+           std::string::npos;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!counted() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(counted()) << metrics.Render();
 }
 
 }  // namespace
