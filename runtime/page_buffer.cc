@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -21,6 +22,10 @@ size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 StatusOr<PageBuffer> PageBuffer::Allocate(size_t size) {
   if (size == 0) return InvalidArgument("PageBuffer::Allocate: size 0");
+  // Room for the rounding and the alignment slack below, so that neither wraps.
+  if (size > std::numeric_limits<size_t>::max() - 2 * kHugePage) {
+    return ResourceExhausted("cannot map " + std::to_string(size) + " bytes: too large");
+  }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t mapped = RoundUp(size, page);
   if (mapped < kHugePage) {

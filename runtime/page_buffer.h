@@ -5,8 +5,10 @@
 // page on first touch cost more than the copy itself (32,768 faults for 128 MiB, about a third
 // of a second on our machines). Here the buffer is aligned to 2 MiB and offered to the kernel
 // for transparent huge pages (madvise MADV_HUGEPAGE, which needs THP set to "madvise" or
-// "always"), so it faults 2 MiB at a time; where the kernel declines, it is ordinary pages.
-// The memory comes zeroed, so no one needs to clear it, and goes back to the kernel whole.
+// "always"), so it faults 2 MiB at a time; where the kernel has none to give, it is ordinary
+// pages. (With THP's defrag set to "madvise", a fault may first compact memory to make a huge
+// page: on a badly fragmented host a load can wait for that.) The memory comes zeroed, so no
+// one needs to clear it, and goes back to the kernel whole.
 #pragma once
 
 #include <cstddef>
@@ -18,11 +20,11 @@ namespace lockstep {
 
 class PageBuffer {
  public:
-  // Buffers below this are left to malloc: too small for a huge page to pay.
   static constexpr size_t kHugePage = size_t{2} << 20;
 
   PageBuffer() = default;
-  // Zeroed memory of `size` bytes (size > 0), 2 MiB-aligned when it is at least kHugePage.
+  // Zeroed memory of `size` bytes (size > 0), a mapping of its own: page-aligned, and
+  // 2 MiB-aligned and offered huge pages when it is at least kHugePage.
   static StatusOr<PageBuffer> Allocate(size_t size);
   ~PageBuffer();
   PageBuffer(PageBuffer&& other) noexcept;
@@ -44,9 +46,9 @@ class PageBuffer {
   size_t mapped_ = 0;  // the mapping's length: size rounded up to whole pages
 };
 
-// A zeroed, 64-byte-aligned buffer of `bytes`, owned by the returned pointer: page-backed as
-// above from kHugePage up, from AllocateAligned (runtime/tensor.h) below. Throws bad_alloc, as
-// AllocateAligned does.
+// A zeroed, 64-byte-aligned buffer of `bytes`, owned by the returned pointer: a PageBuffer
+// from kHugePage up; below, where a mapping of its own would not pay, from AllocateAligned
+// (runtime/tensor.h). Throws bad_alloc, as AllocateAligned does.
 std::shared_ptr<void> AllocateZeroedLarge(size_t bytes);
 
 }  // namespace lockstep

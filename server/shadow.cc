@@ -81,10 +81,22 @@ void ShadowRunner::MaybeShadow(const ModelManager& manager, const LoadedVersion&
                                std::span<const NamedTensor> primary) {
   ServableHandle candidate = manager.ShadowFor(served.model(), served.version());
   if (candidate == nullptr) return;
+  const auto has_room = [this] { return !stopping_ && queue_.size() < max_queue_; };
+  // A copy that would be dropped is not made: a candidate that cannot keep up costs the
+  // primary nothing. (Checked again below: the copy is made outside the lock.)
+  bool room = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    room = has_room();
+  }
+  if (!room) {
+    metrics_.RecordShadow(*candidate, "dropped", 0);
+    return;
+  }
   Task task{std::move(candidate), signature.name, Copies(inputs), Copies(primary)};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && queue_.size() < max_queue_) {
+    if (has_room()) {
       queue_.push_back(std::move(task));
       cv_.notify_one();
       return;

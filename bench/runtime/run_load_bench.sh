@@ -18,7 +18,7 @@ die() {
 model_cli=$build/runtime/cli/model-cli
 model_server=$build/server/model-server
 bench_load=$build/bench/bench_load
-# shellcheck source=bench/serving/lib.sh
+# shellcheck source=bench/serving/lib.sh disable=SC2154  # $tmp and $pid_large are set by lib.sh
 source "$(dirname "$0")/../serving/lib.sh"
 require_binaries "$model_cli" "$model_server" "$bench_load"
 start_scratch
@@ -36,7 +36,7 @@ for ((i = 0; i < ${BENCH_SERVER_LOADS:-3}; i++)); do
     grep -q "event=version_available" "$tmp/large.log" && break
     sleep 0.1
   done
-  s=$(grep -o "load_s=[0-9.]*" "$tmp/large.log" | head -n 1 | cut -d= -f2)
+  s=$(grep -o "load_s=[0-9.]*" "$tmp/large.log" | head -n 1 | cut -d= -f2) || true
   [[ -n $s ]] || die "large_matmul did not load: $(tail -n 5 "$tmp/large.log")"
   kill "$pid_large"
   wait "$pid_large" 2>/dev/null || true

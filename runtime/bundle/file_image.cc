@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <functional>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "runtime/bundle/file_io.h"
@@ -46,29 +48,50 @@ constexpr uint64_t kOverlapFrom = uint64_t{8} << 20;
 
 // Reads the file into `out` on a helper thread, a chunk at a time, while this thread gives
 // each chunk to `consume` as soon as it is in. The helper publishes how far it has read; a
-// failure publishes kFailed, and its status is read only after the join.
+// failure publishes kFailed, and its status is read only after the join. If the consumer
+// throws, the helper is told to stop and joined before the exception goes on. A helper that
+// cannot be started (the process is at its thread limit) leaves the read to this thread alone.
 Status ReadOverlapped(int fd, const std::filesystem::path& path, std::byte* out, uint64_t size,
                       const FileImage::ConsumeFn& consume) {
   constexpr uint64_t kFailed = ~uint64_t{0};
   std::atomic<uint64_t> read_to{0};
+  std::atomic<bool> cancelled{false};
   Status read_status;
-  std::thread reader([&] {
-    for (uint64_t begin = 0; begin < size; begin += kChunk) {
-      const uint64_t end = std::min(size, begin + kChunk);
-      read_status = ReadRange(fd, path, out, begin, end, size);
-      read_to.store(read_status.ok() ? end : kFailed, std::memory_order_release);
-      read_to.notify_one();
-      if (!read_status.ok()) return;
+  auto read_all = [&]() noexcept {
+    try {
+      for (uint64_t begin = 0; begin < size && !cancelled.load(std::memory_order_relaxed); begin += kChunk) {
+        const uint64_t end = std::min(size, begin + kChunk);
+        read_status = ReadRange(fd, path, out, begin, end, size);
+        if (!read_status.ok()) break;
+        read_to.store(end, std::memory_order_release);
+        read_to.notify_one();
+      }
+    } catch (const std::bad_alloc&) {
+      read_status = ResourceExhausted("out of memory while reading " + path.string());
     }
-  });
-  // Joined on every way out, a consumer's exception included: a joinable thread's destructor
-  // would end the process.
+    if (!read_status.ok()) {
+      read_to.store(kFailed, std::memory_order_release);
+      read_to.notify_one();
+    }
+  };
+  std::thread reader;
+  try {
+    reader = std::thread(read_all);
+  } catch (const std::system_error&) {
+    LS_RETURN_IF_ERROR(ReadRange(fd, path, out, 0, size, size));
+    consume(std::span<const std::byte>(out, static_cast<size_t>(size)));
+    return Status::Ok();
+  }
+  // On every way out, a consumer's exception included: a joinable thread's destructor would
+  // end the process, and the helper must not write into memory the caller is about to free.
   struct Joiner {
     std::thread& thread;
+    std::atomic<bool>& cancelled;
     ~Joiner() {
+      cancelled.store(true, std::memory_order_relaxed);
       if (thread.joinable()) thread.join();
     }
-  } joiner{reader};
+  } joiner{reader, cancelled};
   for (uint64_t consumed = 0; consumed < size;) {
     const uint64_t available = read_to.load(std::memory_order_acquire);
     if (available == kFailed) break;

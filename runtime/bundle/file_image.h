@@ -33,7 +33,8 @@ class FileImage {
 
  public:
   // Called with the bytes read so far that it has not yet seen, in order, on the calling
-  // thread, until it has seen the whole file.
+  // thread, until it has seen the whole file or the read fails. If it throws, the read stops
+  // and the exception reaches Read's caller.
   using ConsumeFn = std::function<void(std::span<const std::byte>)>;
 
   // Reads `path`, which must be a regular file (symlinks are refused) of at most `max_size`

@@ -41,11 +41,14 @@ double StressSeconds() {
 std::string DumpServerState(const ServerProcess& server) {
   const std::string pid = std::to_string(server.pid());
   std::string dump = "=== threads of model-server (pid " + pid + ") ===\n";
+  // gdb may be refused (ptrace rules) or hang on a wedged process: bounded, and the kernel's
+  // own view of each thread (name, where it sleeps) comes whatever the debugger did.
   const std::string stacks =
-      "if command -v gdb >/dev/null; then gdb -batch -nx -p " + pid +
+      "if command -v gdb >/dev/null; then timeout 30 gdb -batch -nx -p " + pid +
       " -ex 'thread apply all bt 30' 2>&1 | grep -v '^\\[New LWP'; elif command -v eu-stack >/dev/null; then "
-      "eu-stack -p " + pid + "; else echo 'neither gdb nor eu-stack is installed'; "
-      "for t in /proc/" + pid + "/task/*; do echo \"$(cat $t/comm) $(cat $t/wchan)\"; done; fi";
+      "timeout 30 eu-stack -p " + pid + "; else echo 'neither gdb nor eu-stack is installed'; fi; "
+      "echo '--- threads (name, wait channel) ---'; "
+      "for t in /proc/" + pid + "/task/*; do echo \"$(cat $t/comm) $(cat $t/wchan)\"; done";
   dump += test::RunCommand(stacks).output;
   const std::string rest = std::to_string(server.rest_port()), grpc = std::to_string(server.grpc_port());
   dump += "=== sockets on ports " + rest + " and " + grpc + " ===\n";
@@ -68,10 +71,20 @@ class Failures {
 
   void Add(const std::string& client, const std::string& what, bool transport) {
     const double at = std::chrono::duration<double>(Clock::now() - start_).count();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (lines_.size() < 20) lines_.push_back(client + " at " + std::to_string(at) + " s: " + what);
-    ++count_;
-    if (transport && dump_.empty()) dump_ = DumpServerState(server_);
+    bool dump = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lines_.size() < 20) lines_.push_back(client + " at " + std::to_string(at) + " s: " + what);
+      ++count_;
+      dump = transport && !dumped_;
+      dumped_ = dumped_ || dump;
+    }
+    // Outside the lock: the other clients go on failing (and counting) meanwhile.
+    if (dump) {
+      std::string text = DumpServerState(server_);
+      std::lock_guard<std::mutex> lock(mu_);
+      dump_ = std::move(text);
+    }
   }
   int count() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +103,7 @@ class Failures {
   mutable std::mutex mu_;
   std::vector<std::string> lines_;
   std::string dump_;
+  bool dumped_ = false;
   int count_ = 0;
 };
 
@@ -144,8 +158,12 @@ TEST(ReloadStressTest, EveryReaderIsAnsweredWhileTheShadowMoves) {
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
       tfs::PredictResponse response;
       const grpc::Status s = stub->Predict(&context, request, &response);
-      if (s.ok() && response.outputs().at("y").float_val(0) == 3.0f) {
+      const auto y = response.outputs().find("y");
+      if (s.ok() && y != response.outputs().end() && y->second.float_val_size() == 1 &&
+          y->second.float_val(0) == 3.0f) {
         ++grpc_answers;
+      } else if (s.ok()) {
+        failures.Add("gRPC predict client", "a wrong answer: " + response.ShortDebugString(), false);
       } else {
         const bool transport = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                                s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -183,8 +201,28 @@ TEST(ReloadStressTest, EveryReaderIsAnsweredWhileTheShadowMoves) {
     }
   });
 
-  // The reloads: the shadow moves between version 3 (agrees) and version 2 (disagrees), a
-  // little more often than the server polls, so that every poll sees a change.
+  // The watchdog: a wedged server fails no request (the clients wait on it for ever), so
+  // when no answer at all comes for 30 s it is dumped, then killed to free the clients.
+  std::atomic<bool> clients_done{false};
+  std::thread watchdog([&] {
+    int last = -1;
+    auto last_progress = Clock::now();
+    while (!clients_done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int answers = rest_answers.load() + grpc_answers.load() + scrapes.load() + probes.load();
+      if (answers != last) {
+        last = answers;
+        last_progress = Clock::now();
+      } else if (Clock::now() - last_progress > std::chrono::seconds(30)) {
+        failures.Add("watchdog", "no answer for 30 s", /*transport=*/true);
+        kill(server.pid(), SIGKILL);
+        return;
+      }
+    }
+  });
+
+  // The reloads: the shadow moves between version 3 (agrees) and version 2 (disagrees), every
+  // 1.1 s against the server's 1 s poll: most polls see a change, none sees two.
   const auto end = Clock::now() + std::chrono::duration<double>(StressSeconds());
   int reloads = 0;
   for (bool same = false; Clock::now() < end; same = !same, ++reloads) {
@@ -195,6 +233,8 @@ TEST(ReloadStressTest, EveryReaderIsAnsweredWhileTheShadowMoves) {
   }
   stop = true;
   for (std::thread& t : clients) t.join();
+  clients_done = true;
+  watchdog.join();
 
   EXPECT_EQ(failures.count(), 0) << failures.Report() << server.Log();
   EXPECT_GT(rest_answers.load(), 0);

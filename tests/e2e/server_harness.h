@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,10 +97,15 @@ inline void WriteVersionModel(const fs::path& base, int64_t version) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-// Starts `args[0]` with `args`, its stdout and stderr going to `output`; the child's pid.
+// Starts `args[0]` with `args`, its stdout and stderr going to `output`; the child's pid. The
+// child is killed if the thread that started it ends (a test killed by its timeout leaves no
+// server behind to take the next one's ports and cores), so spawn from the test's own thread.
 inline pid_t Spawn(std::vector<std::string> args, const fs::path& output) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent ended before the line above
     const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);

@@ -42,12 +42,12 @@ TEST(ShadowAgreesTest, ComparesEveryOutputTheClientGot) {
 // The copy the shadow runs is its own: the request's tensors, which their connection reuses in
 // place for its next request once no one else holds them, are not held by the queued copy (a
 // share let go on the shadow's thread raced with that reuse under ThreadSanitizer). And the
-// copy is the request's: the candidate runs on the same values.
+// copy is the request's: the candidate runs on the values the request had.
 TEST(ShadowRunnerTest, TheShadowRunsOnCopiesOfTheRequest) {
   using namespace store_test;  // NOLINT: test helpers
   ScratchDir dir;
-  WriteVersion(dir.path() / "m", 1);
-  WriteVersion(dir.path() / "m", 2);
+  WriteVersion(dir.path() / "m", 1);  // y = x
+  WriteVersion(dir.path() / "m", 2);  // y = 2x
   ModelManager manager(ManualOptions());
   // Labels name loaded versions only (as TensorFlow Serving's do): load, then label.
   ModelConfig m = MakeModel("m", dir.path() / "m", Specific({1, 2}));
@@ -66,24 +66,34 @@ TEST(ShadowRunnerTest, TheShadowRunsOnCopiesOfTheRequest) {
   std::vector<NamedTensor> inputs = {{signature->inputs[0].key, Tensor::FromVector<float>(Shape{1}, {1.0f})}};
   std::vector<NamedTensor> outputs;
   ASSERT_TRUE(session.Run("serving_default", inputs, &outputs).ok());
-
   ServingMetrics metrics(manager);
+
+  {
+    // No threads: the copy stays queued, and the request's tensors are still its own.
+    ShadowRunner queued(metrics, /*threads=*/0);
+    queued.MaybeShadow(manager, **served, *signature, inputs, outputs);
+    EXPECT_TRUE(inputs[0].tensor.Writable(DType::kFloat32, Shape{1}));
+    EXPECT_TRUE(outputs[0].tensor.Writable(outputs[0].tensor.dtype(), outputs[0].tensor.shape()));
+  }
+  // A full queue drops the copy, counted.
+  {
+    ShadowRunner full(metrics, /*threads=*/0, /*max_queue=*/0);
+    full.MaybeShadow(manager, **served, *signature, inputs, outputs);
+    EXPECT_NE(metrics.Render().find(R"(lockstep_shadow_requests_total{model="m",version="2",result="dropped"} 1)"),
+              std::string::npos)
+        << metrics.Render();
+  }
+  // Run: version 2 on the request's x = 1 says 2 where version 1 said 1.
   ShadowRunner shadow(metrics);
   shadow.MaybeShadow(manager, **served, *signature, inputs, outputs);
-  // Still the request's alone, whether or not the shadow has run yet.
-  EXPECT_TRUE(inputs[0].tensor.Writable(DType::kFloat32, Shape{1}));
-  EXPECT_TRUE(outputs[0].tensor.Writable(outputs[0].tensor.dtype(), outputs[0].tensor.shape()));
-  // The request's next values, written in place, do not reach the copy. Version 2 is y = 2x:
-  // on the request's x = 1 it disagrees with version 1's y = 1; on x = 0.5, written here, it
-  // would agree.
-  inputs[0].tensor.mutable_data<float>()[0] = 0.5f;
   const auto counted = [&] {
-    const std::string text = metrics.Render();
-    return text.find("lockstep_shadow_requests_total{model=\"m\",version=\"2\",result=\"disagree\"} 1") !=
+    return metrics.Render().find(R"(lockstep_shadow_requests_total{model="m",version="2",result="disagree"} 1)") !=
            std::string::npos;
   };
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!counted() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (!counted() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_TRUE(counted()) << metrics.Render();
 }
 
