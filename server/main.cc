@@ -1,6 +1,5 @@
 // model-server: TensorFlow Serving's flags, gRPC and REST APIs, serving Lockstep bundles.
 #include <grpc/grpc.h>
-#include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -13,6 +12,7 @@
 
 #include "server/flags.h"
 #include "server/model_server.h"
+#include "server/process_settings.h"
 
 namespace {
 
@@ -39,12 +39,7 @@ void RaiseOpenFilesLimit(int64_t max_connections) {
 
 int main(int argc, char** argv) {
   using namespace lockstep;
-  // glibc raises its mmap threshold to the size of each large block freed, up to 32 MiB, so
-  // after one big request (a 1M-element body) the blocks of later ones come from the heap and
-  // stay resident after the request: 36 MB more, for good, in hostile_clients_test. A fixed
-  // threshold gives blocks of 2 MiB and more back when freed. The hot paths reuse their
-  // buffers (the batcher's, the sessions' arenas), so they do not pay for the mapping.
-  mallopt(M_MMAP_THRESHOLD, 2 << 20);
+  ApplyServerProcessSettings();
   std::vector<std::string> args(argv + 1, argv + argc);
   StatusOr<ServerFlags> flags = ParseServerFlags(args);
   if (!flags.ok()) {

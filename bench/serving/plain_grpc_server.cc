@@ -19,6 +19,7 @@
 #include <cstdio>
 
 #include "bench/serving/flags.h"
+#include "server/process_settings.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
 
 namespace lockstep::bench {
@@ -68,6 +69,7 @@ class CallbackService final : public tensorflow::serving::PredictionService::Cal
 };
 
 int Main(int argc, char** argv) {
+  ApplyServerProcessSettings();  // as model-server does, so the comparison is of the serving code
   std::optional<Flags> flags = Flags::Parse(argc, argv, {"port", "threads", "api"});
   auto usage = [] {
     std::fputs("usage: bench_plain_grpc_server --port=N (0: any free port) --threads=T [--api=sync|callback]\n",
