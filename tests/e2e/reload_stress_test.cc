@@ -24,6 +24,7 @@
 #include "tests/common/prometheus_text.h"
 #include "tests/common/run_command.h"
 #include "tests/e2e/server_harness.h"
+#include "tests/e2e/shadow_scenario.h"
 
 namespace lockstep::e2e {
 namespace {
@@ -107,21 +108,10 @@ class Failures {
   int count_ = 0;
 };
 
-std::string ShadowConfig(const fs::path& base, const std::string& shadow_label) {
-  return "model_config_list { config { name: \"m\" base_path: \"" + base.string() +
-         "\" model_version_policy { all {} }"
-         " version_labels { key: \"stable\" value: 1 } version_labels { key: \"same\" value: 3 }"
-         " version_labels { key: \"double\" value: 2 }"
-         " traffic_split { shadow { label: \"" +
-         shadow_label + "\" percent: 100 } } } }";
-}
-
 TEST(ReloadStressTest, EveryReaderIsAnsweredWhileTheShadowMoves) {
   ScratchDir dir;
   const fs::path base = dir.path() / "m";
-  WriteVersionModel(base, 1);  // y = x
-  WriteVersionModel(base, 2);  // y = 2x
-  ASSERT_TRUE(WriteBundle(AffineModel(1.0f, 0.0f), base / "3").ok());
+  ASSERT_NO_FATAL_FAILURE(WriteShadowScenarioModels(base));
   const fs::path config_path = dir.path() / "models.config";
   WriteFile(config_path, ShadowConfig(base, "same"));
   ServerProcess server(dir.path(),

@@ -14,6 +14,7 @@
 #include "inference/grpc_service.grpc.pb.h"
 #include "tests/common/prometheus_text.h"
 #include "tests/e2e/server_harness.h"
+#include "tests/e2e/shadow_scenario.h"
 
 namespace lockstep::e2e {
 namespace {
@@ -249,23 +250,9 @@ TEST_F(TrafficSplitTest, ABadSplitIsRefusedAndTheOldOneKeepsServing) {
 TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
   ScratchDir dir;
   const fs::path base = dir.path() / "m";
-  WriteVersionModel(base, 1);
-  WriteVersionModel(base, 2);
-  {
-    BundleWriteOptions options;
-    const Status s = WriteBundle(AffineModel(1.0f, 0.0f), base / "3", options);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  auto config = [&](const std::string& shadow_label) {
-    return "model_config_list { config { name: \"m\" base_path: \"" + base.string() +
-           "\" model_version_policy { all {} }"
-           " version_labels { key: \"stable\" value: 1 } version_labels { key: \"same\" value: 3 }"
-           " version_labels { key: \"double\" value: 2 }"
-           " traffic_split { shadow { label: \"" +
-           shadow_label + "\" percent: 100 } } } }";
-  };
+  ASSERT_NO_FATAL_FAILURE(WriteShadowScenarioModels(base));
   const fs::path config_path = dir.path() / "models.config";
-  WriteFile(config_path, config("same"));
+  WriteFile(config_path, ShadowConfig(base, "same"));
   ServerProcess server(dir.path(),
                        {"--model_config_file=" + config_path.string(), "--model_config_file_poll_wait_seconds=1"});
   HttpClient http(server.rest_port());
@@ -305,7 +292,7 @@ TEST(ShadowTrafficTest, CopiesAreComparedAndNeverReturned) {
 
   // The shadow moves to version 2 (y = 2x): it disagrees, and the client still gets version 1.
   const fs::path tmp = config_path.string() + ".tmp";
-  WriteFile(tmp, config("double"));
+  WriteFile(tmp, ShadowConfig(base, "double"));
   fs::rename(tmp, config_path);
   ASSERT_TRUE(WaitFor([&] {
     predict_v1();
