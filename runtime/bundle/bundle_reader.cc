@@ -24,7 +24,6 @@ namespace {
 
 const std::string kManifest(kBundleManifestFile);
 const std::string kGraph(kBundleGraphFile);
-const std::string kWeights(kBundleWeightsFile);
 
 StatusOr<std::vector<ManifestEntry>> ReadManifest(const fs::path& dir) {
   const fs::path path = dir / kBundleManifestFile;
@@ -39,9 +38,7 @@ StatusOr<std::vector<ManifestEntry>> ReadManifest(const fs::path& dir) {
   if (!entries.ok()) return entries.status().WithPrefix(path.string());
   std::set<std::string_view> listed;
   for (const ManifestEntry& e : *entries) listed.insert(e.path);
-  for (const std::string& required : {kGraph, kWeights}) {
-    if (listed.count(required) == 0) return DataLoss(path.string() + " does not list " + required);
-  }
+  if (listed.count(kGraph) == 0) return DataLoss(path.string() + " does not list " + kGraph);
   if (listed.count(kManifest) > 0) return DataLoss(path.string() + " lists itself");
   return entries;
 }
@@ -104,33 +101,54 @@ Status ChecksumMismatch(const fs::path& path, const std::string& expected, const
                   ", the file's SHA-256 is " + actual);
 }
 
-// Checks every listed file's SHA-256. model.pb and weights.bin are read into memory and
+// What the weights are called in messages: the file, or the shards end to end.
+std::string WeightsName(const std::vector<std::string>& files) {
+  if (files.size() == 1) return files[0];
+  return "weights-*-of-" + files[0].substr(files[0].size() - 9);  // "weights-*-of-00004.bin"
+}
+
+// Reads the weight files into one image, hashing each (on its own thread, where there are
+// several) as it arrives, and checks each against the manifest.
+Status ReadWeights(const fs::path& dir, const std::vector<ManifestEntry>& entries,
+                   const std::vector<std::string>& files, std::shared_ptr<const FileImage>* weights) {
+  std::vector<fs::path> paths;
+  std::vector<Sha256Hasher> hashers(files.size());
+  for (const std::string& f : files) paths.push_back(dir / f);
+  const auto hash = [&hashers](size_t part, std::span<const std::byte> bytes) { hashers[part].Update(bytes); };
+  LS_ASSIGN_OR_RETURN(*weights, FileImage::ReadParts(paths, hash));
+  for (size_t k = 0; k < files.size(); ++k) {
+    const std::string actual = hashers[k].FinishHex();
+    for (const ManifestEntry& e : entries) {
+      if (e.path == files[k] && e.sha256 != actual) return ChecksumMismatch(paths[k], e.sha256, actual);
+    }
+  }
+  return Status::Ok();
+}
+
+// Checks every listed file's SHA-256. model.pb and the weights are read into memory and
 // hashed there as they arrive, so what is used is exactly what was checked, whatever happens
 // to the files afterwards (file_image.h).
 Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
-                       std::string* graph, std::shared_ptr<const FileImage>* weights) {
+                       const std::vector<std::string>& weight_files, std::string* graph,
+                       std::shared_ptr<const FileImage>* weights) {
+  const std::set<std::string_view> weight_set(weight_files.begin(), weight_files.end());
   for (const ManifestEntry& e : entries) {
+    if (weight_set.count(e.path) > 0) continue;
     const fs::path path = dir / e.path;
     std::string actual;
-    if (e.path == kGraph || e.path == kWeights) {
+    if (e.path == kGraph) {
       Sha256Hasher hasher;
       const auto hash = [&hasher](std::span<const std::byte> bytes) { hasher.Update(bytes); };
-      // model.pb is bounded before a byte is read or hashed: a huge sparse file costs nothing
-      // to make.
-      const uint64_t limit = e.path == kGraph ? kMaxModelProtoBytes : std::numeric_limits<uint64_t>::max();
-      LS_ASSIGN_OR_RETURN(std::shared_ptr<const FileImage> file, FileImage::Read(path, limit, hash));
+      // Bounded before a byte is read or hashed: a huge sparse file costs nothing to make.
+      LS_ASSIGN_OR_RETURN(std::shared_ptr<const FileImage> file, FileImage::Read(path, kMaxModelProtoBytes, hash));
       actual = hasher.FinishHex();
-      if (e.path == kGraph) {
-        graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
-      } else {
-        *weights = std::move(file);
-      }
+      graph->assign(reinterpret_cast<const char*>(file->data()), file->size());
     } else {
       LS_ASSIGN_OR_RETURN(actual, Sha256File(path));
     }
     if (actual != e.sha256) return ChecksumMismatch(path, e.sha256, actual);
   }
-  return Status::Ok();
+  return ReadWeights(dir, entries, weight_files, weights);
 }
 
 StatusOr<proto::BundleDef> ParseBundleDef(const std::string& bytes) {
@@ -158,18 +176,20 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
   if (!fs::is_directory(st)) return NotFound("bundle path " + dir.string() + " is not a directory");
 
   LS_ASSIGN_OR_RETURN(std::vector<ManifestEntry> manifest, ReadManifest(dir));
+  auto weight_files = ListedWeightFiles(manifest);
+  if (!weight_files.ok()) return weight_files.status().WithPrefix((dir / kBundleManifestFile).string());
   LS_RETURN_IF_ERROR(CheckListedFilesExist(dir, manifest));
   LS_RETURN_IF_ERROR(CheckNoUnlistedFiles(dir, manifest));
   std::string graph_bytes;
   std::shared_ptr<const FileImage> weights_file;
-  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, &graph_bytes, &weights_file));
+  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, *weight_files, &graph_bytes, &weights_file));
 
   LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(graph_bytes));
   Model model;
   auto graph = GraphFromProto(def);
   if (!graph.ok()) return graph.status().WithPrefix(kGraph);
   model.graph = std::move(*graph);
-  LS_ASSIGN_OR_RETURN(model.weights, DecodeWeights(def, weights_file));
+  LS_ASSIGN_OR_RETURN(model.weights, DecodeWeights(def, weights_file, WeightsName(*weight_files)));
   auto analysis = AnalyzeGraph(model);
   if (!analysis.ok()) {
     // AnalyzeGraph says NotFound for a missing weight or node; from a reader that would read
@@ -179,8 +199,8 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
     return Status(code, s.message()).WithPrefix(kGraph);
   }
 
-  spdlog::info("read bundle {} ({} nodes, {} weights, {} bytes of weights)", dir.string(),
-               model.graph.nodes.size(), model.weights.size(), weights_file->size());
+  spdlog::info("read bundle {} ({} nodes, {} weights, {} bytes of weights in {} files)", dir.string(),
+               model.graph.nodes.size(), model.weights.size(), weights_file->size(), weight_files->size());
   return model;
 }
 

@@ -103,15 +103,7 @@ Status WriteContents(const Model& model, const fs::path& root, const BundleWrite
   std::vector<ManifestEntry> manifest;
   proto::BundleDef def;
 
-  {
-    const fs::path path = root / kBundleWeightsFile;
-    LS_ASSIGN_OR_RETURN(WritableFile file, WritableFile::Create(path));
-    Sha256Hasher hasher;
-    LS_RETURN_IF_ERROR(WriteWeights(model.weights, file, hasher, &def).WithPrefix(path.string()));
-    LS_RETURN_IF_ERROR(file.Sync());
-    LS_RETURN_IF_ERROR(file.Close());
-    manifest.push_back({hasher.FinishHex(), std::string(kBundleWeightsFile)});
-  }
+  LS_ASSIGN_OR_RETURN(manifest, WriteWeights(model.weights, root, options.weight_shard_bytes, &def));
   {
     std::string sha256;
     const fs::path path = root / kBundleGraphFile;

@@ -12,7 +12,8 @@
 // 128 MiB file faults 64 times instead of 32,768. A caller that must look at every byte (the
 // bundle reader hashes them) does so as they arrive, through `consume`, while the next part is
 // read on another thread: the bytes are read from memory once, while still in cache, and the
-// read and the hash overlap instead of following each other.
+// read and the hash overlap instead of following each other. Several files (a bundle's weight
+// shards) can be read into one image, end to end, on one thread per core (ReadParts).
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,18 @@ class FileImage {
   static StatusOr<std::shared_ptr<const FileImage>> Read(
       const std::filesystem::path& path, uint64_t max_size = std::numeric_limits<uint64_t>::max(),
       const ConsumeFn& consume = {});
+
+  // Called with bytes of part `part` (an index into ReadParts' paths) as they are read: every
+  // byte of each part once, in order within the part, on whichever thread read it. Calls for
+  // different parts may run at the same time. It must not throw.
+  using PartConsumeFn = std::function<void(size_t part, std::span<const std::byte>)>;
+
+  // Reads `paths` (at least one, each as Read would take it) into one image holding their
+  // bytes end to end, the parts at once on up to `max_threads` threads (this one included;
+  // 0 means one per core). A single part is read as Read reads it. Errors name the part;
+  // where several fail, the first in `paths` is reported. The image's path() is the first part's.
+  static StatusOr<std::shared_ptr<const FileImage>> ReadParts(std::span<const std::filesystem::path> paths,
+                                                              const PartConsumeFn& consume, unsigned max_threads = 0);
 
   FileImage(Token, std::filesystem::path path, PageBuffer buffer)
       : path_(std::move(path)), buffer_(std::move(buffer)) {}

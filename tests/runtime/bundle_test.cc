@@ -2,8 +2,6 @@
 // bundle_corruption_test.cc.
 #include "runtime/bundle/bundle.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -22,38 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace testing_util;
-
-void ExpectSameModel(const Model& expected, const Model& actual) {
-  proto::BundleDef a, b;
-  GraphToProto(expected.graph, &a);
-  GraphToProto(actual.graph, &b);
-  // The proto form covers nodes, attrs, signatures (in order) and metadata in one comparison;
-  // deterministic serialisation makes map order irrelevant.
-  std::string sa, sb;
-  {
-    google::protobuf::io::StringOutputStream out_a(&sa), out_b(&sb);
-    google::protobuf::io::CodedOutputStream ca(&out_a), cb(&out_b);
-    ca.SetSerializationDeterministic(true);
-    cb.SetSerializationDeterministic(true);
-    a.SerializeToCodedStream(&ca);
-    b.SerializeToCodedStream(&cb);
-  }
-  EXPECT_EQ(sa, sb) << "graphs differ:\n" << a.DebugString() << "\nvs\n" << b.DebugString();
-  EXPECT_EQ(actual.graph.metadata, expected.graph.metadata);
-  ASSERT_EQ(actual.weights.size(), expected.weights.size());
-  for (const auto& [name, t] : expected.weights) {
-    auto it = actual.weights.find(name);
-    ASSERT_NE(it, actual.weights.end()) << name;
-    EXPECT_TRUE(it->second.BitwiseEqual(t)) << name << ": " << it->second.DebugString() << " vs " << t.DebugString();
-  }
-}
-
-std::vector<std::string> DirEntries(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 TEST(BundleTest, RoundTripKeepsGraphSignaturesMetadataAndWeights) {
   ScratchDir tmp;

@@ -2,8 +2,11 @@
 // bundle on purpose (rewrite model.pb, recompute the manifest, flip bytes).
 #pragma once
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +23,7 @@
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/sha256.h"
 #include "runtime/graph.h"
+#include "runtime/graph_proto.h"
 
 namespace lockstep::testing_util {
 
@@ -168,6 +172,40 @@ inline Model MlpModel() {
   sig.outputs.push_back(Binding("y", "y", DType::kFloat32, Shape{-1, 3}));
   m.graph.signatures = {sig};
   return m;
+}
+
+// Whether `actual` is `expected`: graph, signatures, metadata, and every weight bit for bit.
+inline void ExpectSameModel(const Model& expected, const Model& actual) {
+  proto::BundleDef a, b;
+  GraphToProto(expected.graph, &a);
+  GraphToProto(actual.graph, &b);
+  // The proto form covers nodes, attrs, signatures (in order) and metadata in one comparison;
+  // deterministic serialisation makes map order irrelevant.
+  std::string sa, sb;
+  {
+    google::protobuf::io::StringOutputStream out_a(&sa), out_b(&sb);
+    google::protobuf::io::CodedOutputStream ca(&out_a), cb(&out_b);
+    ca.SetSerializationDeterministic(true);
+    cb.SetSerializationDeterministic(true);
+    a.SerializeToCodedStream(&ca);
+    b.SerializeToCodedStream(&cb);
+  }
+  EXPECT_EQ(sa, sb) << "graphs differ:\n" << a.DebugString() << "\nvs\n" << b.DebugString();
+  EXPECT_EQ(actual.graph.metadata, expected.graph.metadata);
+  ASSERT_EQ(actual.weights.size(), expected.weights.size());
+  for (const auto& [name, t] : expected.weights) {
+    auto it = actual.weights.find(name);
+    ASSERT_NE(it, actual.weights.end()) << name;
+    EXPECT_TRUE(it->second.BitwiseEqual(t)) << name << ": " << it->second.DebugString() << " vs " << t.DebugString();
+  }
+}
+
+// The names in `dir`, sorted.
+inline std::vector<std::string> DirEntries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace lockstep::testing_util
