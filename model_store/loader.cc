@@ -88,7 +88,10 @@ StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& mo
   const std::string who = "model '" + model + "' version " + std::to_string(version);
   StatusOr<Model> bundle = ReadModelDir(dir);
   if (!bundle.ok()) return bundle.status().WithPrefix(who);
-  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(bundle).value(), options);
+  // A served version never reads its weights back: what is packed is held once.
+  SessionOptions serving = options;
+  serving.release_packed_weights = true;
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(bundle).value(), serving);
   if (!session.ok()) return session.status().WithPrefix(who);
 
   const std::filesystem::path warmup = dir / kBundleAssetsDir / kWarmupRequestsAsset;

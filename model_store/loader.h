@@ -55,7 +55,8 @@ class LoadedVersion {
 };
 
 // Reads, compiles and (unless `warm_up` is false) warms up the bundle at `dir`. Errors name the
-// model, the version and what failed (the bundle reader's message names the file).
+// model, the version and what failed (the bundle reader's message names the file). The session
+// releases its packed weights (SessionOptions::release_packed_weights), whatever `options` say.
 StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& model, int64_t version,
                                                            const std::filesystem::path& dir,
                                                            const SessionOptions& options, bool warm_up = true);

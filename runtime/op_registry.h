@@ -108,7 +108,10 @@ struct OpDef {
   ShapeFn infer = nullptr;
   KernelFn compute = nullptr;  // null only for the executor's own ops (Input, Const, Variable)
   GradientFn gradient = nullptr;
-  PackFn pack_constant = nullptr;  // for ops whose constant inputs feed the matmul core
+  // For ops whose constant inputs feed the matmul core. A kernel given an input's packed form
+  // reads only that input's dtype and shape, never its data, which a session may have dropped
+  // (SessionOptions::release_packed_weights).
+  PackFn pack_constant = nullptr;
   RepackFn repack_input = nullptr;  // the same packing, of a fed input, into the caller's storage
   int repacked_input = -1;          // the input repack_input packs (a product's right-hand operand)
   // Output 0 may be input 0's storage under another shape (Identity, Reshape, Flatten).

@@ -341,6 +341,71 @@ struct Session::Compiled {
   }
 };
 
+namespace {
+
+// SessionOptions::release_packed_weights. A constant's data is needed if some step reads it
+// unpacked or a signature returns it; the rest of the fixed-size weights are read only through
+// their packed form, so their data goes, dtype and shape staying for the kernels' checks.
+// Weights still needed that view a shared image (a bundle's weights, file_image.h) are then
+// copied out when they are small beside what went, so that nothing holds the image and it is
+// freed: a served version holds its matrices once, packed, instead of twice.
+void ReleasePackedWeights(Session::Compiled& c) {
+  const auto fixed_size = [](const Tensor& t) { return t.dtype() != DType::kString && t.byte_size() > 0; };
+  std::map<const void*, bool> data_needed;  // by the constant's data
+  for (const auto& plan : c.plans) {
+    std::map<int, const void*> data_of_value;
+    for (const auto& [value, t] : plan->constants) {
+      if (!fixed_size(t)) continue;
+      data_of_value[value] = t.raw_data();
+      data_needed.try_emplace(t.raw_data(), false);
+    }
+    const auto needed = [&](int value) {
+      if (auto it = data_of_value.find(value); it != data_of_value.end()) data_needed[it->second] = true;
+    };
+    for (const Step& step : plan->steps) {
+      for (int j = 0; j < step.num_inputs; ++j) {
+        const size_t at = static_cast<size_t>(step.input_offset + j);
+        if (plan->step_packed[at] == nullptr) needed(plan->step_inputs[at]);
+      }
+    }
+    for (int value : plan->output_values) needed(value);
+  }
+
+  std::map<const void*, Tensor> replacement;  // by the data it replaces
+  size_t released = 0;
+  size_t kept_views = 0;
+  for (const auto& [name, t] : c.model.weights) {
+    if (!fixed_size(t)) continue;
+    const auto it = data_needed.find(t.raw_data());
+    if (it != data_needed.end() && !it->second) {
+      if (replacement.emplace(t.raw_data(), Tensor::View(t.dtype(), t.shape(), nullptr, nullptr)).second) {
+        released += t.byte_size();
+      }
+    } else if (t.read_only()) {
+      kept_views += t.byte_size();
+    }
+  }
+  if (released == 0) return;
+  if (kept_views <= released / 8) {
+    for (const auto& [name, t] : c.model.weights) {
+      if (!fixed_size(t) || !t.read_only() || replacement.count(t.raw_data()) > 0) continue;
+      // Still read-only: a kernel writing into a weight is a bug to catch, as it was in the image.
+      auto copy = std::make_shared<const Tensor>(t.Clone());
+      replacement.emplace(t.raw_data(), Tensor::View(t.dtype(), t.shape(), copy->raw_data(), copy));
+    }
+  }
+  const auto replace = [&](Tensor& t) {
+    if (!fixed_size(t)) return;
+    if (auto it = replacement.find(t.raw_data()); it != replacement.end()) t = it->second;
+  };
+  for (auto& [name, t] : c.model.weights) replace(t);
+  for (auto& plan : c.plans) {
+    for (auto& [value, t] : plan->constants) replace(t);
+  }
+}
+
+}  // namespace
+
 Session::Session(Key, std::unique_ptr<Compiled> compiled) : compiled_(std::move(compiled)) {}
 Session::~Session() = default;
 
@@ -358,6 +423,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
                                              options.packed_by_caller, *compiled->pool, compiled->packed));
     compiled->plans.push_back(std::move(plan));
   }
+  if (options.release_packed_weights) ReleasePackedWeights(*compiled);
   return std::make_unique<Session>(Key{}, std::move(compiled));
 }
 

@@ -47,6 +47,12 @@ struct SessionOptions {
   // one as its packed operand becomes a pack site (PackSites). Runs given no packing for a
   // site pack it themselves, as for any fed input.
   std::vector<std::string> packed_by_caller = {};
+  // Drop the data of every weight that the runs read only in its packed form (a product's
+  // constant right-hand side), keeping its dtype and shape, once it is packed; and copy the
+  // few weights still read as they are (biases, ...) out of a shared image when that lets the
+  // image go (a bundle's weights, runtime/bundle/file_image.h). A served version then holds
+  // its matrices once, packed, instead of twice. Off where a caller reads the weights back.
+  bool release_packed_weights = false;
 };
 
 class Session {
@@ -84,7 +90,8 @@ class Session {
 
   const std::vector<Signature>& signatures() const;
   const Signature* FindSignature(std::string_view name) const;
-  // The model as compiled (after the passes).
+  // The model as compiled (after the passes). Under release_packed_weights, the weights it
+  // dropped have their dtype and shape but no data (raw_data() is null).
   const Model& model() const;
   // Bytes of the weight matrices packed for the matmul core when the session was built, held
   // beside the model's own weights (so no run ever packs a weight).

@@ -299,15 +299,106 @@ TEST(Session, PacksConstantConvolutionFilters) {
   Tensor filter = RandomTensor(Shape{3, 3, 3, 8}, rng);
   std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, {{"padding", std::string("SAME")}}, "y");
   g.AddSignature(OneInOneOut(x, Shape{-1, 6, 6, 3}, y, Shape{-1, 6, 6, 8}));
-  auto session = MustCreate(std::move(g).Build());
-  ASSERT_NE(session, nullptr);
-  EXPECT_EQ(session->packed_weight_bytes(), 27 * 32 * sizeof(float));
+  const Model model = std::move(g).Build();
   Tensor in = RandomTensor(Shape{2, 6, 6, 3}, rng);
-  std::vector<NamedTensor> out;
-  ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
   auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, {{"padding", std::string("SAME")}});
   ASSERT_TRUE(want.ok());
-  EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0]));
+  // Released or not (release_packed_weights), the filter is read packed.
+  for (bool release : {false, true}) {
+    SessionOptions options;
+    options.release_packed_weights = release;
+    auto session = MustCreate(model, options);
+    ASSERT_NE(session, nullptr);
+    EXPECT_EQ(session->packed_weight_bytes(), 27 * 32 * sizeof(float));
+    EXPECT_EQ(session->model().weights.at("f").raw_data() == nullptr, release);
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
+    EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
+  }
+}
+
+// release_packed_weights: weights read only packed lose their data, the rest keep it, and the
+// runs' results do not change.
+TEST(Session, ReleasesOnlyWeightsEveryRunReadsPacked) {
+  std::mt19937 rng(5);
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 40});
+  Tensor w0 = RandomTensor(Shape{40, 70}, rng), w1 = RandomTensor(Shape{33, 70}, rng);
+  Tensor bias = RandomTensor(Shape{70}, rng), w2 = RandomTensor(Shape{70, 5}, rng);
+  std::string h = g.Op("Relu", {g.Op("BiasAdd", {g.Op("MatMul", {x, g.Variable("w0", w0)}), g.Const("b", bias)})});
+  std::string y = g.Op("MatMul", {h, g.Const("w1", w1)}, {{"transpose_b", true}}, "y");
+  // w2 is a product's operand and also a signature's output: its data is needed.
+  std::string w2_node = g.Const("w2", w2);
+  std::string z = g.Op("MatMul", {h, w2_node}, {}, "z");
+  Signature sig = OneInOneOut(x, Shape{-1, 40}, y, Shape{-1, 33});
+  g.AddSignature(sig);
+  sig.name = "z_and_w2";
+  sig.outputs = {{"z", z, DType::kFloat32, Shape{-1, 5}}, {"w2", w2_node, DType::kFloat32, Shape{70, 5}}};
+  g.AddSignature(sig);
+  const Model model = std::move(g).Build();
+  auto kept = MustCreate(model);
+  SessionOptions options;
+  options.release_packed_weights = true;
+  auto released = MustCreate(model, options);
+  ASSERT_NE(kept, nullptr);
+  ASSERT_NE(released, nullptr);
+
+  const WeightMap& weights = released->model().weights;
+  for (const std::string name : {"w0", "w1"}) {
+    EXPECT_EQ(weights.at(name).raw_data(), nullptr) << name;
+    EXPECT_EQ(weights.at(name).shape(), model.weights.at(name).shape()) << name;
+    EXPECT_EQ(weights.at(name).dtype(), DType::kFloat32) << name;
+  }
+  EXPECT_TRUE(weights.at("b").BitwiseEqual(bias));
+  EXPECT_TRUE(weights.at("w2").BitwiseEqual(w2));
+  EXPECT_EQ(released->packed_weight_bytes(), kept->packed_weight_bytes());
+
+  Tensor in = RandomTensor(Shape{5, 40}, rng);
+  for (const char* signature : {"serving_default", "z_and_w2"}) {
+    std::vector<NamedTensor> want, got;
+    ASSERT_TRUE(kept->Run(signature, std::vector<NamedTensor>{{"x", in}}, &want).ok());
+    ASSERT_TRUE(released->Run(signature, std::vector<NamedTensor>{{"x", in}}, &got).ok()) << signature;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].tensor.BitwiseEqual(want[i].tensor)) << signature << i;
+  }
+}
+
+// The weights a bundle reader hands over are views into one image of the file. Once the
+// packed ones are released, the small ones still needed are copied out (read-only still) and
+// nothing holds the image: it is freed. Without the option it stays.
+TEST(Session, ReleasingPackedWeightsFreesTheImageTheyViewed) {
+  std::mt19937 rng(7);
+  const Tensor w = RandomTensor(Shape{64, 64}, rng), bias = RandomTensor(Shape{64}, rng);
+  for (bool release : {true, false}) {
+    auto image = std::make_shared<std::vector<float>>();
+    image->insert(image->end(), w.data<float>().begin(), w.data<float>().end());
+    image->insert(image->end(), bias.data<float>().begin(), bias.data<float>().end());
+    std::weak_ptr<const void> alive = image;
+    GraphBuilder g;
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 64});
+    std::string y = g.Op("BiasAdd", {g.Op("MatMul", {x, g.Const("w", Tensor::View(DType::kFloat32, w.shape(),
+                                                                                    image->data(), image))}),
+                                     g.Const("b", Tensor::View(DType::kFloat32, bias.shape(), image->data() + 64 * 64,
+                                                               image))}, {}, "y");
+    g.AddSignature(OneInOneOut(x, Shape{-1, 64}, y, Shape{-1, 64}));
+    image.reset();
+    SessionOptions options;
+    options.release_packed_weights = release;
+    auto session = MustCreate(std::move(g).Build(), options);
+    ASSERT_NE(session, nullptr);
+    EXPECT_EQ(alive.expired(), release);
+    const Tensor& b = session->model().weights.at("b");
+    EXPECT_TRUE(b.BitwiseEqual(bias));
+    EXPECT_TRUE(b.read_only());
+    Tensor in = RandomTensor(Shape{3, 64}, rng);
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
+    auto product = RunOp("MatMul", std::vector<Tensor>{in, w});
+    ASSERT_TRUE(product.ok());
+    auto want = RunOp("BiasAdd", std::vector<Tensor>{(*product)[0], bias});
+    ASSERT_TRUE(want.ok());
+    EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
+  }
 }
 
 }  // namespace
