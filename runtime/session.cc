@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "runtime/graph_analysis.h"
 #include "runtime/matmul/packed_b.h"
@@ -349,7 +351,15 @@ namespace {
 // Weights still needed that view a shared image (a bundle's weights, file_image.h) are then
 // copied out when they are small beside what went, so that nothing holds the image and it is
 // freed: a served version holds its matrices once, packed, instead of twice.
+//
+// Weights may share storage (constant folding reshapes a Const in place; a bundle may give two
+// entries one offset), so data is needed by address, and each tensor is replaced by one of its
+// own dtype and shape: the plans' constants are copies of the weights, found by all three.
 void ReleasePackedWeights(Session::Compiled& c) {
+  using Key = std::pair<const void*, std::string>;
+  const auto key = [](const Tensor& t) {
+    return Key(t.raw_data(), std::string(DTypeName(t.dtype())) + t.shape().ToString());
+  };
   const auto fixed_size = [](const Tensor& t) { return t.dtype() != DType::kString && t.byte_size() > 0; };
   std::map<const void*, bool> data_needed;  // by the constant's data
   for (const auto& plan : c.plans) {
@@ -371,14 +381,14 @@ void ReleasePackedWeights(Session::Compiled& c) {
     for (int value : plan->output_values) needed(value);
   }
 
-  std::map<const void*, Tensor> replacement;  // by the data it replaces
+  std::map<Key, Tensor> replacement;
   size_t released = 0;
   size_t kept_views = 0;
   for (const auto& [name, t] : c.model.weights) {
     if (!fixed_size(t)) continue;
     const auto it = data_needed.find(t.raw_data());
     if (it != data_needed.end() && !it->second) {
-      if (replacement.emplace(t.raw_data(), Tensor::View(t.dtype(), t.shape(), nullptr, nullptr)).second) {
+      if (replacement.emplace(key(t), Tensor::View(t.dtype(), t.shape(), nullptr, nullptr)).second) {
         released += t.byte_size();
       }
     } else if (t.read_only()) {
@@ -388,15 +398,19 @@ void ReleasePackedWeights(Session::Compiled& c) {
   if (released == 0) return;
   if (kept_views <= released / 8) {
     for (const auto& [name, t] : c.model.weights) {
-      if (!fixed_size(t) || !t.read_only() || replacement.count(t.raw_data()) > 0) continue;
+      if (t.dtype() == DType::kString || !t.read_only() || replacement.count(key(t)) > 0) continue;
+      if (t.byte_size() == 0) {  // an empty view still holds its image
+        replacement.emplace(key(t), Tensor::View(t.dtype(), t.shape(), nullptr, nullptr));
+        continue;
+      }
       // Still read-only: a kernel writing into a weight is a bug to catch, as it was in the image.
       auto copy = std::make_shared<const Tensor>(t.Clone());
-      replacement.emplace(t.raw_data(), Tensor::View(t.dtype(), t.shape(), copy->raw_data(), copy));
+      replacement.emplace(key(t), Tensor::View(t.dtype(), t.shape(), copy->raw_data(), copy));
     }
   }
   const auto replace = [&](Tensor& t) {
-    if (!fixed_size(t)) return;
-    if (auto it = replacement.find(t.raw_data()); it != replacement.end()) t = it->second;
+    if (t.dtype() == DType::kString) return;
+    if (auto it = replacement.find(key(t)); it != replacement.end()) t = it->second;
   };
   for (auto& [name, t] : c.model.weights) replace(t);
   for (auto& plan : c.plans) {

@@ -187,7 +187,7 @@ void Measure(const fs::path& dir, int repeats, const fs::path& out) {
               static_cast<double>(weight_bytes) / (1 << 20), files.size(), cores);
   (void)PlainRead(files, weight_bytes);  // into the page cache
 
-  const auto image = Check(lockstep::FileImage::ReadParts(files, [](size_t, std::span<const std::byte>) {}));
+  const auto image = Check(lockstep::FileImage::ReadParts(files, UINT64_MAX, [](size_t, std::span<const std::byte>) {}));
   const Sample hash = Best(repeats, [&] { return lockstep::Sha256Hex(image->bytes()); });
   const Sample hash_parts = Best(repeats, [&] { return HashParts(image->bytes(), sizes, threads); });
   const Sample plain = Best(repeats, [&] { return PlainRead(files, weight_bytes); });

@@ -1,6 +1,9 @@
 // ReadBundle: trust nothing in the directory until it has been checked, and check in an order
 // where each step may rely on the previous ones: the manifest before the files it lists, the
-// checksums before the bytes are parsed, the structure of model.pb before its meaning.
+// checksums before the bytes are parsed, the structure of model.pb before its meaning, and
+// model.pb (checked) before the weights, whose length it bounds.
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <set>
 #include <system_error>
@@ -11,6 +14,7 @@
 #include "runtime/bundle/limits.h"
 #include "runtime/bundle/manifest.h"
 #include "runtime/bundle/file_image.h"
+#include "runtime/bundle/file_io.h"
 #include "runtime/bundle/sha256.h"
 #include "runtime/bundle/weights_file.h"
 #include "runtime/graph_analysis.h"
@@ -107,15 +111,41 @@ std::string WeightsName(const std::vector<std::string>& files) {
   return "weights-*-of-" + files[0].substr(files[0].size() - 9);  // "weights-*-of-00004.bin"
 }
 
+// Where the last of model.pb's weight entries ends: the weights' length, as the writer lays
+// them out. An entry past 2^64 saturates (DecodeWeights names it).
+uint64_t WeightsEnd(const proto::BundleDef& def) {
+  uint64_t end = 0;
+  for (const proto::WeightEntry& e : def.weights()) {
+    const uint64_t entry_end = e.size() > UINT64_MAX - e.offset() ? UINT64_MAX : e.offset() + e.size();
+    end = std::max(end, entry_end);
+  }
+  return end;
+}
+
 // Reads the weight files into one image, hashing each (on its own thread, where there are
-// several) as it arrives, and checks each against the manifest.
+// several) as it arrives, and checks each against the manifest. Weights longer than model.pb's
+// entries say are refused before a byte is read: a sparse file costs nothing to make, and
+// the image would be its size.
 Status ReadWeights(const fs::path& dir, const std::vector<ManifestEntry>& entries,
-                   const std::vector<std::string>& files, std::shared_ptr<const FileImage>* weights) {
+                   const std::vector<std::string>& files, uint64_t end,
+                   std::shared_ptr<const FileImage>* weights) {
   std::vector<fs::path> paths;
   std::vector<Sha256Hasher> hashers(files.size());
-  for (const std::string& f : files) paths.push_back(dir / f);
+  uint64_t bytes = 0;
+  for (const std::string& f : files) {
+    paths.push_back(dir / f);
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(paths.back(), ec);
+    if (ec) return ErrnoStatus(ec.value(), "cannot stat", paths.back());
+    bytes += std::min<uintmax_t>(size, UINT64_MAX - bytes);
+  }
+  if (bytes > end) {
+    return DataLoss(dir.string() + ": " + WeightsName(files) + (files.size() == 1 ? " is " : " hold ") +
+                    std::to_string(bytes) + " bytes, but " +
+                    kGraph + "'s weight entries end at byte " + std::to_string(end));
+  }
   const auto hash = [&hashers](size_t part, std::span<const std::byte> bytes) { hashers[part].Update(bytes); };
-  LS_ASSIGN_OR_RETURN(*weights, FileImage::ReadParts(paths, hash));
+  LS_ASSIGN_OR_RETURN(*weights, FileImage::ReadParts(paths, end, hash));
   for (size_t k = 0; k < files.size(); ++k) {
     const std::string actual = hashers[k].FinishHex();
     for (const ManifestEntry& e : entries) {
@@ -125,12 +155,11 @@ Status ReadWeights(const fs::path& dir, const std::vector<ManifestEntry>& entrie
   return Status::Ok();
 }
 
-// Checks every listed file's SHA-256. model.pb and the weights are read into memory and
-// hashed there as they arrive, so what is used is exactly what was checked, whatever happens
-// to the files afterwards (file_image.h).
+// Checks the SHA-256 of every listed file but the weights (ReadWeights). model.pb is read into
+// memory and hashed there as it arrives, so what is used is exactly what was checked, whatever
+// happens to the file afterwards (file_image.h).
 Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& entries,
-                       const std::vector<std::string>& weight_files, std::string* graph,
-                       std::shared_ptr<const FileImage>* weights) {
+                       const std::vector<std::string>& weight_files, std::string* graph) {
   const std::set<std::string_view> weight_set(weight_files.begin(), weight_files.end());
   for (const ManifestEntry& e : entries) {
     if (weight_set.count(e.path) > 0) continue;
@@ -148,7 +177,7 @@ Status VerifyChecksums(const fs::path& dir, const std::vector<ManifestEntry>& en
     }
     if (actual != e.sha256) return ChecksumMismatch(path, e.sha256, actual);
   }
-  return ReadWeights(dir, entries, weight_files, weights);
+  return Status::Ok();
 }
 
 StatusOr<proto::BundleDef> ParseBundleDef(const std::string& bytes) {
@@ -181,10 +210,11 @@ StatusOr<Model> ReadBundle(const fs::path& dir) {
   LS_RETURN_IF_ERROR(CheckListedFilesExist(dir, manifest));
   LS_RETURN_IF_ERROR(CheckNoUnlistedFiles(dir, manifest));
   std::string graph_bytes;
-  std::shared_ptr<const FileImage> weights_file;
-  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, *weight_files, &graph_bytes, &weights_file));
-
+  LS_RETURN_IF_ERROR(VerifyChecksums(dir, manifest, *weight_files, &graph_bytes));
   LS_ASSIGN_OR_RETURN(proto::BundleDef def, ParseBundleDef(graph_bytes));
+  std::shared_ptr<const FileImage> weights_file;
+  LS_RETURN_IF_ERROR(ReadWeights(dir, manifest, *weight_files, WeightsEnd(def), &weights_file));
+
   Model model;
   auto graph = GraphFromProto(def);
   if (!graph.ok()) return graph.status().WithPrefix(kGraph);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <functional>
 #include <new>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -126,10 +127,11 @@ StatusOr<OpenFile> OpenRegularFile(const std::filesystem::path& path) {
   return file;
 }
 
-StatusOr<PageBuffer> AllocateImage(const std::filesystem::path& path, uint64_t size) {
-  if (size > std::numeric_limits<size_t>::max()) return InvalidArgument(path.string() + " is too large to read");
+// The image for `what` (a file, or a set of parts), `size` bytes.
+StatusOr<PageBuffer> AllocateImage(const std::string& what, uint64_t size) {
+  if (size > std::numeric_limits<size_t>::max()) return InvalidArgument(what + " is too large to read");
   StatusOr<PageBuffer> buffer = PageBuffer::Allocate(static_cast<size_t>(size));
-  if (!buffer.ok()) return buffer.status().WithPrefix(path.string());
+  if (!buffer.ok()) return buffer.status().WithPrefix(what);
   return buffer;
 }
 
@@ -156,7 +158,7 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::Read(const std::filesystem
                            std::to_string(max_size));
   }
   if (size == 0) return std::make_shared<const FileImage>(Token{}, path, PageBuffer());
-  LS_ASSIGN_OR_RETURN(PageBuffer buffer, AllocateImage(path, size));
+  LS_ASSIGN_OR_RETURN(PageBuffer buffer, AllocateImage(path.string(), size));
   std::byte* out = buffer.data();
   if (consume && size >= kOverlapFrom) {
     LS_RETURN_IF_ERROR(ReadOverlapped(file.fd, path, out, size, consume));
@@ -169,11 +171,11 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::Read(const std::filesystem
 }
 
 StatusOr<std::shared_ptr<const FileImage>> FileImage::ReadParts(std::span<const std::filesystem::path> paths,
-                                                                const PartConsumeFn& consume, unsigned max_threads) {
+                                                                uint64_t max_size, const PartConsumeFn& consume,
+                                                                unsigned max_threads) {
   if (paths.empty()) return InvalidArgument("no files to read");
   if (paths.size() == 1) {
-    return Read(paths[0], std::numeric_limits<uint64_t>::max(),
-                [&consume](std::span<const std::byte> bytes) { consume(0, bytes); });
+    return Read(paths[0], max_size, [&consume](std::span<const std::byte> bytes) { consume(0, bytes); });
   }
   // Where each part starts in the image; the sizes are taken now, and a part that shrinks
   // before it is read is DataLoss like any file that shrinks while it is read.
@@ -186,8 +188,13 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::ReadParts(std::span<const 
     begin[k + 1] = begin[k] + file.size;
   }
   const uint64_t total = begin.back();
+  const std::string parts = paths[0].string() + " and the " + std::to_string(paths.size() - 1) + " parts after it";
+  if (total > max_size) {
+    return InvalidArgument(parts + " hold " + std::to_string(total) + " bytes, more than the limit of " +
+                           std::to_string(max_size));
+  }
   if (total == 0) return std::make_shared<const FileImage>(Token{}, paths[0], PageBuffer());
-  LS_ASSIGN_OR_RETURN(PageBuffer buffer, AllocateImage(paths[0], total));
+  LS_ASSIGN_OR_RETURN(PageBuffer buffer, AllocateImage(parts, total));
   std::byte* out = buffer.data();
 
   std::vector<Status> failures(paths.size());
@@ -213,6 +220,7 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::ReadParts(std::span<const 
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = std::min<size_t>(paths.size(), max_threads == 0 ? cores : max_threads);
   std::vector<std::jthread> helpers;
+  helpers.reserve(threads);
   for (size_t i = 1; i < threads; ++i) {
     try {
       helpers.emplace_back(read_parts);
@@ -225,7 +233,7 @@ StatusOr<std::shared_ptr<const FileImage>> FileImage::ReadParts(std::span<const 
   for (Status& s : failures) {
     if (!s.ok()) return std::move(s);
   }
-  LS_RETURN_IF_ERROR(buffer.Protect().WithPrefix(paths[0].string()));
+  LS_RETURN_IF_ERROR(buffer.Protect().WithPrefix(parts));
   return std::make_shared<const FileImage>(Token{}, paths[0], std::move(buffer));
 }
 

@@ -50,12 +50,14 @@ class FileImage {
   // different parts may run at the same time. It must not throw.
   using PartConsumeFn = std::function<void(size_t part, std::span<const std::byte>)>;
 
-  // Reads `paths` (at least one, each as Read would take it) into one image holding their
-  // bytes end to end, the parts at once on up to `max_threads` threads (this one included;
-  // 0 means one per core). A single part is read as Read reads it. Errors name the part;
-  // where several fail, the first in `paths` is reported. The image's path() is the first part's.
+  // Reads `paths` (at least one, each as Read would take it, together at most `max_size`
+  // bytes) into one image holding their bytes end to end, the parts at once on up to
+  // `max_threads` threads (this one included; 0 means one per core). A single part is read as
+  // Read reads it. Errors name the part; after one part fails no other is started, and of those
+  // that failed the first in `paths` is reported. The image's path() is the first part's.
   static StatusOr<std::shared_ptr<const FileImage>> ReadParts(std::span<const std::filesystem::path> paths,
-                                                              const PartConsumeFn& consume, unsigned max_threads = 0);
+                                                              uint64_t max_size, const PartConsumeFn& consume,
+                                                              unsigned max_threads = 0);
 
   FileImage(Token, std::filesystem::path path, PageBuffer buffer)
       : path_(std::move(path)), buffer_(std::move(buffer)) {}

@@ -321,6 +321,11 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& 
   // if it is a constant, else once here for all the blocks below.
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
   const PackedB* packed = ctx.packed_input(1);
+  if (packed != nullptr && (packed->k() != kdim || packed->n() != cout)) {
+    return Internal(std::string(op) + ": the packed filter is " + std::to_string(packed->k()) + " x " +
+                    std::to_string(packed->n()) + ", the product needs " + std::to_string(kdim) + " x " +
+                    std::to_string(cout));
+  }
   if (packed == nullptr) {
     thread_local PackedB per_call;
     per_call.Repack(filter.raw_data(), filter.dtype(), false, kdim, cout, cout, compute);

@@ -128,6 +128,11 @@ Status RunGemm(KernelContext& ctx, const MatMulAttrs& attrs, const Shape& out_sh
   g.b_type = b.dtype();
   g.ldb = b.shape().dim(1);
   g.packed_b = ctx.packed_input(1);
+  if (g.packed_b != nullptr && (g.packed_b->k() != g.k || g.packed_b->n() != g.n)) {
+    return Internal("MatMul: the packed b is " + std::to_string(g.packed_b->k()) + " x " +
+                    std::to_string(g.packed_b->n()) + ", the product needs " + std::to_string(g.k) + " x " +
+                    std::to_string(g.n));
+  }
   g.bf16_compute = attrs.bf16;
   g.c = out.mutable_data<float>().data();
   g.ldc = g.n;

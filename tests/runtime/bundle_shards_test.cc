@@ -212,6 +212,22 @@ TEST_F(BundleShardsCorruptionTest, ATruncatedShardIsCaughtByItsChecksumThenByThe
                       {"model.pb", "weights-*-of-" + WeightFileName(0, count_).substr(17), "is only"}));
 }
 
+// Bytes past the last weight entry are refused before the weights are read (a sparse file of
+// any length costs nothing to make, and the image would be its length), single file or shards.
+TEST_F(BundleShardsCorruptionTest, WeightsLongerThanTheEntriesSayAreRefused) {
+  const fs::path last = Shard(count_ - 1);
+  WriteFile(last, ReadFile(last) + "trailing");
+  RecomputeManifest(dir());
+  EXPECT_TRUE(IsError(Read(), StatusCode::kDataLoss, {"hold", "bytes, but model.pb's weight entries end at byte"}));
+  ScratchDir tmp;
+  ASSERT_TRUE(WriteBundle(ConstModel(), tmp / "1").ok());
+  // Sparse: a terabyte on paper. The manifest's checksum no longer matches, but the length is
+  // refused before a byte is read or hashed.
+  fs::resize_file(tmp / "1" / "weights.bin", uint64_t{1} << 40);
+  EXPECT_TRUE(IsError(ReadBundle(tmp / "1").status(), StatusCode::kDataLoss,
+                      {"weights.bin is 1099511627776 bytes, but model.pb's weight entries end at byte"}));
+}
+
 TEST_F(BundleShardsCorruptionTest, AShardThatIsALinkIsRefused) {
   fs::rename(Shard(0), tmp_ / "elsewhere");
   fs::create_symlink(tmp_ / "elsewhere", Shard(0));
@@ -267,7 +283,7 @@ TEST_F(FileImagePartsTest, TheImageIsThePartsEndToEnd) {
   for (const std::string& c : contents) joined += c;
   for (unsigned threads : {1u, 2u, 4u}) {
     std::vector<std::string> seen(paths.size());
-    auto image = FileImage::ReadParts(paths, [&](size_t part, std::span<const std::byte> bytes) {
+    auto image = FileImage::ReadParts(paths, UINT64_MAX, [&](size_t part, std::span<const std::byte> bytes) {
       seen[part].append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     }, threads);
     ASSERT_TRUE(image.ok()) << image.status().ToString();
@@ -278,10 +294,10 @@ TEST_F(FileImagePartsTest, TheImageIsThePartsEndToEnd) {
 }
 
 TEST_F(FileImagePartsTest, EmptyPartsMakeAnEmptyImage) {
-  auto image = FileImage::ReadParts(WriteParts({"", ""}), [](size_t, std::span<const std::byte>) {});
+  auto image = FileImage::ReadParts(WriteParts({"", ""}), UINT64_MAX, [](size_t, std::span<const std::byte>) {});
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ((*image)->size(), 0u);
-  EXPECT_FALSE(FileImage::ReadParts({}, [](size_t, std::span<const std::byte>) {}).ok());
+  EXPECT_FALSE(FileImage::ReadParts({}, UINT64_MAX, [](size_t, std::span<const std::byte>) {}).ok());
 }
 
 TEST_F(FileImagePartsTest, ErrorsNameTheFirstPartThatFailed) {
@@ -290,10 +306,10 @@ TEST_F(FileImagePartsTest, ErrorsNameTheFirstPartThatFailed) {
   fs::remove(paths[2]);
   fs::remove(paths[3]);
   fs::create_directory(paths[3]);
-  auto image = FileImage::ReadParts(paths, ignore);
+  auto image = FileImage::ReadParts(paths, UINT64_MAX, ignore);
   EXPECT_TRUE(IsError(image.status(), StatusCode::kNotFound, {paths[2].string()})) << image.status().ToString();
   WriteFile(paths[2], "ghi");
-  image = FileImage::ReadParts(paths, ignore);
+  image = FileImage::ReadParts(paths, UINT64_MAX, ignore);
   EXPECT_TRUE(IsError(image.status(), StatusCode::kInvalidArgument, {paths[3].string(), "not a regular file"}))
       << image.status().ToString();
 }

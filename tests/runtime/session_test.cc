@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <thread>
 
 #include "graph_test_util.h"
@@ -317,6 +318,26 @@ TEST(Session, PacksConstantConvolutionFilters) {
   }
 }
 
+// A session with release_packed_weights, and whether each of `signatures` gives on `inputs`
+// bitwise what a session of the same model without it gives.
+std::unique_ptr<Session> ExpectReleasingChangesNoResult(const Model& model, std::span<const char* const> signatures,
+                                                       const std::vector<NamedTensor>& inputs) {
+  auto kept = MustCreate(model);
+  SessionOptions options;
+  options.release_packed_weights = true;
+  auto released = MustCreate(model, options);
+  if (kept == nullptr || released == nullptr) return nullptr;
+  for (const char* signature : signatures) {
+    std::vector<NamedTensor> want, got;
+    EXPECT_TRUE(kept->Run(signature, inputs, &want).ok()) << signature;
+    const Status run = released->Run(signature, inputs, &got);
+    EXPECT_TRUE(run.ok()) << signature << ": " << run.ToString();
+    if (!run.ok() || got.size() != want.size()) continue;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].tensor.BitwiseEqual(want[i].tensor)) << signature << i;
+  }
+  return released;
+}
+
 // release_packed_weights: weights read only packed lose their data, the rest keep it, and the
 // runs' results do not change.
 TEST(Session, ReleasesOnlyWeightsEveryRunReadsPacked) {
@@ -336,13 +357,10 @@ TEST(Session, ReleasesOnlyWeightsEveryRunReadsPacked) {
   sig.outputs = {{"z", z, DType::kFloat32, Shape{-1, 5}}, {"w2", w2_node, DType::kFloat32, Shape{70, 5}}};
   g.AddSignature(sig);
   const Model model = std::move(g).Build();
-  auto kept = MustCreate(model);
-  SessionOptions options;
-  options.release_packed_weights = true;
-  auto released = MustCreate(model, options);
-  ASSERT_NE(kept, nullptr);
+  Tensor in = RandomTensor(Shape{5, 40}, rng);
+  const char* const signatures[] = {"serving_default", "z_and_w2"};
+  auto released = ExpectReleasingChangesNoResult(model, signatures, {{"x", in}});
   ASSERT_NE(released, nullptr);
-
   const WeightMap& weights = released->model().weights;
   for (const std::string name : {"w0", "w1"}) {
     EXPECT_EQ(weights.at(name).raw_data(), nullptr) << name;
@@ -351,16 +369,7 @@ TEST(Session, ReleasesOnlyWeightsEveryRunReadsPacked) {
   }
   EXPECT_TRUE(weights.at("b").BitwiseEqual(bias));
   EXPECT_TRUE(weights.at("w2").BitwiseEqual(w2));
-  EXPECT_EQ(released->packed_weight_bytes(), kept->packed_weight_bytes());
-
-  Tensor in = RandomTensor(Shape{5, 40}, rng);
-  for (const char* signature : {"serving_default", "z_and_w2"}) {
-    std::vector<NamedTensor> want, got;
-    ASSERT_TRUE(kept->Run(signature, std::vector<NamedTensor>{{"x", in}}, &want).ok());
-    ASSERT_TRUE(released->Run(signature, std::vector<NamedTensor>{{"x", in}}, &got).ok()) << signature;
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].tensor.BitwiseEqual(want[i].tensor)) << signature << i;
-  }
+  EXPECT_EQ(released->packed_weight_bytes(), MustCreate(model)->packed_weight_bytes());
 }
 
 // The weights a bundle reader hands over are views into one image of the file. Once the
@@ -381,10 +390,13 @@ TEST(Session, ReleasingPackedWeightsFreesTheImageTheyViewed) {
                                      g.Const("b", Tensor::View(DType::kFloat32, bias.shape(), image->data() + 64 * 64,
                                                                image))}, {}, "y");
     g.AddSignature(OneInOneOut(x, Shape{-1, 64}, y, Shape{-1, 64}));
+    Model model = std::move(g).Build();
+    // An empty weight views the image too (a bundle's empty weights do), and must not keep it.
+    model.weights["empty"] = Tensor::View(DType::kFloat32, Shape{0, 4}, image->data(), image);
     image.reset();
     SessionOptions options;
     options.release_packed_weights = release;
-    auto session = MustCreate(std::move(g).Build(), options);
+    auto session = MustCreate(std::move(model), options);
     ASSERT_NE(session, nullptr);
     EXPECT_EQ(alive.expired(), release);
     const Tensor& b = session->model().weights.at("b");
@@ -398,6 +410,38 @@ TEST(Session, ReleasingPackedWeightsFreesTheImageTheyViewed) {
     auto want = RunOp("BiasAdd", std::vector<Tensor>{(*product)[0], bias});
     ASSERT_TRUE(want.ok());
     EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
+  }
+}
+
+// Weights may share storage (a bundle may give two entries one offset; constant folding
+// reshapes a Const in place). Each keeps its own dtype and shape when released, and storage
+// that one of them needs is kept for all.
+TEST(Session, ReleasingWeightsThatShareStorageKeepsEachShape) {
+  std::mt19937 rng(8);
+  const Tensor values = RandomTensor(Shape{288}, rng);
+  auto storage = std::make_shared<std::vector<float>>(values.data<float>().begin(), values.data<float>().end());
+  const Tensor f1 = Tensor::View(DType::kFloat32, Shape{3, 3, 4, 8}, storage->data(), storage);
+  const Tensor f2 = Tensor::View(DType::kFloat32, Shape{1, 1, 4, 72}, storage->data(), storage);
+  for (bool f2_returned : {false, true}) {
+    GraphBuilder g;
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 5, 5, 4});
+    std::string f2_node = g.Const("f2", f2);
+    std::string y1 = g.Op("Conv2D", {x, g.Const("f1", f1)}, {{"padding", std::string("SAME")}}, "y1");
+    std::string y2 = g.Op("Conv2D", {x, f2_node}, {{"padding", std::string("SAME")}}, "y2");
+    Signature sig = OneInOneOut(x, Shape{-1, 5, 5, 4}, y1, Shape{-1, 5, 5, 8});
+    sig.outputs.push_back({"y2", y2, DType::kFloat32, Shape{-1, 5, 5, 72}});
+    if (f2_returned) sig.outputs.push_back({"f2", f2_node, DType::kFloat32, Shape{1, 1, 4, 72}});
+    g.AddSignature(sig);
+    const Model model = std::move(g).Build();
+    const char* const signatures[] = {"serving_default"};
+    auto released = ExpectReleasingChangesNoResult(model, signatures, {{"x", RandomTensor(Shape{2, 5, 5, 4}, rng)}});
+    ASSERT_NE(released, nullptr);
+    const WeightMap& weights = released->model().weights;
+    EXPECT_EQ(weights.at("f1").shape(), f1.shape());
+    EXPECT_EQ(weights.at("f2").shape(), f2.shape());
+    for (const char* name : {"f1", "f2"}) {
+      EXPECT_EQ(weights.at(name).raw_data() == nullptr, !f2_returned) << name << " " << f2_returned;
+    }
   }
 }
 
