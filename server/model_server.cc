@@ -10,6 +10,7 @@
 
 #include "runtime/thread_pool.h"
 #include "server/model_server_config.h"
+#include "server/socket_queues.h"
 #include "server/tls_config.h"
 #include "server/warmup.h"
 #include "tensorflow_serving/config/monitoring_config.pb.h"
@@ -440,6 +441,13 @@ void ModelServer::Drain(std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const int grpc_cut = grpc_in_flight();
+  // The answers' last bytes reach the clients' kernels before the connections can be reset
+  // (socket_queues.h).
+  for (StatusOr<uint64_t> unsent = UnsentBytesOnPort(grpc_port_);
+       unsent.ok() && *unsent > 0 && std::chrono::steady_clock::now() < deadline;
+       unsent = UnsentBytesOnPort(grpc_port_)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   if (grpc_server_) grpc_server_->Shutdown(std::chrono::system_clock::now());
   http_drain.join();
   spdlog::info("event=drained grpc_calls_cut={} http_connections_cut={}", grpc_cut, http_cut);
