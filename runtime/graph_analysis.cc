@@ -35,6 +35,17 @@ StatusOr<TensorSpec> WeightSpec(const Model& model, const NodeDef& node) {
   return TensorSpec{it->second.dtype(), it->second.shape()};
 }
 
+// The value of `v` when a Const node gives it (not a Variable: training changes those), with
+// its data still there (a session may have dropped a packed weight's).
+const Tensor* ConstantValue(const Model& model, const GraphAnalysis& a, ValueId v) {
+  if (a.ops[static_cast<size_t>(v.node)]->name != kConstOp) return nullptr;
+  StatusOr<std::string_view> name = model.graph.nodes[static_cast<size_t>(v.node)].attrs.GetStringViewOr("weight", "");
+  if (!name.ok()) return nullptr;
+  auto it = model.weights.find(*name);
+  return it == model.weights.end() || (it->second.raw_data() == nullptr && it->second.num_elements() > 0) ? nullptr
+                                                                                                          : &it->second;
+}
+
 StatusOr<TensorSpec> InputSpec(const NodeDef& node) {
   auto dtype = node.attrs.GetDType("dtype");
   if (!dtype.ok()) return dtype.status().WithPrefix(NodeLabel(node));
@@ -186,8 +197,12 @@ StatusOr<GraphAnalysis> AnalyzeNodes(const Model& model, const OpRegistry& regis
       continue;
     }
     std::vector<TensorSpec> in;
-    for (ValueId v : a.inputs[i]) in.push_back(a.Spec(v));
-    auto inferred = op.infer({in, node.attrs});
+    std::vector<const Tensor*> values;
+    for (ValueId v : a.inputs[i]) {
+      in.push_back(a.Spec(v));
+      values.push_back(ConstantValue(model, a, v));
+    }
+    auto inferred = op.infer({in, node.attrs, values});
     if (!inferred.ok()) return inferred.status().WithPrefix(NodeLabel(node));
     if (static_cast<int>(inferred->size()) != op.num_outputs) {
       return Internal(NodeLabel(node) + ": shape inference returned the wrong number of outputs");

@@ -29,6 +29,13 @@ struct TensorSpec {
 struct ShapeInferenceContext {
   std::span<const TensorSpec> inputs;
   const AttrMap& attrs;
+  // Parallel to `inputs`, or empty: the value of each input that is a constant (a weight, or
+  // what the importer folded), null for the others. Ops whose output shape follows from an
+  // input's value (Slice's bounds, Reshape's shape, Resize's sizes) give exact dimensions
+  // where they have it, and -1 where they do not.
+  std::span<const Tensor* const> values = {};
+
+  const Tensor* value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
 };
 
 // Where a kernel's outputs get their memory. The executor hands out reusable arena buffers;

@@ -11,6 +11,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const {seededUniform} = require('./seeded_random.js');
 
 function parseArgs(argv) {
   const args = {input: 'x', threads: 1, iterations: 100};
@@ -32,14 +33,7 @@ function loadOrt(modules) {
 
 // Normal values from a fixed seed (mulberry32 + Box-Muller).
 function randomNormal(n, seed) {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = seededUniform(seed);
   const out = new Float32Array(n);
   for (let i = 0; i < n; ++i) {
     out[i] = Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());

@@ -152,13 +152,15 @@ std::string Importer::AddNode(const std::string& base, const std::string& op, st
   const std::string name = UniqueName(base);
   if (def != nullptr && def->infer != nullptr) {
     std::vector<TensorSpec> specs;
+    std::vector<const Tensor*> constant_values;
     for (const std::string& in : inputs) {
       std::optional<TensorSpec> spec = InferredSpec(in);
       if (!spec) break;
       specs.push_back(std::move(*spec));
+      constant_values.push_back(ConstantValue(in));
     }
     if (specs.size() == inputs.size()) {
-      StatusOr<std::vector<TensorSpec>> out = def->infer(ShapeInferenceContext{specs, attrs});
+      StatusOr<std::vector<TensorSpec>> out = def->infer(ShapeInferenceContext{specs, attrs, constant_values});
       if (out.ok()) inferred_[name] = std::move(*out);
     }
   }

@@ -39,6 +39,20 @@ const AttributeProto* OnnxNodeContext::FindAttr(const std::string& name) const {
   return nullptr;
 }
 
+StatusOr<AttrMap> OnnxNodeContext::PlainAttrs() const {
+  AttrMap attrs;
+  for (const AttributeProto& a : node_.attribute()) {
+    switch (a.type()) {
+      case AttributeProto::INT: attrs.Set(a.name(), int64_t{a.i()}); break;
+      case AttributeProto::FLOAT: attrs.Set(a.name(), static_cast<double>(a.f())); break;
+      case AttributeProto::STRING: attrs.Set(a.name(), a.s()); break;
+      case AttributeProto::INTS: attrs.Set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+      default: return Unsupported("attribute '" + a.name() + "' of type " + AttributeProto::AttributeType_Name(a.type()));
+    }
+  }
+  return attrs;
+}
+
 bool OnnxNodeContext::HasAttr(const std::string& name) const { return FindAttr(name) != nullptr; }
 
 StatusOr<int64_t> OnnxNodeContext::IntAttr(const std::string& name, int64_t fallback) const {

@@ -62,6 +62,22 @@ LS_OP_NAME(Xor); LS_OP_NAME(Where); LS_OP_NAME(Softsign); LS_OP_NAME(Tan); LS_OP
 LS_OP_NAME(Acos); LS_OP_NAME(Atan); LS_OP_NAME(Sinh); LS_OP_NAME(Cosh); LS_OP_NAME(Asinh); LS_OP_NAME(Acosh);
 LS_OP_NAME(Atanh); LS_OP_NAME(Expand); LS_OP_NAME(Tile); LS_OP_NAME(Range);
 LS_OP_NAME(Minimum); LS_OP_NAME(Maximum);
+
+// Every ONNX input given, in order, to one Lockstep op of the same attributes (the gathers
+// and scatters by index tensors).
+template <const char* kOp>
+Status Passthrough(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.HasInput(i)) return ctx.Error("input " + std::to_string(i) + " is missing");
+    inputs.push_back(ctx.input(i));
+  }
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  outputs->push_back(ctx.Emit(kOp, std::move(inputs), std::move(attrs)));
+  return Status::Ok();
+}
+LS_OP_NAME(GatherElements); LS_OP_NAME(ScatterElements); LS_OP_NAME(GatherND); LS_OP_NAME(ScatterND);
+
 #undef LS_OP_NAME
 
 // A pattern of ONNX nodes ending at this Mul or Div that runs as one op (onnx_patterns.h), when
@@ -152,8 +168,12 @@ Status Variadic(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 
 Status Dropout(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   // Inference: the identity. A training_mode input that is not a constant false would ask for
-  // random masks at serving time.
-  if (ctx.HasInput(2)) {
+  // random masks at serving time, unless the ratio is a constant 0 (torchvision's Swin
+  // exports its attention's dropout so): then training drops nothing either.
+  const Tensor* ratio = ctx.ConstantInput(1);
+  const bool drops_nothing = ratio != nullptr && ratio->num_elements() == 1 && ScalarValue(*ratio).ok() &&
+                             *ScalarValue(*ratio) == 0.0;
+  if (ctx.HasInput(2) && !drops_nothing) {
     const Tensor* training = ctx.ConstantInput(2);
     if (training == nullptr || training->dtype() != DType::kBool || training->num_elements() != 1 ||
         training->data<bool>()[0]) {
@@ -317,6 +337,35 @@ constexpr char kMax[] = "Max";
 constexpr char kMin[] = "Min";
 constexpr char kProd[] = "Prod";
 
+// Mod: fmod 0 takes the divisor's sign (integers only, in the spec), fmod 1 the dividend's.
+Status Mod(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t fmod, ctx.IntAttr("fmod", 0));
+  if (fmod != 0 && fmod != 1) return ctx.Error("fmod must be 0 or 1, got " + std::to_string(fmod));
+  outputs->push_back(ctx.Emit(fmod == 1 ? "FMod" : "Mod", {ctx.input(0), ctx.input(1)}));
+  return Status::Ok();
+}
+
+Status Trilu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t upper, ctx.IntAttr("upper", 1));
+  std::vector<std::string> inputs{ctx.input(0)};
+  if (ctx.HasInput(1)) inputs.push_back(ctx.input(1));
+  outputs->push_back(ctx.Emit("Trilu", std::move(inputs), AttrMap{{"upper", upper != 0}}));
+  return Status::Ok();
+}
+
+Status EyeLike(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t k, ctx.IntAttr("k", 0));
+  AttrMap attrs{{"k", k}};
+  if (ctx.HasAttr("dtype")) {
+    LS_ASSIGN_OR_RETURN(int64_t type, ctx.IntAttr("dtype", 0));
+    StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(type));
+    if (!dtype.ok()) return ctx.Unsupported("dtype " + OnnxElemTypeName(static_cast<int32_t>(type)));
+    attrs.Set("dtype", *dtype);
+  }
+  outputs->push_back(ctx.Emit("EyeLike", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
 template <const char* kOp>
 Status ArgReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
@@ -358,7 +407,10 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Acosh", Direct<kAcosh>}, {"Atanh", Direct<kAtanh>},
       {"ReduceSumSquare", ComposedReduce<kMul, kNone>}, {"ReduceL1", ComposedReduce<kAbs, kNone>},
       {"ReduceL2", ComposedReduce<kMul, kSqrt>}, {"ReduceLogSum", ComposedReduce<kNone, kLog>},
- {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>},
+      {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>}, {"Mod", Mod}, {"Trilu", Trilu}, {"EyeLike", EyeLike},
+      {"Resize", Resize}, {"Upsample", Upsample}, {"GatherElements", Passthrough<kGatherElements>},
+      {"ScatterElements", Passthrough<kScatterElements>}, {"Scatter", Passthrough<kScatterElements>},
+      {"GatherND", Passthrough<kGatherND>}, {"ScatterND", Passthrough<kScatterND>},
   };
   return table;
 }

@@ -71,6 +71,9 @@ class OnnxNodeContext {
   // Absent: nullopt.
   StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const std::string& name) const;
   StatusOr<const onnx::TensorProto*> TensorAttr(const std::string& name) const;
+  // Every attribute as it is, for ops whose Lockstep attrs are ONNX's (same names, int64 for
+  // INT, double for FLOAT, strings, int lists): an attribute of another type is refused.
+  StatusOr<AttrMap> PlainAttrs() const;
   // The integer values of constant input `i` (int32 or int64), or an error saying `what` must
   // be constant.
   StatusOr<std::vector<int64_t>> ConstantInts(size_t i, std::string_view what) const;

@@ -1,5 +1,6 @@
-// Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc and
-// onnx_window_ops.cc that the table in onnx_ops.cc lists, and helpers the files share.
+// Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc,
+// onnx_window_ops.cc and onnx_image_ops.cc that the table in onnx_ops.cc lists, and helpers
+// the files share.
 #pragma once
 
 #include <string>
@@ -41,6 +42,9 @@ Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
 Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_image_ops.cc
+Status Resize(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Upsample(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_window_ops.cc
 Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

@@ -295,7 +295,10 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx));
   const Shape& fs = ctx.InputSpec(1)->shape;
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
-  const int64_t channels = ctx.InputSpec(0)->shape.dim(1);
+  // The input's channels, or where they are known only at run time (a channel shuffle's
+  // computed Reshape), what the filter says they are; the kernels check them on every run.
+  const int64_t known_channels = ctx.InputSpec(0)->shape.dim(1);
+  const int64_t channels = known_channels >= 0 || group < 1 ? known_channels : fs.dim(1) * group;
   const int64_t m = fs.dim(0);
   if (group < 1 || channels < 0 || channels % group != 0 || m % group != 0 || fs.dim(1) != channels / group) {
     return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
@@ -304,9 +307,17 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const bool depthwise = group > 1 && group == channels;
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, true, false));
   const std::string x = ToNhwc(ctx, w, padding, 0.0);
-  LS_ASSIGN_OR_RETURN(std::string f, SpreadFilter(ctx, w));
+  // Conv2D reads a dilated filter's taps where they lie; DepthwiseConv2D takes it spread out
+  // (its taps are few: a 5x5 of dilation 2 spreads to 9x9).
+  std::string f = ctx.input(1);
+  if (depthwise) {
+    LS_ASSIGN_OR_RETURN(f, SpreadFilter(ctx, w));
+  } else if (w.one_d) {
+    f = ctx.Emit("ExpandDims", {f}, AttrMap{{"axis", int64_t{2}}}, "filter_2d");
+  }
   f = ctx.Emit("Transpose", {f}, AttrMap{{"perm", std::vector<int64_t>{2, 3, 1, 0}}}, "filter_hwio");
   AttrMap attrs{{"strides", w.strides}, {"padding", padding.mode}};
+  if (!depthwise && !AllOnes(w.dilations)) attrs.Set("dilations", w.dilations);
   std::string y;
   if (group == 1) {
     y = ctx.Emit("Conv2D", {x, f}, std::move(attrs), "conv");

@@ -12,7 +12,8 @@
 //                          [N, (H - 1) * sh + KH, (W - 1) * sw + KW, Cout] whose VALID Conv2D
 //                          with that filter has x's shape. Padding and output padding are the
 //                          caller's crops and pads around it.
-// Attrs (all three): strides [sh, sw] (default [1, 1]), padding "SAME" / "VALID" (window.h),
+// Attrs (all three): strides [sh, sw] (default [1, 1]), dilations [dh, dw] (default [1, 1]: taps
+// that far apart, ONNX's and TensorFlow's dilated convolution), padding "SAME" / "VALID" (window.h),
 // precision "float32" / "bfloat16" (op_util.h). The input is float32; the filter float32 or
 // bfloat16 (a bf16 filter, or precision bfloat16, makes every product bf16 with float32
 // accumulation, and the filter's gradient float32). float64 input and filter (gradient checks
@@ -48,6 +49,7 @@ StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const
   }
   LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cin, Cout]", filter.shape, 4));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair(op, attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input.shape, 4));
   int64_t cin;
@@ -57,7 +59,7 @@ StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const
   }
   Shape in = input.shape;
   in.set_dim(3, cin);
-  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, same, filter.shape.dim(3));
+  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, same, filter.shape.dim(3), dilations);
 }
 
 StatusOr<std::vector<TensorSpec>> InferConv2D(const ShapeInferenceContext& ctx) {
@@ -110,14 +112,18 @@ StatusOr<TensorSpec> TransposeOutput(const AttrMap& attrs, const TensorSpec& x, 
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", x.shape, 4));
   LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cout, Cin]", filter.shape, 4));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair(op, attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
   int64_t cin;
   if (!MergeDim(x.shape.dim(3), filter.shape.dim(3), &cin)) {
     return InvalidArgument(Str(op) + ": input channels of input " + x.shape.ToString() + " differ from filter " +
                            filter.shape.ToString());
   }
-  auto full = [](int64_t in, int64_t k, int64_t s) { return in < 0 || k < 0 ? int64_t{-1} : in == 0 ? 0 : (in - 1) * s + k; };
-  return TensorSpec{x.dtype, Shape{x.shape.dim(0), full(x.shape.dim(1), filter.shape.dim(0), strides.first),
-                                   full(x.shape.dim(2), filter.shape.dim(1), strides.second), filter.shape.dim(2)}};
+  auto full = [](int64_t in, int64_t k, int64_t s, int64_t d) {
+    return in < 0 || k < 0 ? int64_t{-1} : in == 0 ? 0 : (in - 1) * s + (k - 1) * d + 1;
+  };
+  return TensorSpec{x.dtype, Shape{x.shape.dim(0), full(x.shape.dim(1), filter.shape.dim(0), strides.first, dilations.first),
+                                   full(x.shape.dim(2), filter.shape.dim(1), strides.second, dilations.second),
+                                   filter.shape.dim(2)}};
 }
 
 StatusOr<std::vector<TensorSpec>> InferConv2DTranspose(const ShapeInferenceContext& ctx) {
@@ -149,7 +155,7 @@ void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, floa
     const int64_t n = row / (ow_n * oh_n);
     float* d = dst + r * kdim;
     for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.wh.pad_before + i;
+      const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
       if (ih < 0 || ih >= g.h) {
         std::fill(d, d + g.kw * g.c, 0.0f);
         d += g.kw * g.c;
@@ -157,7 +163,7 @@ void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, floa
       }
       const float* src_row = in + (n * g.h + ih) * g.w * g.c;
       for (int64_t j = 0; j < g.kw; ++j, d += g.c) {
-        const int64_t iw = ow * g.sw - g.ww.pad_before + j;
+        const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
         if (iw < 0 || iw >= g.w) {
           std::fill(d, d + g.c, 0.0f);
         } else {
@@ -181,11 +187,11 @@ void Col2ImAdd(const Geometry& g, const float* col, int64_t row0, int64_t rows, 
     const int64_t n = row / (ow_n * oh_n);
     const float* s = col + r * kdim;
     for (int64_t i = 0; i < g.kh; ++i, s += g.kw * g.c) {
-      const int64_t ih = oh * g.sh - g.wh.pad_before + i;
+      const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
       if (ih < 0 || ih >= g.h) continue;
       float* dst_row = dx + (n * g.h + ih) * g.w * g.c;
       for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.ww.pad_before + j;
+        const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
         if (iw < 0 || iw >= g.w) continue;
         float* __restrict d = dst_row + iw * g.c;
         const float* __restrict v = s + j * g.c;
@@ -254,10 +260,10 @@ void ForEachTap(const Geometry& g, Fn fn) {
     for (int64_t oh = 0; oh < g.wh.out; ++oh) {
       for (int64_t ow = 0; ow < g.ww.out; ++ow) {
         for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t ih = oh * g.sh - g.wh.pad_before + i;
+          const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
           if (ih < 0 || ih >= g.h) continue;
           for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t iw = ow * g.sw - g.ww.pad_before + j;
+            const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
             if (iw >= 0 && iw < g.w) fn(n, oh, ow, ih, iw, i, j);
           }
         }

@@ -1,5 +1,7 @@
-// Element-wise arithmetic with numpy broadcasting (runtime/ops/broadcast.h), BiasAdd and
-// Normalize.
+// Element-wise arithmetic with numpy broadcasting (runtime/ops/broadcast.h): Add, Sub, Mul,
+// Div, and the remainders Mod (the sign of the divisor, as Python's %) and FMod (the sign of
+// the dividend, as C's fmod and %); BiasAdd and Normalize.
+#include <cmath>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -15,7 +17,7 @@
 namespace lockstep {
 namespace {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMod, kFMod };
 
 constexpr std::string_view BinaryOpName(BinaryOp op) {
   switch (op) {
@@ -23,6 +25,8 @@ constexpr std::string_view BinaryOpName(BinaryOp op) {
     case BinaryOp::kSub: return "Sub";
     case BinaryOp::kMul: return "Mul";
     case BinaryOp::kDiv: return "Div";
+    case BinaryOp::kMod: return "Mod";
+    case BinaryOp::kFMod: return "FMod";
   }
   return "";
 }
@@ -37,6 +41,11 @@ T Apply(T x, T y) {
     if constexpr (Op == BinaryOp::kSub) return x - y;
     if constexpr (Op == BinaryOp::kMul) return x * y;
     if constexpr (Op == BinaryOp::kDiv) return x / y;
+    if constexpr (Op == BinaryOp::kFMod) return std::fmod(x, y);
+    if constexpr (Op == BinaryOp::kMod) {
+      const T r = std::fmod(x, y);
+      return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    }
   } else {
     using U = std::make_unsigned_t<T>;
     const U ux = static_cast<U>(x), uy = static_cast<U>(y);
@@ -45,6 +54,12 @@ T Apply(T x, T y) {
     if constexpr (Op == BinaryOp::kMul) return static_cast<T>(ux * uy);
     // Zero divisors are rejected before; min / -1 (also rejected) would trap, so it wraps.
     if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - ux) : x / y;
+    // min % -1 is 0, though C's % would trap computing it.
+    if constexpr (Op == BinaryOp::kFMod) return y == -1 ? T{0} : x % y;
+    if constexpr (Op == BinaryOp::kMod) {
+      const T r = y == -1 ? T{0} : x % y;
+      return r != 0 && (r < 0) != (y < 0) ? static_cast<T>(r + y) : r;
+    }
   }
 }
 
@@ -67,13 +82,20 @@ StatusOr<std::vector<TensorSpec>> InferBinary(const ShapeInferenceContext& ctx) 
 // a silently wrong shape computation. Zero divisors are found before anything is allocated
 // (every divisor element reaches the output unless it is empty); min / -1 depends on which
 // elements meet, so the rows flag it as they go.
+// The remainders refuse a zero divisor in the same way.
+template <typename T>
+Status CheckNoZeroDivisor(std::string_view op, const Tensor& b) {
+  for (T v : b.data<T>()) {
+    if (v == 0) return InvalidArgument(Str(op) + ": integer division by zero");
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status IntegerDivKernel(KernelContext& ctx, const Shape& out_shape) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  for (T v : b.data<T>()) {
-    if (v == 0) return InvalidArgument("Div: integer division by zero");
-  }
+  LS_RETURN_IF_ERROR(CheckNoZeroDivisor<T>("Div", b));
   LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, a.dtype(), out_shape));
   constexpr T kMin = std::numeric_limits<T>::min();
   std::atomic<bool> overflow{false};
@@ -92,6 +114,9 @@ Status BinaryKernelTyped(KernelContext& ctx, const Shape& out_shape) {
   if constexpr (Op == BinaryOp::kDiv && std::is_integral_v<T>) {
     return IntegerDivKernel<T>(ctx, out_shape);
   } else {
+    if constexpr ((Op == BinaryOp::kMod || Op == BinaryOp::kFMod) && std::is_integral_v<T>) {
+      LS_RETURN_IF_ERROR(CheckNoZeroDivisor<T>(BinaryOpName(Op), ctx.input(1)));
+    }
     LS_ASSIGN_OR_RETURN(Tensor* out, ctx.AllocateOutput(0, ctx.input(0).dtype(), out_shape));
     BroadcastMap2<T, T, T>(ctx.pool(), ctx.input(0), ctx.input(1), *out,
                            [](T x, T y) { return Apply<Op, T>(x, y); });
@@ -225,7 +250,7 @@ OpDef BinaryDef() {
   def.min_inputs = def.max_inputs = 2;
   def.infer = InferBinary<Op>;
   def.compute = BinaryKernel<Op>;
-  def.gradient = BinaryGrad<Op>;
+  if constexpr (Op != BinaryOp::kMod && Op != BinaryOp::kFMod) def.gradient = BinaryGrad<Op>;
   return def;
 }
 
@@ -243,6 +268,8 @@ void RegisterMathOps(OpRegistry& registry) {
   (void)registry.Register(BinaryDef<BinaryOp::kSub>());
   (void)registry.Register(BinaryDef<BinaryOp::kMul>());
   (void)registry.Register(BinaryDef<BinaryOp::kDiv>());
+  (void)registry.Register(BinaryDef<BinaryOp::kMod>());
+  (void)registry.Register(BinaryDef<BinaryOp::kFMod>());
 
   OpDef bias_add;
   bias_add.name = "BiasAdd";

@@ -6,7 +6,7 @@ namespace lockstep {
 
 class OpRegistry;
 
-// Add, Sub, Mul, Div (numpy broadcasting), BiasAdd, Normalize.
+// Add, Sub, Mul, Div, Mod, FMod (numpy broadcasting), BiasAdd, Normalize.
 void RegisterMathOps(OpRegistry& registry);
 // Relu, Gelu, Sigmoid, Tanh, Relu6, Elu, Selu, Softmax, LogSoftmax.
 void RegisterActivationOps(OpRegistry& registry);
@@ -49,6 +49,13 @@ void RegisterTransposeOps(OpRegistry& registry);
 // Reductions Max, Min, Prod (Sum's attrs: axes, keep_dims).
 void RegisterReduceOps(OpRegistry& registry);
 
+// Trilu and EyeLike: matrices kept or made by position.
+void RegisterMatrixOps(OpRegistry& registry);
+// GatherElements, ScatterElements, GatherND, ScatterND: gathers and scatters by index tensors.
+void RegisterGatherScatterOps(OpRegistry& registry);
+// Resize: nearest, n-linear and n-cubic resampling of any axes (ONNX's Resize and Upsample).
+void RegisterResizeOps(OpRegistry& registry);
+
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
   RegisterActivationOps(registry);
@@ -67,6 +74,9 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterShapeOps(registry);
   RegisterTransposeOps(registry);
   RegisterReduceOps(registry);
+  RegisterMatrixOps(registry);
+  RegisterResizeOps(registry);
+  RegisterGatherScatterOps(registry);
 }
 
 }  // namespace lockstep

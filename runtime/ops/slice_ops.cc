@@ -37,27 +37,6 @@ struct SliceAxis {
 };
 using SlicePlan = std::array<SliceAxis, Shape::kMaxRank>;
 
-StatusOr<std::vector<TensorSpec>> InferSlice(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("Slice", ctx.inputs.size(), 3, 5));
-  const char* names[] = {"data", "starts", "ends", "axes", "steps"};
-  int64_t n = -1;
-  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
-    LS_ASSIGN_OR_RETURN(int64_t len, IntVectorLength("Slice", names[i], ctx.inputs[i]));
-    if (!MergeDim(n, len, &n)) {
-      return InvalidArgument("Slice: " + Str(names[i]) + " has " + std::to_string(len) + " values, the others " +
-                             std::to_string(n));
-    }
-  }
-  const Shape& in = ctx.inputs[0].shape;
-  if (n > in.rank()) {
-    return InvalidArgument("Slice: " + std::to_string(n) + " axes to slice in an input of rank " +
-                           std::to_string(in.rank()));
-  }
-  // Without axes, the first n are sliced; with them, any may be.
-  const bool axes_known = ctx.inputs.size() < 4 && n >= 0;
-  return Single(ctx.inputs[0].dtype, UnknownSizes(in, axes_known ? static_cast<int>(n) : in.rank()));
-}
-
 // How many elements a slice of `dim` takes, from `start` (clamped) by `step`.
 SliceAxis ClampSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (start < 0) start += dim;
@@ -79,22 +58,23 @@ SliceAxis ClampSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return s;
 }
 
-StatusOr<SlicePlan> PlanSlice(KernelContext& ctx) {
-  const Shape& in = ctx.input(0).shape();
+// The slice of `in` that `bounds` (starts, ends, axes?, steps?) take. An unknown (-1) dimension
+// of `in` gives a count of -1 on that axis.
+StatusOr<SlicePlan> PlanSlice(const Shape& in, std::span<const Tensor* const> bounds) {
   const int rank = in.rank();
-  LS_ASSIGN_OR_RETURN(IntList starts, ReadIntList("Slice", "starts", ctx.input(1), Shape::kMaxRank));
-  LS_ASSIGN_OR_RETURN(IntList ends, ReadIntList("Slice", "ends", ctx.input(2), Shape::kMaxRank));
+  LS_ASSIGN_OR_RETURN(IntList starts, ReadIntList("Slice", "starts", *bounds[0], Shape::kMaxRank));
+  LS_ASSIGN_OR_RETURN(IntList ends, ReadIntList("Slice", "ends", *bounds[1], Shape::kMaxRank));
   IntList axes, steps;
   axes.size = steps.size = starts.size;
   for (int i = 0; i < starts.size; ++i) {
     axes.values[static_cast<size_t>(i)] = i;
     steps.values[static_cast<size_t>(i)] = 1;
   }
-  if (ctx.num_inputs() > 3) {
-    LS_ASSIGN_OR_RETURN(axes, ReadIntList("Slice", "axes", ctx.input(3), Shape::kMaxRank));
+  if (bounds.size() > 2) {
+    LS_ASSIGN_OR_RETURN(axes, ReadIntList("Slice", "axes", *bounds[2], Shape::kMaxRank));
   }
-  if (ctx.num_inputs() > 4) {
-    LS_ASSIGN_OR_RETURN(steps, ReadIntList("Slice", "steps", ctx.input(4), Shape::kMaxRank));
+  if (bounds.size() > 3) {
+    LS_ASSIGN_OR_RETURN(steps, ReadIntList("Slice", "steps", *bounds[3], Shape::kMaxRank));
   }
   if (ends.size != starts.size || axes.size != starts.size || steps.size != starts.size) {
     return InvalidArgument("Slice: starts, ends, axes and steps have " + std::to_string(starts.size) + ", " +
@@ -111,15 +91,51 @@ StatusOr<SlicePlan> PlanSlice(KernelContext& ctx) {
     }
     seen[static_cast<size_t>(a)] = true;
     if (steps[i] == 0) return InvalidArgument("Slice: steps " + IntsString(steps.span()) + " has a 0");
-    plan[static_cast<size_t>(a)] = ClampSlice(in.dim(a), starts[i], ends[i], steps[i]);
+    plan[static_cast<size_t>(a)] =
+        in.dim(a) < 0 ? SliceAxis{0, 1, -1} : ClampSlice(in.dim(a), starts[i], ends[i], steps[i]);
   }
   return plan;
 }
 
+StatusOr<std::vector<TensorSpec>> InferSlice(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Slice", ctx.inputs.size(), 3, 5));
+  const char* names[] = {"data", "starts", "ends", "axes", "steps"};
+  int64_t n = -1;
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    LS_ASSIGN_OR_RETURN(int64_t len, IntVectorLength("Slice", names[i], ctx.inputs[i]));
+    if (!MergeDim(n, len, &n)) {
+      return InvalidArgument("Slice: " + Str(names[i]) + " has " + std::to_string(len) + " values, the others " +
+                             std::to_string(n));
+    }
+  }
+  const Shape& in = ctx.inputs[0].shape;
+  if (n > in.rank()) {
+    return InvalidArgument("Slice: " + std::to_string(n) + " axes to slice in an input of rank " +
+                           std::to_string(in.rank()));
+  }
+  // Constant bounds: the exact slice, where the input's dimensions are known.
+  std::array<const Tensor*, 4> bounds{};
+  size_t given = 0;
+  for (size_t i = 1; i < ctx.inputs.size() && ctx.value(i) != nullptr; ++i) bounds[given++] = ctx.value(i);
+  if (given == ctx.inputs.size() - 1) {
+    LS_ASSIGN_OR_RETURN(SlicePlan plan, PlanSlice(in, std::span<const Tensor* const>(bounds.data(), given)));
+    Shape out;
+    for (int d = 0; d < in.rank(); ++d) out.AddDim(plan[static_cast<size_t>(d)].count);
+    return Single(ctx.inputs[0].dtype, out);
+  }
+  // Without axes, the first n are sliced; with them, any may be.
+  const bool axes_known = ctx.inputs.size() < 4 && n >= 0;
+  return Single(ctx.inputs[0].dtype, UnknownSizes(in, axes_known ? static_cast<int>(n) : in.rank()));
+}
+
+
 Status SliceKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Shape& in = x.shape();
-  LS_ASSIGN_OR_RETURN(SlicePlan plan, PlanSlice(ctx));
+  std::array<const Tensor*, 4> bounds{};
+  for (int i = 1; i < ctx.num_inputs(); ++i) bounds[static_cast<size_t>(i - 1)] = &ctx.input(i);
+  LS_ASSIGN_OR_RETURN(SlicePlan plan,
+                      PlanSlice(in, std::span<const Tensor* const>(bounds.data(), static_cast<size_t>(ctx.num_inputs() - 1))));
   Shape out_shape;
   for (int d = 0; d < in.rank(); ++d) out_shape.AddDim(plan[static_cast<size_t>(d)].count);
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));

@@ -46,25 +46,27 @@ inline StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_
   return Window{(in - k) / stride + 1, 0};
 }
 
-// Everything a kernel needs about one NHWC sliding-window op.
+// Everything a kernel needs about one NHWC sliding-window op. A dilated window (the
+// convolutions' attr "dilations") reads taps dh and dw apart: its extent is (k - 1) * d + 1.
 struct Geometry {
   int64_t n = 0, h = 0, w = 0, c = 0;  // input
-  int64_t kh = 0, kw = 0, sh = 1, sw = 1;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1;
   Window wh, ww;
   Shape out;
 
   int64_t pixels_per_image() const { return wh.out * ww.out; }
   // The input rows [h_lo, h_hi) and columns [w_lo, w_hi) under output (oh, ow)'s window,
-  // the padding cut off.
+  // the padding cut off (undilated windows: the pools').
   int64_t row_begin(int64_t oh) const { return std::max<int64_t>(oh * sh - wh.pad_before, 0); }
   int64_t row_end(int64_t oh) const { return std::min(oh * sh - wh.pad_before + kh, h); }
   int64_t col_begin(int64_t ow) const { return std::max<int64_t>(ow * sw - ww.pad_before, 0); }
   int64_t col_end(int64_t ow) const { return std::min(ow * sw - ww.pad_before + kw, w); }
 };
 
-// `input` is NHWC; the window is kh x kw; `cout` is the output depth.
+// `input` is NHWC; the window is kh x kw, its taps `dilations` apart; `cout` is the output depth.
 inline StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, int64_t kh, int64_t kw,
-                                       std::pair<int64_t, int64_t> strides, bool same, int64_t cout) {
+                                       std::pair<int64_t, int64_t> strides, bool same, int64_t cout,
+                                       std::pair<int64_t, int64_t> dilations = {1, 1}) {
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input, 4));
   if (kh == 0 || kw == 0) {
     return InvalidArgument(Str(op) + ": window " + std::to_string(kh) + "x" + std::to_string(kw) +
@@ -79,8 +81,11 @@ inline StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, 
   g.kw = kw;
   g.sh = strides.first;
   g.sw = strides.second;
-  LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, kh, g.sh, same));
-  LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, kw, g.sw, same));
+  g.dh = dilations.first;
+  g.dw = dilations.second;
+  const int64_t extent_h = kh < 0 ? -1 : (kh - 1) * g.dh + 1, extent_w = kw < 0 ? -1 : (kw - 1) * g.dw + 1;
+  LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, extent_h, g.sh, same));
+  LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, extent_w, g.sw, same));
   g.out = Shape{g.n, g.wh.out, g.ww.out, cout};
   return g;
 }

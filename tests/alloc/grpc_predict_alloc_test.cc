@@ -24,7 +24,7 @@ namespace {
 
 namespace tfs = tensorflow::serving;
 
-class CountingCall final : public PredictCall {
+class CountingPredictGrpcCall final : public PredictCall {
  public:
   int answered = 0;
   bool ok = false;
@@ -36,17 +36,17 @@ class CountingCall final : public PredictCall {
   }
 };
 
-struct Case {
+struct GrpcPredictCase {
   const char* name;
   int elements;
   bool tensor_content;  // the values as raw bytes rather than float_val
   int allocations;      // per warmed-up call
 };
 
-class GrpcPredictAllocTest : public alloc_test::ServedDoubler, public ::testing::WithParamInterface<Case> {};
+class GrpcPredictAllocTest : public alloc_test::ServedDoubler, public ::testing::WithParamInterface<GrpcPredictCase> {};
 
 TEST_P(GrpcPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
-  const Case& c = GetParam();
+  const GrpcPredictCase& c = GetParam();
   const PredictApi api(manager_, metrics_, health_, shadow_, /*batching=*/nullptr);
   PooledMessageAllocator<tfs::PredictRequest, tfs::PredictResponse> messages;
 
@@ -64,7 +64,7 @@ TEST_P(GrpcPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
   }
   const std::string wire = sent.SerializeAsString();
 
-  CountingCall call;
+  CountingPredictGrpcCall call;
   std::string answer;
   tfs::PredictResponse first;
   auto predict = [&](tfs::PredictResponse* copy) {
@@ -97,9 +97,9 @@ TEST_P(GrpcPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GrpcPredictAllocTest,
-                         ::testing::Values(Case{"FloatVal784", 784, false, 0}, Case{"TensorContent784", 784, true, 1},
+                         ::testing::Values(GrpcPredictCase{"FloatVal784", 784, false, 0}, GrpcPredictCase{"TensorContent784", 784, true, 1},
                                            // past the first arena block: the holder's block grows to fit it
-                                           Case{"FloatVal100k", 100000, false, 0}),
+                                           GrpcPredictCase{"FloatVal100k", 100000, false, 0}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

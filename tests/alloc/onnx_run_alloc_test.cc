@@ -17,15 +17,15 @@ namespace {
 
 const std::filesystem::path kModels = std::filesystem::path(LOCKSTEP_SOURCE_DIR) / "tests/data/onnx/pytorch";
 
-struct Case {
+struct OnnxCase {
   const char* name;
   Shape small, large;  // two input shapes, alternated
 };
 
-class OnnxRunAllocTest : public ::testing::TestWithParam<Case> {};
+class OnnxRunAllocTest : public ::testing::TestWithParam<OnnxCase> {};
 
 TEST_P(OnnxRunAllocTest, AWarmedUpRunOfARepeatedShapeAllocatesNothing) {
-  const Case& c = GetParam();
+  const OnnxCase& c = GetParam();
   StatusOr<Model> model = ReadOnnxModel(kModels / c.name);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   // One thread: the matmul core's per-thread scratch grows to the largest task a thread has
@@ -60,10 +60,10 @@ TEST_P(OnnxRunAllocTest, AWarmedUpRunOfARepeatedShapeAllocatesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PyTorchExports, OnnxRunAllocTest,
-                         ::testing::Values(Case{"mlp", Shape{1, 20}, Shape{16, 20}},
-                                           Case{"cnn", Shape{1, 3, 16, 16}, Shape{8, 3, 16, 16}},
-                                           Case{"residual_gelu", Shape{1, 16}, Shape{16, 16}},
-                                           Case{"transformer", Shape{1, 7, 32}, Shape{4, 19, 32}}),
+                         ::testing::Values(OnnxCase{"mlp", Shape{1, 20}, Shape{16, 20}},
+                                           OnnxCase{"cnn", Shape{1, 3, 16, 16}, Shape{8, 3, 16, 16}},
+                                           OnnxCase{"residual_gelu", Shape{1, 16}, Shape{16, 16}},
+                                           OnnxCase{"transformer", Shape{1, 7, 32}, Shape{4, 19, 32}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

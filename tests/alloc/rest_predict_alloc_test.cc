@@ -15,7 +15,7 @@ namespace lockstep {
 namespace {
 
 
-class CountingCall final : public RestCall {
+class CountingPredictRestCall final : public RestCall {
  public:
   int answered = 0;
 
@@ -40,7 +40,7 @@ TEST_P(RestPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
   request.method = "POST";
   request.target = "/v1/models/m:predict";
   request.body = body;
-  CountingCall call;
+  CountingPredictRestCall call;
   auto predict = [&] {
     const int answered = call.answered;
     api.Start(request, &call);

@@ -8,7 +8,7 @@
 namespace lockstep {
 namespace {
 
-ModelConfig Model(std::string name, std::string base = "/models/m") {
+ModelConfig ConfigOf(std::string name, std::string base = "/models/m") {
   ModelConfig m;
   m.name = std::move(name);
   m.base_path = std::move(base);
@@ -25,8 +25,8 @@ void ExpectInvalid(const StoreConfig& config, const std::string& fragment) {
 TEST(ValidateStoreConfig, AcceptsGoodConfigs) {
   EXPECT_TRUE(ValidateStoreConfig({}).ok());
   StoreConfig c;
-  c.models.push_back(Model("half_plus_two"));
-  c.models.push_back(Model("m-2.v1", "/models/../models/other/"));
+  c.models.push_back(ConfigOf("half_plus_two"));
+  c.models.push_back(ConfigOf("m-2.v1", "/models/../models/other/"));
   c.models[1].policy.kind = VersionPolicy::kSpecific;
   c.models[1].policy.versions = {1, 42};
   c.models[1].labels = {{"stable", 1}, {"canary", 42}};
@@ -38,18 +38,18 @@ TEST(ValidateStoreConfig, RejectsUnsafeOrDuplicateNames) {
   for (const std::string& bad : std::vector<std::string>{"", "a/b", "..", "a..b", ".", "x\\y", std::string("a\nb"), std::string("a\0b", 3),
                                 std::string(256, 'n')}) {
     StoreConfig c;
-    c.models.push_back(Model(bad));
+    c.models.push_back(ConfigOf(bad));
     ExpectInvalid(c, "name");
   }
   StoreConfig dup;
-  dup.models.push_back(Model("m"));
-  dup.models.push_back(Model("m", "/other"));
+  dup.models.push_back(ConfigOf("m"));
+  dup.models.push_back(ConfigOf("m", "/other"));
   ExpectInvalid(dup, "more than once");
 }
 
 TEST(ValidateStoreConfig, RejectsRelativeOrEmptyBasePath) {
   StoreConfig c;
-  c.models.push_back(Model("m", ""));
+  c.models.push_back(ConfigOf("m", ""));
   ExpectInvalid(c, "model 'm': base_path is empty");
   c.models[0].base_path = "models/m";
   ExpectInvalid(c, "not an absolute path");
@@ -57,7 +57,7 @@ TEST(ValidateStoreConfig, RejectsRelativeOrEmptyBasePath) {
 
 TEST(ValidateStoreConfig, RejectsBadPolicies) {
   StoreConfig c;
-  c.models.push_back(Model("m"));
+  c.models.push_back(ConfigOf("m"));
   c.models[0].policy.num_versions = 0;
   ExpectInvalid(c, "num_versions");
   c.models[0].policy = {VersionPolicy::kSpecific, 1, {}};
@@ -72,7 +72,7 @@ TEST(ValidateStoreConfig, RejectsBadPolicies) {
 
 TEST(ValidateStoreConfig, RejectsBadLabels) {
   StoreConfig c;
-  c.models.push_back(Model("m"));
+  c.models.push_back(ConfigOf("m"));
   c.models[0].labels = {{"", 1}};
   ExpectInvalid(c, "model 'm': version_labels has an empty label");
   c.models[0].labels = {{"stable", 0}};
@@ -81,7 +81,7 @@ TEST(ValidateStoreConfig, RejectsBadLabels) {
 
 TEST(ValidateStoreConfig, ChecksTrafficArms) {
   StoreConfig c;
-  c.models.push_back(Model("m"));
+  c.models.push_back(ConfigOf("m"));
   ModelConfig& m = c.models[0];
   m.labels = {{"stable", 1}, {"canary", 2}};
   m.traffic = {{"stable", 0, 90}, {"canary", 0, 10}, {"", 3, 0}};

@@ -19,6 +19,7 @@
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/gemm_path.h"
 #include "tests/runtime/gemm_test_util.h"
+#include "tests/runtime/op_test_util.h"
 
 namespace lockstep {
 
@@ -30,8 +31,8 @@ namespace {
 using gemm_test::BitwiseEqual;
 using gemm_test::Problem;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using op_test::kInf;
+using op_test::kNaN;
 constexpr DType kF32 = DType::kFloat32;
 constexpr DType kBf16 = DType::kBFloat16;
 

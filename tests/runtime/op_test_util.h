@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <string_view>
@@ -23,6 +24,21 @@
 namespace lockstep::op_test {
 
 inline constexpr double kU = 0x1p-24;  // float32 unit roundoff
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The elements of a tensor of element type T (none, and a failure, for another dtype).
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  EXPECT_EQ(t.dtype(), DTypeOf<T>::value);
+  if (t.dtype() != DTypeOf<T>::value) return {};
+  return std::vector<T>(t.data<T>().begin(), t.data<T>().end());
+}
+
+// An int64 vector.
+inline Tensor I64(std::vector<int64_t> v) {
+  return Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v);
+}
 
 inline std::vector<float> RandomFloats(int64_t n, uint64_t seed, float lo = -1.0f,
                                        float hi = 1.0f) {
@@ -80,6 +96,12 @@ inline std::vector<Tensor> RunOk(std::string_view op, const std::vector<Tensor>&
     return {};
   }
   return std::move(out).value();
+}
+
+// The single output of an op that must succeed (an empty tensor when it failed).
+inline Tensor Run1(std::string_view op, const std::vector<Tensor>& inputs, const AttrMap& attrs = {}) {
+  std::vector<Tensor> out = RunOk(op, inputs, attrs);
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 // The kernel alone, without shape inference first, as the executor calls it: its Status.

@@ -22,7 +22,7 @@ using op_test::RandomTensor;
 using op_test::RunOk;
 using op_test::ToDouble;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using op_test::kNaN;
 
 struct ActivationCase {
   const char* op;

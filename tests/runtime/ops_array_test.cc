@@ -23,13 +23,10 @@ using op_test::RandomTensor;
 using op_test::RunOk;
 using op_test::ToDouble;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using op_test::kNaN;
+using op_test::kInf;
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>().begin(), t.data<T>().end());
-}
+using op_test::Values;
 
 Shape InferredShape(const char* op, std::vector<TensorSpec> in, const AttrMap& attrs = {}) {
   auto out = Infer(op, in, attrs);

@@ -23,7 +23,7 @@ using op_test::RandomTensor;
 using op_test::RunOk;
 using op_test::ToDouble;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using op_test::kNaN;
 
 // TensorFlow's output size and leading padding for one spatial dimension.
 void TfWindow(int64_t in, int64_t k, int64_t s, bool same, int64_t* out, int64_t* pad) {

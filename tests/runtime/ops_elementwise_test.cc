@@ -26,26 +26,17 @@ using op_test::RandomTensor;
 using op_test::KernelStatus;
 using op_test::RunOk;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN64 = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf64 = std::numeric_limits<double>::infinity();
 
 template <typename T>
 Tensor Vec(std::vector<T> v) {
   return Tensor::FromVector<T>({static_cast<int64_t>(v.size())}, v);
 }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  EXPECT_EQ(t.dtype(), DTypeOf<T>::value);
-  if (t.dtype() != DTypeOf<T>::value) return {};
-  return std::vector<T>(t.data<T>().begin(), t.data<T>().end());
-}
+using op_test::Values;
 
-// The single output of an op that must succeed (an empty tensor when it failed).
-Tensor Run1(const char* op, const std::vector<Tensor>& inputs, const AttrMap& attrs = {}) {
-  std::vector<Tensor> out = RunOk(op, inputs, attrs);
-  return out.size() == 1 ? out[0] : Tensor();
-}
+using op_test::Run1;
 
 Status RunStatus(const char* op, const std::vector<Tensor>& inputs, const AttrMap& attrs = {}) {
   return RunOp(op, inputs, attrs).status();
@@ -157,10 +148,10 @@ TEST(OpsElementwiseTest, NegAbsSignOnIntegers) {
 }
 
 TEST(OpsElementwiseTest, NegAbsSignOnFloats) {
-  const double nan = kNaN;
-  Tensor x = Vec<double>({-2.5, -0.0, 0.0, 3.0, nan, -kInf});
-  ExpectSameValues(Values<double>(Run1("Neg", {x})), {2.5, 0.0, -0.0, -3.0, nan, kInf}, "Neg");
-  ExpectSameValues(Values<double>(Run1("Abs", {x})), {2.5, 0.0, 0.0, 3.0, nan, kInf}, "Abs");
+  const double nan = kNaN64;
+  Tensor x = Vec<double>({-2.5, -0.0, 0.0, 3.0, nan, -kInf64});
+  ExpectSameValues(Values<double>(Run1("Neg", {x})), {2.5, 0.0, -0.0, -3.0, nan, kInf64}, "Neg");
+  ExpectSameValues(Values<double>(Run1("Abs", {x})), {2.5, 0.0, 0.0, 3.0, nan, kInf64}, "Abs");
   ExpectSameValues(Values<double>(Run1("Sign", {x})), {-1.0, -0.0, 0.0, 1.0, nan, -1.0}, "Sign");
   Tensor xf = Vec<float>({-2.5f, 4.0f});
   EXPECT_EQ(Values<float>(Run1("Abs", {xf})), (std::vector<float>{2.5f, 4.0f}));
@@ -185,7 +176,7 @@ TEST(OpsElementwiseTest, LeakyReluHardSigmoidHardSwishThresholdedRelu) {
   EXPECT_EQ(Values<float>(Run1("ThresholdedRelu", {x}, {{"alpha", -1.5}})), (std::vector<float>{0, 0, -1, 0, 1, 2, 3, 4}));
   // NaN stays NaN through the clamps.
   for (const char* op : {"LeakyRelu", "HardSigmoid", "HardSwish"}) {
-    EXPECT_TRUE(std::isnan(Values<double>(Run1(op, {Vec<double>({kNaN})}))[0])) << op;
+    EXPECT_TRUE(std::isnan(Values<double>(Run1(op, {Vec<double>({kNaN64})}))[0])) << op;
   }
   ExpectRefused("LeakyRelu", {x}, "attr 'alpha'", {{"alpha", int64_t{1}}});
 }
@@ -210,10 +201,10 @@ TEST(OpsElementwiseTest, ClipFloatAndInteger) {
   EXPECT_EQ(Values<int64_t>(Run1("Clip", {i64}, {{"min", -1.0}})), (std::vector<int64_t>{-1, -1, kMax64}));
   EXPECT_EQ(Values<int64_t>(Run1("Clip", {i64}, {{"max", 1e300}})), Values<int64_t>(i64));
 
-  ExpectRefused("Clip", {x}, "NaN", {{"min", kNaN}});
+  ExpectRefused("Clip", {x}, "NaN", {{"min", kNaN64}});
   ExpectRefused("Clip", {x}, "attr 'max' is not of type float", {{"max", int64_t{3}}});
   ExpectRefused("Clip", {Vec<bool>({true})}, "Clip: dtype bool");
-  EXPECT_FALSE(Infer("Clip", {{DType::kFloat32, {2}}}, {{"min", kNaN}}).ok());
+  EXPECT_FALSE(Infer("Clip", {{DType::kFloat32, {2}}}, {{"min", kNaN64}}).ok());
 }
 
 // ---- Every op on scalars and on empty tensors ----
@@ -271,7 +262,7 @@ TEST(OpsElementwiseTest, PowMinimumMaximumBroadcast) {
     ExpectNear(Run1("Maximum", {a, b}), c.out, mx, 0.0, 0.0, "Maximum " + what);
   }
   Tensor p64 = Run1("Pow", {Vec<double>({2, 9, -2, 0}), Vec<double>({0.5, 0.5, 3, -1})});
-  EXPECT_EQ(Values<double>(p64), (std::vector<double>{std::pow(2.0, 0.5), 3, -8, kInf}));
+  EXPECT_EQ(Values<double>(p64), (std::vector<double>{std::pow(2.0, 0.5), 3, -8, kInf64}));
   Tensor ints = Run1("Maximum", {RandomIntTensor<int64_t>({4, 1}, 1, -100, 100), Vec<int64_t>({-5, 0, 50})});
   EXPECT_EQ(ints.shape(), (Shape{4, 3}));
   EXPECT_EQ(Values<int32_t>(Run1("Minimum", {Vec<int32_t>({-1, 7}), Tensor::Scalar<int32_t>(3)})),
@@ -279,10 +270,10 @@ TEST(OpsElementwiseTest, PowMinimumMaximumBroadcast) {
 }
 
 TEST(OpsElementwiseTest, MinimumMaximumPropagateNaN) {
-  Tensor a = Vec<double>({kNaN, 1.0, kNaN, -kInf});
-  Tensor b = Vec<double>({1.0, kNaN, kNaN, 2.0});
-  ExpectSameValues(Values<double>(Run1("Minimum", {a, b})), {kNaN, kNaN, kNaN, -kInf}, "Minimum");
-  ExpectSameValues(Values<double>(Run1("Maximum", {a, b})), {kNaN, kNaN, kNaN, 2.0}, "Maximum");
+  Tensor a = Vec<double>({kNaN64, 1.0, kNaN64, -kInf64});
+  Tensor b = Vec<double>({1.0, kNaN64, kNaN64, 2.0});
+  ExpectSameValues(Values<double>(Run1("Minimum", {a, b})), {kNaN64, kNaN64, kNaN64, -kInf64}, "Minimum");
+  ExpectSameValues(Values<double>(Run1("Maximum", {a, b})), {kNaN64, kNaN64, kNaN64, 2.0}, "Maximum");
   // A NaN scalar broadcast on either side.
   Tensor x = Vec<float>({-1, 0, 1});
   for (const char* op : {"Minimum", "Maximum"}) {
@@ -377,7 +368,7 @@ TEST(OpsElementwiseTest, WhereBroadcastsThreeWays) {
   Tensor bf = Run1("Where", {cond, Tensor::Scalar(FloatToBfloat16(1.5f)), Tensor::Scalar(FloatToBfloat16(-2.0f))});
   ASSERT_EQ(bf.dtype(), DType::kBFloat16);
   EXPECT_EQ(op_test::ToDouble(bf), (std::vector<double>{1.5, -2.0}));
-  ExpectSameValues(Values<double>(Run1("Where", {cond, Tensor::Scalar(kNaN), Tensor::Scalar(-0.0)})), {kNaN, -0.0}, "Where");
+  ExpectSameValues(Values<double>(Run1("Where", {cond, Tensor::Scalar(kNaN64), Tensor::Scalar(-0.0)})), {kNaN64, -0.0}, "Where");
 }
 
 // ---- Integer Add, Sub, Mul, Div ----

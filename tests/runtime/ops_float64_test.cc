@@ -10,6 +10,7 @@
 #include "runtime/graph_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/session.h"
+#include "tests/runtime/op_test_util.h"
 
 namespace lockstep {
 namespace {
@@ -18,11 +19,7 @@ Tensor F64(const Shape& shape, std::vector<double> values) {
   return Tensor::FromVector<double>(shape, values);
 }
 
-Tensor Run1(std::string_view op, std::vector<Tensor> inputs, AttrMap attrs = {}) {
-  StatusOr<std::vector<Tensor>> out = RunOp(op, inputs, attrs);
-  EXPECT_TRUE(out.ok()) << op << ": " << out.status().ToString();
-  return out.ok() ? out.value()[0] : Tensor();
-}
+using op_test::Run1;
 
 TEST(OpsFloat64Test, ArithmeticBroadcastsInDouble) {
   const Tensor a = F64(Shape{2, 3}, {0.1, 0.2, 0.3, -1e300, 1e-300, 7});

@@ -28,12 +28,9 @@ constexpr int64_t kBig = int64_t{1} << 40;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>().begin(), t.data<T>().end());
-}
+using op_test::Values;
 
-Tensor I64(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v); }
+using op_test::I64;
 Tensor I32(std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(Shape{static_cast<int64_t>(v.size())}, v); }
 
 // 0, 1, 2, ... in a float tensor of `shape`.

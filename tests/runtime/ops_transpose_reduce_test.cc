@@ -26,12 +26,9 @@ using op_test::RandomIntTensor;
 using op_test::RandomTensor;
 using op_test::RunOk;
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>().begin(), t.data<T>().end());
-}
+using op_test::Values;
 
-Tensor I64(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v); }
+using op_test::I64;
 
 // Runs the kernel alone, as the executor does (no shape inference first): its own checks
 // must catch what inference would.

@@ -11,6 +11,7 @@
 
 #include "runtime/saved_model/saved_model.h"
 #include "runtime/session.h"
+#include "tests/runtime/op_test_util.h"
 
 namespace lockstep {
 namespace {
@@ -96,11 +97,7 @@ std::map<std::string, Tensor> ImportAndRun(const tensorflow::MetaGraphDef& mg, c
   return by_key;
 }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto v = t.data<T>();
-  return {v.begin(), v.end()};
-}
+using op_test::Values;
 
 TEST(SavedModelOpsTest, ActivationsReshapingConcatReductionsAndArgMax) {
   TfGraph g;

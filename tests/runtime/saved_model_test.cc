@@ -60,7 +60,7 @@ TEST(SnappyTest, MalformedInputIsAnErrorNeverAnOverrun) {
       std::string("\xff\xff\xff\xff\x7f", 5),  // length beyond the limit
   };
   for (const std::string& c : cases)
-    EXPECT_FALSE(SnappyUncompress(c, 1000).ok()) << testing::PrintToString(c);
+    EXPECT_FALSE(SnappyUncompress(c, 1000).ok()) << ::testing::PrintToString(c);
 }
 
 // What Snappy's own compressor writes (a block of repeating keys, as an index table holds)

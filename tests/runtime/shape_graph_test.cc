@@ -18,7 +18,7 @@
 namespace lockstep {
 namespace {
 
-Tensor I64(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v); }
+using op_test::I64;
 
 int CountOps(const Model& m, const std::string& op) {
   int n = 0;

@@ -17,7 +17,7 @@ LabelledTable MustParse(std::string_view text, const CsvOptions& options = {}) {
   return table.ok() ? std::move(table).value() : LabelledTable{};
 }
 
-std::string ErrorOf(std::string_view text, const CsvOptions& options = {}) {
+std::string CsvErrorOf(std::string_view text, const CsvOptions& options = {}) {
   StatusOr<LabelledTable> table = ParseCsv(text, "t.csv", options);
   EXPECT_FALSE(table.ok()) << "parsed: " << text;
   return table.ok() ? "" : table.status().message();
@@ -75,28 +75,28 @@ TEST(CsvReaderTest, QuotesCrlfBlankLinesSpacesAndByteOrderMark) {
 }
 
 TEST(CsvReaderTest, ErrorsNameFileLineColumnAndText) {
-  EXPECT_EQ(ErrorOf("a,label\n1,0\n2\n"), "t.csv:3: 1 fields, but the header has 2");
-  EXPECT_EQ(ErrorOf("a,label\n1,0\n1,2,3\n"), "t.csv:3: 3 fields, but the header has 2");
-  EXPECT_EQ(ErrorOf("a,label\n1,0\n\nx7,1\n"), "t.csv:4: column 'a': 'x7' is not a finite number");
-  EXPECT_EQ(ErrorOf("a,label\nnan,0\n"), "t.csv:2: column 'a': 'nan' is not a finite number");
-  EXPECT_EQ(ErrorOf("a,label\n,0\n"), "t.csv:2: column 'a': '' is not a finite number");
-  EXPECT_EQ(ErrorOf("a,label\n1,3\n2,-1\n"),
+  EXPECT_EQ(CsvErrorOf("a,label\n1,0\n2\n"), "t.csv:3: 1 fields, but the header has 2");
+  EXPECT_EQ(CsvErrorOf("a,label\n1,0\n1,2,3\n"), "t.csv:3: 3 fields, but the header has 2");
+  EXPECT_EQ(CsvErrorOf("a,label\n1,0\n\nx7,1\n"), "t.csv:4: column 'a': 'x7' is not a finite number");
+  EXPECT_EQ(CsvErrorOf("a,label\nnan,0\n"), "t.csv:2: column 'a': 'nan' is not a finite number");
+  EXPECT_EQ(CsvErrorOf("a,label\n,0\n"), "t.csv:2: column 'a': '' is not a finite number");
+  EXPECT_EQ(CsvErrorOf("a,label\n1,3\n2,-1\n"),
             "t.csv:3: column 'label': label -1 is out of range (class ids are 0 to 2147483647)");
-  EXPECT_EQ(ErrorOf("a,label\n1,cat\n2,\n"), "t.csv:3: column 'label': the label is empty");
-  EXPECT_EQ(ErrorOf("a,b\n1,2\n"),
+  EXPECT_EQ(CsvErrorOf("a,label\n1,cat\n2,\n"), "t.csv:3: column 'label': the label is empty");
+  EXPECT_EQ(CsvErrorOf("a,b\n1,2\n"),
             "t.csv:1: no label column 'label' (the header names 2 columns, first 'a', last 'b')");
-  EXPECT_EQ(ErrorOf("a,a,label\n"), "t.csv:1: column 'a' appears twice");
-  EXPECT_EQ(ErrorOf("a,,label\n"), "t.csv:1: column 2 has no name");
-  EXPECT_EQ(ErrorOf("label\n1\n"), "t.csv:1: no feature columns besides the label");
-  EXPECT_EQ(ErrorOf("a,label\n\"1,0\n"), "t.csv:2: a quoted field is not closed");
-  EXPECT_EQ(ErrorOf("a,label\n\"1\"x,0\n"), "t.csv:2: text after the closing quote of field 1");
-  EXPECT_EQ(ErrorOf(""), "t.csv: the file is empty (no header row)");
-  EXPECT_EQ(ErrorOf("a,label\n\n"), "t.csv: no rows after the header");
+  EXPECT_EQ(CsvErrorOf("a,a,label\n"), "t.csv:1: column 'a' appears twice");
+  EXPECT_EQ(CsvErrorOf("a,,label\n"), "t.csv:1: column 2 has no name");
+  EXPECT_EQ(CsvErrorOf("label\n1\n"), "t.csv:1: no feature columns besides the label");
+  EXPECT_EQ(CsvErrorOf("a,label\n\"1,0\n"), "t.csv:2: a quoted field is not closed");
+  EXPECT_EQ(CsvErrorOf("a,label\n\"1\"x,0\n"), "t.csv:2: text after the closing quote of field 1");
+  EXPECT_EQ(CsvErrorOf(""), "t.csv: the file is empty (no header row)");
+  EXPECT_EQ(CsvErrorOf("a,label\n\n"), "t.csv: no rows after the header");
   CsvOptions options;
   options.feature_columns = {"a", "z"};
-  EXPECT_EQ(ErrorOf("a,label\n1,0\n", options), "t.csv:1: no feature column 'z'");
+  EXPECT_EQ(CsvErrorOf("a,label\n1,0\n", options), "t.csv:1: no feature column 'z'");
   options.feature_columns = {"label"};
-  EXPECT_EQ(ErrorOf("a,label\n1,0\n", options), "t.csv:1: column 'label' is the label, not a feature");
+  EXPECT_EQ(CsvErrorOf("a,label\n1,0\n", options), "t.csv:1: column 'label' is the label, not a feature");
 }
 
 TEST(CsvReaderTest, MissingFileAndDirectoryAreNamed) {

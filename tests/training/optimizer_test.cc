@@ -9,7 +9,7 @@
 namespace lockstep::training {
 namespace {
 
-Optimizer Make(const std::string& type, double weight_decay = 0, bool nesterov = false) {
+Optimizer MakeOptimizer(const std::string& type, double weight_decay = 0, bool nesterov = false) {
   OptimizerConfig c;
   c.type = type;
   c.weight_decay = weight_decay;
@@ -31,7 +31,7 @@ std::vector<float> Steps(Optimizer& o, std::vector<float> w, const std::vector<f
 }
 
 TEST(OptimizerTest, SgdWithAndWithoutL2Decay) {
-  Optimizer sgd = Make("sgd");
+  Optimizer sgd = MakeOptimizer("sgd");
   // Exactly w -= lr g in float, twice.
   const float lr = 0.1f;
   float w0 = 1.0f, w1 = -2.0f;
@@ -41,17 +41,17 @@ TEST(OptimizerTest, SgdWithAndWithoutL2Decay) {
   }
   EXPECT_EQ(Steps(sgd, {1.0f, -2.0f}, {0.5f, 0.25f}, 2, 0.1), (std::vector<float>{w0, w1}));
   EXPECT_NEAR(w0, 0.9f, 1e-6);
-  Optimizer decayed = Make("sgd", 0.1);
+  Optimizer decayed = MakeOptimizer("sgd", 0.1);
   const std::vector<float> w = Steps(decayed, {1.0f}, {0.0f}, 1, 0.5);
   EXPECT_FLOAT_EQ(w[0], 1.0f - 0.5f * 0.1f);
 }
 
 TEST(OptimizerTest, MomentumAndNesterovByHand) {
   // mu = 0.5, lr = 1, g = 1 each step: v = 1, 1.5, 1.75; w = -1, -2.5, -4.25.
-  Optimizer m = Make("momentum");
+  Optimizer m = MakeOptimizer("momentum");
   EXPECT_EQ(Steps(m, {0.0f}, {1.0f}, 3, 1.0), (std::vector<float>{-4.25f}));
   // Nesterov steps by g + mu v: 1 + 0.5, 1 + 0.75, 1 + 0.875 -> w = -1.5, -3.25, -5.125.
-  Optimizer n = Make("momentum", 0, true);
+  Optimizer n = MakeOptimizer("momentum", 0, true);
   EXPECT_EQ(Steps(n, {0.0f}, {1.0f}, 3, 1.0), (std::vector<float>{-5.125f}));
   EXPECT_EQ(n.steps(), 3);
   ASSERT_EQ(n.state().size(), 1u);
@@ -59,7 +59,7 @@ TEST(OptimizerTest, MomentumAndNesterovByHand) {
 }
 
 TEST(OptimizerTest, AdamMatchesTheFormulaInDouble) {
-  Optimizer adam = Make("adam");
+  Optimizer adam = MakeOptimizer("adam");
   std::vector<float> w = {0.5f, -1.0f, 2.0f};
   const std::vector<float> g = {0.1f, -3.0f, 1e-4f};
   double ref_w[3] = {0.5, -1.0, 2.0}, m[3] = {}, s[3] = {};
@@ -74,7 +74,7 @@ TEST(OptimizerTest, AdamMatchesTheFormulaInDouble) {
     }
   }
   // The first step moves each weight by about lr, whatever the gradient's scale.
-  Optimizer fresh = Make("adam");
+  Optimizer fresh = MakeOptimizer("adam");
   const std::vector<float> once = Steps(fresh, {0.0f, 0.0f}, {1000.0f, 0.001f}, 1, 0.01);
   EXPECT_NEAR(once[0], -0.01f, 1e-6);
   EXPECT_NEAR(once[1], -0.01f, 1e-4);
@@ -82,9 +82,9 @@ TEST(OptimizerTest, AdamMatchesTheFormulaInDouble) {
 
 TEST(OptimizerTest, AdamWDecaysTheWeightNotTheGradient) {
   // With a zero gradient adam does nothing; adamw still shrinks w by lr wd w.
-  Optimizer adamw = Make("adamw", 0.5);
+  Optimizer adamw = MakeOptimizer("adamw", 0.5);
   EXPECT_FLOAT_EQ(Steps(adamw, {2.0f}, {0.0f}, 1, 0.1)[0], 2.0f - 0.1f * 0.5f * 2.0f);
-  Optimizer adam_l2 = Make("adam", 0.5);
+  Optimizer adam_l2 = MakeOptimizer("adam", 0.5);
   // L2 puts wd w into the gradient, and adam normalises it: a step of about lr.
   EXPECT_NEAR(Steps(adam_l2, {2.0f}, {0.0f}, 1, 0.1)[0], 1.9f, 1e-5);
 }
@@ -140,7 +140,7 @@ TEST(OptimizerTest, ParallelUpdatesAreTheSerialOnesBitForBit) {
   std::vector<float> g(100000);
   for (size_t i = 0; i < g.size(); ++i) g[i] = std::sin(static_cast<float>(i)) * 0.01f;
   for (const char* type : {"sgd", "momentum", "adam", "adamw"}) {
-    Optimizer serial = Make(type, 0.01, true), parallel = Make(type, 0.01, true);
+    Optimizer serial = MakeOptimizer(type, 0.01, true), parallel = MakeOptimizer(type, 0.01, true);
     std::vector<float> a(g.size(), 0.5f), b = a;
     for (int s = 0; s < 3; ++s) {
       const Parameter pa{std::span<float>(a), std::span<const float>(g), {}};
@@ -159,7 +159,7 @@ TEST(OptimizerTest, UpdatesInRangesAreApplysAndKeepTheBf16Copy) {
   std::vector<float> g(50000);
   for (size_t i = 0; i < g.size(); ++i) g[i] = std::cos(static_cast<float>(i)) * 0.02f;
   for (const char* type : {"sgd", "momentum", "adam", "adamw"}) {
-    Optimizer whole = Make(type, 0.01), pieces = Make(type, 0.01);
+    Optimizer whole = MakeOptimizer(type, 0.01), pieces = MakeOptimizer(type, 0.01);
     std::vector<float> a(g.size(), 0.25f), b = a;
     std::vector<bfloat16> copy(g.size());
     const Parameter pa{std::span<float>(a), std::span<const float>(g), {}};

@@ -1,0 +1,78 @@
+// The translators of ONNX's image resampling and rearranging ops: Resize (opsets 10 to 17),
+// Upsample (7 to 9), DepthToSpace and SpaceToDepth.
+#include "runtime/onnx/onnx_translators.h"
+
+namespace lockstep::onnx_import {
+namespace {
+
+// Lockstep's Resize takes all of (x, scales, sizes, roi): an absent one is an empty constant.
+std::string EmptyFloats(OnnxNodeContext& ctx, std::string_view what) {
+  return ctx.EmitConstant(Tensor(DType::kFloat32, Shape{0}), what);
+}
+
+// The attributes every opset's Resize and Upsample share; `legacy` (Resize-10, Upsample):
+// before opset 11 coordinates were asymmetric and nearest took the element at or before.
+StatusOr<AttrMap> ResampleAttrs(const OnnxNodeContext& ctx, bool legacy) {
+  LS_ASSIGN_OR_RETURN(std::string mode, ctx.StringAttr("mode", "nearest"));
+  if (mode == "bilinear" || mode == "trilinear") mode = "linear";  // Upsample-7's spellings
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return ctx.Unsupported("mode '" + mode + "'");
+  AttrMap attrs{{"mode", mode}};
+  if (legacy) {
+    attrs.Set("coordinate_transformation_mode", std::string("asymmetric"));
+    attrs.Set("nearest_mode", std::string("floor"));
+    return attrs;
+  }
+  LS_ASSIGN_OR_RETURN(std::string coordinates, ctx.StringAttr("coordinate_transformation_mode", "half_pixel"));
+  LS_ASSIGN_OR_RETURN(std::string nearest, ctx.StringAttr("nearest_mode", "round_prefer_floor"));
+  LS_ASSIGN_OR_RETURN(float a, ctx.FloatAttr("cubic_coeff_a", -0.75f));
+  LS_ASSIGN_OR_RETURN(int64_t exclude, ctx.IntAttr("exclude_outside", 0));
+  LS_ASSIGN_OR_RETURN(float extrapolation, ctx.FloatAttr("extrapolation_value", 0.0f));
+  // Opset 18's additions, should a model carry them early.
+  for (const char* later : {"antialias", "axes", "keep_aspect_ratio_policy"}) {
+    if (ctx.HasAttr(later)) return ctx.Unsupported(std::string("attribute '") + later + "' (opset 18)");
+  }
+  attrs.Set("coordinate_transformation_mode", coordinates);
+  attrs.Set("nearest_mode", nearest);
+  attrs.Set("cubic_coeff_a", static_cast<double>(a));
+  attrs.Set("exclude_outside", exclude != 0);
+  attrs.Set("extrapolation_value", static_cast<double>(extrapolation));
+  return attrs;
+}
+
+}  // namespace
+
+Status Resize(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  const bool legacy = ctx.opset() < 11;
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ResampleAttrs(ctx, legacy));
+  // Opset 10: (x, scales). From 11: (x, roi, scales, sizes), roi and scales optional from 13.
+  const size_t scales_input = legacy ? 1 : 2, sizes_input = 3, roi_input = 1;
+  const std::string scales = ctx.HasInput(scales_input) ? ctx.input(scales_input) : EmptyFloats(ctx, "scales");
+  const std::string sizes = !legacy && ctx.HasInput(sizes_input)
+                                ? ctx.input(sizes_input)
+                                : ctx.EmitConstant(Tensor(DType::kInt64, Shape{0}), "sizes");
+  const std::string roi = !legacy && ctx.HasInput(roi_input) ? ctx.input(roi_input) : EmptyFloats(ctx, "roi");
+  outputs->push_back(ctx.Emit("Resize", {ctx.input(0), scales, sizes, roi}, std::move(attrs)));
+  return Status::Ok();
+}
+
+Status Upsample(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ResampleAttrs(ctx, true));
+  std::string scales;
+  if (ctx.opset() < 9) {
+    // Opset 7: the scales are an attribute.
+    std::vector<float> values;
+    for (const onnx::AttributeProto& a : ctx.node().attribute()) {
+      if (a.name() == "scales") values.assign(a.floats().begin(), a.floats().end());
+    }
+    if (values.empty()) return ctx.Error("needs the scales attribute");
+    scales = ctx.EmitConstant(Tensor::FromVector<float>(Shape{static_cast<int64_t>(values.size())}, values), "scales");
+  } else {
+    if (!ctx.HasInput(1)) return ctx.Error("needs scales");
+    scales = ctx.input(1);
+  }
+  const std::string sizes = ctx.EmitConstant(Tensor(DType::kInt64, Shape{0}), "sizes");
+  outputs->push_back(ctx.Emit("Resize", {ctx.input(0), scales, sizes, EmptyFloats(ctx, "roi")}, std::move(attrs)));
+  return Status::Ok();
+}
+
+}  // namespace lockstep::onnx_import
