@@ -46,6 +46,13 @@ StatusOr<std::span<const int64_t>> AttrMap::GetInts(std::string_view name) const
   return InvalidArgument("attr '" + std::string(name) + "' is not of type list of ints");
 }
 
+StatusOr<std::span<const double>> AttrMap::GetFloats(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return InvalidArgument("missing attr '" + std::string(name) + "'");
+  if (const auto* v = std::get_if<std::vector<double>>(&it->second)) return std::span<const double>(*v);
+  return InvalidArgument("attr '" + std::string(name) + "' is not of type list of floats");
+}
+
 StatusOr<DType> AttrMap::GetDType(std::string_view name) const { return Get<DType>(name, "dtype"); }
 
 StatusOr<Shape> AttrMap::GetShape(std::string_view name) const { return Get<Shape>(name, "shape"); }

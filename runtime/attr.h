@@ -43,6 +43,7 @@ class AttrMap {
   // A view of the stored list, valid while the map is unchanged (kernels read it per call
   // without copying).
   StatusOr<std::span<const int64_t>> GetInts(std::string_view name) const;
+  StatusOr<std::span<const double>> GetFloats(std::string_view name) const;
   StatusOr<DType> GetDType(std::string_view name) const;
   StatusOr<Shape> GetShape(std::string_view name) const;
 

@@ -59,6 +59,13 @@ Status Cast(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// CastLike(x, like): Cast to like's element type.
+Status CastLike(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 1));
+  outputs->push_back(ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", dtype}}));
+  return Status::Ok();
+}
+
 Status Concat(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", ctx.opset() < 4 ? 1 : 0));
   std::vector<std::string> inputs;
@@ -128,7 +135,16 @@ Status Flatten(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 }
 
 // Unsqueeze(axes): one ExpandDims per new axis, in ascending order of the output's axes.
+// Axes (of Unsqueeze and Squeeze) given as an input computed at run time.
+bool RunTimeAxesInput(const OnnxNodeContext& ctx) {
+  return ctx.opset() >= 13 && ctx.HasInput(1) && ctx.ConstantInput(1) == nullptr;
+}
+
 Status Unsqueeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (RunTimeAxesInput(ctx)) {
+    outputs->push_back(ctx.Emit("Unsqueeze", {ctx.input(0), ctx.input(1)}));
+    return Status::Ok();
+  }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
   if (!axes || axes->empty()) return ctx.Error("needs axes");
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
@@ -148,6 +164,10 @@ Status Unsqueeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 }
 
 Status Squeeze(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (RunTimeAxesInput(ctx)) {
+    outputs->push_back(ctx.Emit("SqueezeAxes", {ctx.input(0), ctx.input(1)}));
+    return Status::Ok();
+  }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
   AttrMap attrs;
   if (axes) attrs.Set("axes", *axes);
@@ -254,6 +274,23 @@ Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 // Split: one Slice per output, along `axis`, of the sizes given (or equal parts).
 Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  if (RunTimeAxesInput(ctx)) {
+    // Sizes known only at run time: output k runs from the sum of the sizes before it to that
+    // sum and its own (CumSum of the sizes gives the ends).
+    const std::string sizes = ctx.Emit("Cast", {ctx.input(1)}, AttrMap{{"dtype", DType::kInt64}}, "sizes");
+    const std::string ends = ctx.Emit("CumSum", {sizes, ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "sum_axis")}, {}, "ends");
+    const std::string starts = ctx.Emit("Sub", {ends, sizes}, {}, "starts");
+    const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
+    for (int64_t k = 0; k < ctx.node().output_size(); ++k) {
+      const std::string tag = "part_" + std::to_string(k);
+      const std::string at = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k}), tag + "/at");
+      const std::string next = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k + 1}), tag + "/next");
+      const std::string b = ctx.Emit("Slice", {starts, at, next}, {}, tag + "/start");
+      const std::string e = ctx.Emit("Slice", {ends, at, next}, {}, tag + "/end");
+      outputs->push_back(ctx.Emit("Slice", {ctx.input(0), b, e, axes}, {}, tag));
+    }
+    return Status::Ok();
+  }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> sizes, ctx.AxesAttrOrInput("split", 1));
   const int64_t parts = ctx.node().output_size();
   if (!sizes) {

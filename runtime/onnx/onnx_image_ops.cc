@@ -1,5 +1,5 @@
-// The translators of ONNX's image resampling and rearranging ops: Resize (opsets 10 to 17),
-// Upsample (7 to 9), DepthToSpace and SpaceToDepth.
+// The translators of ONNX's image ops: Resize (opsets 10 to 17), Upsample (7 to 9),
+// GridSample, and the detection ops RoiAlign and NonMaxSuppression.
 #include "runtime/onnx/onnx_translators.h"
 
 namespace lockstep::onnx_import {
@@ -72,6 +72,30 @@ Status Upsample(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   const std::string sizes = ctx.EmitConstant(Tensor(DType::kInt64, Shape{0}), "sizes");
   outputs->push_back(ctx.Emit("Resize", {ctx.input(0), scales, sizes, EmptyFloats(ctx, "roi")}, std::move(attrs)));
+  return Status::Ok();
+}
+
+Status GridSample(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  outputs->push_back(ctx.Emit("GridSample", {ctx.input(0), ctx.input(1)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+// Before opset 16 RoiAlign had no coordinate_transformation_mode and behaved as
+// output_half_pixel; from 16 the default is half_pixel.
+Status RoiAlign(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  if (ctx.opset() < 16) attrs.Set("coordinate_transformation_mode", std::string("output_half_pixel"));
+  outputs->push_back(ctx.Emit("RoiAlign", {ctx.input(0), ctx.input(1), ctx.input(2)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+// NonMaxSuppression: its three optional scalars given as empty tensors when absent.
+Status NonMaxSuppression(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  std::vector<std::string> inputs{ctx.input(0), ctx.input(1)};
+  for (size_t i = 2; i < 5; ++i) inputs.push_back(ctx.HasInput(i) ? ctx.input(i) : EmptyFloats(ctx, "absent"));
+  outputs->push_back(ctx.Emit("NonMaxSuppression", std::move(inputs), std::move(attrs)));
   return Status::Ok();
 }
 

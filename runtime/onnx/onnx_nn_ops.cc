@@ -58,6 +58,7 @@ Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return SoftmaxFamily(ctx, "LogSoftmax", outputs);
 }
+Status Hardmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return SoftmaxFamily(ctx, "Hardmax", outputs); }
 // Y = alpha * A' B' + beta * C: MatMul with transpose flags, then scale and the bias (BiasAdd
 // when C is a row vector, which the fusion pass folds into the matmul core's epilogue).
 Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {

@@ -73,10 +73,15 @@ Status Passthrough(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     inputs.push_back(ctx.input(i));
   }
   LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
-  outputs->push_back(ctx.Emit(kOp, std::move(inputs), std::move(attrs)));
+  const std::string node = ctx.Emit(kOp, std::move(inputs), std::move(attrs));
+  outputs->push_back(node);
+  for (int k = 1; k < ctx.node().output_size(); ++k) outputs->push_back(node + ":" + std::to_string(k));
   return Status::Ok();
 }
 LS_OP_NAME(GatherElements); LS_OP_NAME(ScatterElements); LS_OP_NAME(GatherND); LS_OP_NAME(ScatterND);
+LS_OP_NAME(CumSum); LS_OP_NAME(Compress); LS_OP_NAME(Unique); LS_OP_NAME(NonZero); LS_OP_NAME(ReverseSequence);
+LS_OP_NAME(DepthToSpace); LS_OP_NAME(SpaceToDepth); LS_OP_NAME(IsNaN); LS_OP_NAME(IsInf); LS_OP_NAME(Round);
+LS_OP_NAME(Shrink); LS_OP_NAME(Celu); LS_OP_NAME(Mish); LS_OP_NAME(NegativeLogLikelihoodLoss); LS_OP_NAME(Einsum); LS_OP_NAME(Det);
 
 #undef LS_OP_NAME
 
@@ -295,11 +300,21 @@ Status Clip(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd: axes (attribute, or input 1 where
 // the opset moved it there), keepdims, noop_with_empty_axes.
+// Axes given as an input computed at run time: the reduction reads them then.
+bool RunTimeAxes(const OnnxNodeContext& ctx) {
+  return ctx.HasInput(1) && ctx.ConstantInput(1) == nullptr && !ctx.HasAttr("axes");
+}
+
 template <const char* kOp>
 Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
   LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
   LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  if (RunTimeAxes(ctx)) {
+    outputs->push_back(ctx.Emit(kOp, {ctx.input(0), ctx.input(1)},
+                                AttrMap{{"keep_dims", keepdims != 0}, {"noop_with_empty_axes", noop != 0}}));
+    return Status::Ok();
+  }
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
   if ((!axes || axes->empty()) && noop != 0) {
     outputs->push_back(ctx.Emit("Identity", {ctx.input(0)}));
     return Status::Ok();
@@ -315,7 +330,11 @@ Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 // where the spec's answer is finite, so it is refused until it has a stable form.
 template <const char* kBefore, const char* kAfter>
 Status ComposedReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  const bool run_time_axes = RunTimeAxes(ctx);
+  std::optional<std::vector<int64_t>> axes;
+  if (!run_time_axes) {
+    LS_ASSIGN_OR_RETURN(axes, ctx.AxesAttrOrInput("axes", 1));
+  }
   LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
   LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
   std::string x = ctx.input(0);
@@ -323,13 +342,42 @@ Status ComposedReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   if (before == "Mul") x = ctx.Emit("Mul", {x, x}, {}, "square");
   else if (!before.empty()) x = ctx.Emit(kBefore, {x}, {}, "before");
   AttrMap attrs{{"keep_dims", keepdims != 0}};
-  if (axes && !axes->empty()) attrs.Set("axes", *axes);
-  else if (noop != 0) attrs.Set("axes", std::vector<int64_t>{});
-  const std::string sum = ctx.Emit("Sum", {x}, std::move(attrs), after.empty() ? "" : "sum");
+  std::vector<std::string> inputs{x};
+  if (run_time_axes) {
+    inputs.push_back(ctx.input(1));
+    attrs.Set("noop_with_empty_axes", noop != 0);
+  } else if (axes && !axes->empty()) {
+    attrs.Set("axes", *axes);
+  } else if (noop != 0) {
+    attrs.Set("axes", std::vector<int64_t>{});
+  }
+  const std::string sum = ctx.Emit("Sum", std::move(inputs), std::move(attrs), after.empty() ? "" : "sum");
   outputs->push_back(after.empty() ? sum : ctx.Emit(kAfter, {sum}));
   return Status::Ok();
 }
 constexpr char kNone[] = "";
+
+// ReduceLogSumExp = m + log(sum(exp(x - m))) with m the maximum over the same axes: exp never
+// overflows where the answer is finite.
+Status ReduceLogSumExp(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
+  LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
+  LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  if ((!axes || axes->empty()) && noop != 0) {
+    outputs->push_back(ctx.Emit("Identity", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  AttrMap kept{{"keep_dims", true}};
+  if (axes && !axes->empty()) kept.Set("axes", *axes);
+  AttrMap attrs = kept;
+  attrs.Set("keep_dims", keepdims != 0);
+  const std::string max_kept = ctx.Emit("Max", {ctx.input(0)}, kept, "max_kept");
+  const std::string shifted = ctx.Emit("Sub", {ctx.input(0), max_kept}, {}, "shifted");
+  const std::string sum = ctx.Emit("Sum", {ctx.Emit("Exp", {shifted}, {}, "exp")}, attrs, "sum");
+  const std::string max = keepdims != 0 ? max_kept : ctx.Emit("Max", {ctx.input(0)}, attrs, "max");
+  outputs->push_back(ctx.Emit("Add", {ctx.Emit("Log", {sum}, {}, "log"), max}));
+  return Status::Ok();
+}
 
 constexpr char kMean[] = "Mean";
 constexpr char kSum[] = "Sum";
@@ -366,6 +414,90 @@ Status EyeLike(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// TopK: k an attribute before opset 10, an input from then on.
+Status TopK(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  std::string k = ctx.HasInput(1) ? ctx.input(1) : "";
+  if (ctx.opset() < 10) {
+    LS_ASSIGN_OR_RETURN(int64_t value, ctx.IntAttr("k", -1));
+    if (value < 0) return ctx.Error("needs the attribute k");
+    k = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {value}), "k");
+  }
+  if (k.empty()) return ctx.Error("needs k");
+  AttrMap kept;
+  for (const char* name : {"axis", "largest", "sorted"}) {
+    if (attrs.Has(name)) kept.Set(name, attrs.values().at(name));
+  }
+  const std::string node = ctx.Emit("TopK", {ctx.input(0), k}, std::move(kept));
+  outputs->push_back(node);
+  outputs->push_back(node + ":1");
+  return Status::Ok();
+}
+
+// SoftmaxCrossEntropyLoss(scores [N, C, d...], labels, weights?) = NegativeLogLikelihoodLoss
+// of the scores' LogSoftmax over the classes (axis 1), which is its second output.
+Status SoftmaxCrossEntropyLoss(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  if (rank < 2) return ctx.Error("scores must have rank 2 or more");
+  std::string log_prob;
+  if (rank == 2) {
+    log_prob = ctx.Emit("LogSoftmax", {ctx.input(0)}, {}, "log_prob");
+  } else {
+    const std::vector<int64_t> perm = SwapWithLast(rank, 1);
+    const std::string moved = ctx.Emit("Transpose", {ctx.input(0)}, AttrMap{{"perm", perm}}, "classes_last");
+    const std::string y = ctx.Emit("LogSoftmax", {moved}, {}, "log_prob_last");
+    log_prob = ctx.Emit("Transpose", {y}, AttrMap{{"perm", perm}}, "log_prob");
+  }
+  LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
+  std::vector<std::string> inputs{log_prob, ctx.input(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.input(2));
+  outputs->push_back(ctx.Emit("NegativeLogLikelihoodLoss", std::move(inputs), std::move(attrs)));
+  outputs->push_back(log_prob);
+  return Status::Ok();
+}
+
+// OneHot(indices, depth, values [off, on]; axis = -1): a new axis of `depth` (a constant),
+// values[1] where it is the index (counted from the end when negative), values[0] elsewhere,
+// also for an index outside [-depth, depth).
+Status OneHot(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  const Tensor* depth_tensor = ctx.ConstantInput(1);
+  if (depth_tensor == nullptr) return ctx.Unsupported("a depth computed at run time (it sizes the output)");
+  StatusOr<double> depth_value = depth_tensor->num_elements() == 1 ? ScalarValue(*depth_tensor)
+                                                                     : StatusOr<double>(InvalidArgument("not one value"));
+  if (!depth_value.ok() || !(*depth_value >= 1) || *depth_value > (int64_t{1} << 24)) {
+    return ctx.Error("depth must be one number in [1, 2^24]");
+  }
+  const int64_t depth = static_cast<int64_t>(*depth_value);
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", -1));
+  if (axis < -(rank + 1) || axis > rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank + 1;
+  LS_ASSIGN_OR_RETURN(DType index_type, InputDType(ctx, 0));
+  // The indices as int64, wrapped from the end, with the new axis; the positions 0..depth-1
+  // along that axis; their equality broadcasts to the output.
+  std::string index = index_type == DType::kInt64 ? ctx.input(0)
+                                                  : ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", DType::kInt64}}, "int64");
+  const std::string zero = ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "zero");
+  const std::string wrapped = ctx.Emit("Add", {index, ctx.EmitConstant(Tensor::Scalar<int64_t>(depth), "depth")}, {}, "wrapped");
+  index = ctx.Emit("Where", {ctx.Emit("Less", {index, zero}, {}, "negative"), wrapped, index}, {}, "index");
+  index = ctx.Emit("ExpandDims", {index}, AttrMap{{"axis", axis}}, "expanded");
+  std::vector<int64_t> positions(static_cast<size_t>(depth));
+  for (int64_t i = 0; i < depth; ++i) positions[static_cast<size_t>(i)] = i;
+  Shape positions_shape{depth};
+  for (int64_t d = axis + 1; d <= rank; ++d) positions_shape.AddDim(1);
+  const std::string range = ctx.EmitConstant(Tensor::FromVector<int64_t>(positions_shape, positions), "positions");
+  const std::string hot = ctx.Emit("Equal", {index, range}, {}, "hot");
+  const std::string starts0 = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {0}), "off_start");
+  const std::string starts1 = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {1}), "on_start");
+  const std::string ends2 = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {2}), "on_end");
+  const std::string off = ctx.Emit("Reshape", {ctx.Emit("Slice", {ctx.input(2), starts0, starts1}, {}, "off_slice")},
+                                   AttrMap{{"shape", std::vector<int64_t>{}}}, "off");
+  const std::string on = ctx.Emit("Reshape", {ctx.Emit("Slice", {ctx.input(2), starts1, ends2}, {}, "on_slice")},
+                                  AttrMap{{"shape", std::vector<int64_t>{}}}, "on");
+  outputs->push_back(ctx.Emit("Where", {hot, on, off}));
+  return Status::Ok();
+}
+
 template <const char* kOp>
 Status ArgReduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
@@ -383,7 +515,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
   static const std::map<std::string, OnnxTranslator, std::less<>> table{
       {"Abs", Direct<kAbs>}, {"Add", Binary<kAdd>}, {"And", Binary<kAnd>}, {"ArgMax", ArgReduce<kArgMax>},
       {"ArgMin", ArgReduce<kArgMin>}, {"AveragePool", AveragePool}, {"BatchNormalization", BatchNormalization},
-      {"Cast", Cast}, {"Ceil", Direct<kCeil>}, {"Clip", Clip}, {"Concat", Concat}, {"Constant", Constant},
+      {"Cast", Cast}, {"CastLike", CastLike}, {"Ceil", Direct<kCeil>}, {"Clip", Clip}, {"Concat", Concat}, {"Constant", Constant},
       {"ConstantOfShape", ConstantOfShape}, {"Conv", Conv}, {"ConvTranspose", ConvTranspose}, {"Cos", Direct<kCos>}, {"Div", Binary<kDiv>},
       {"Dropout", Dropout}, {"Elu", Elu}, {"Equal", Binary<kEqual>}, {"Erf", Direct<kErf>}, {"Exp", Direct<kExp>},
       {"Expand", Direct<kExpand>}, {"Flatten", Flatten}, {"Floor", Direct<kFloor>}, {"Gather", Gather},
@@ -411,6 +543,18 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Resize", Resize}, {"Upsample", Upsample}, {"GatherElements", Passthrough<kGatherElements>},
       {"ScatterElements", Passthrough<kScatterElements>}, {"Scatter", Passthrough<kScatterElements>},
       {"GatherND", Passthrough<kGatherND>}, {"ScatterND", Passthrough<kScatterND>},
+      {"CumSum", Passthrough<kCumSum>}, {"Compress", Passthrough<kCompress>}, {"Unique", Passthrough<kUnique>},
+      {"NonZero", Passthrough<kNonZero>}, {"ReverseSequence", Passthrough<kReverseSequence>},
+      {"DepthToSpace", Passthrough<kDepthToSpace>}, {"SpaceToDepth", Passthrough<kSpaceToDepth>},
+      {"IsNaN", Passthrough<kIsNaN>}, {"IsInf", Passthrough<kIsInf>}, {"Round", Direct<kRound>},
+      {"Shrink", Passthrough<kShrink>}, {"Celu", Passthrough<kCelu>}, {"Mish", Direct<kMish>},
+      {"NegativeLogLikelihoodLoss", Passthrough<kNegativeLogLikelihoodLoss>}, {"TopK", TopK},
+      {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss}, {"OneHot", OneHot}, {"Hardmax", Hardmax},
+      {"ReduceLogSumExp", ReduceLogSumExp}, {"GridSample", GridSample}, {"RoiAlign", RoiAlign},
+      {"NonMaxSuppression", NonMaxSuppression}, {"HannWindow", WindowFunction}, {"HammingWindow", WindowFunction},
+      {"BlackmanWindow", WindowFunction}, {"DFT", Dft}, {"STFT", Stft}, {"RNN", Recurrent}, {"GRU", Recurrent},
+      {"LSTM", Recurrent}, {"InstanceNormalization", InstanceNormalization},
+      {"MeanVarianceNormalization", MeanVarianceNormalization}, {"Einsum", Passthrough<kEinsum>}, {"Det", Passthrough<kDet>}, {"LpNormalization", LpNormalization}, {"LRN", Lrn},
   };
   return table;
 }

@@ -1,6 +1,6 @@
 // Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc,
-// onnx_window_ops.cc and onnx_image_ops.cc that the table in onnx_ops.cc lists, and helpers
-// the files share.
+// onnx_norm_ops.cc, onnx_recurrent_ops.cc, onnx_signal_ops.cc, onnx_window_ops.cc and
+// onnx_image_ops.cc that the table in onnx_ops.cc lists, and helpers the files share.
 #pragma once
 
 #include <string>
@@ -21,6 +21,7 @@ std::vector<int64_t> SwapWithLast(int rank, int axis);
 // onnx_array_ops.cc
 Status Constant(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Cast(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status CastLike(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Concat(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Reshape(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Flatten(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
@@ -42,9 +43,24 @@ Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
 Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Hardmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_image_ops.cc
 Status Resize(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Upsample(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GridSample(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status RoiAlign(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status NonMaxSuppression(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_norm_ops.cc
+Status InstanceNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MeanVarianceNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status LpNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Lrn(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_signal_ops.cc
+Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Dft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Stft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_recurrent_ops.cc: RNN, GRU, LSTM
+Status Recurrent(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_window_ops.cc
 Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

@@ -2,6 +2,7 @@
 // ArgMax and Gather live in array_value_ops.cc.
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -170,11 +171,8 @@ Status FlattenKernel(KernelContext& ctx) {
 // ---- ExpandDims (attr "axis": where the new dimension of size 1 goes, in [-rank-1, rank]) ----
 // Both are TensorFlow's, for imported graphs; like Reshape they alias their input.
 
-StatusOr<Shape> SqueezeShape(const Shape& in, const AttrMap& attrs) {
-  std::span<const int64_t> axes;
-  if (attrs.Has("axes")) {
-    LS_ASSIGN_OR_RETURN(axes, attrs.GetInts("axes"));
-  }
+// Squeeze's output shape from its axes (empty: every dimension of size 1).
+StatusOr<Shape> SqueezeAxesShape(const Shape& in, std::span<const int64_t> axes) {
   bool drop[Shape::kMaxRank] = {};
   for (int64_t axis : axes) {
     LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Squeeze", axis, in.rank()));
@@ -192,6 +190,67 @@ StatusOr<Shape> SqueezeShape(const Shape& in, const AttrMap& attrs) {
     if (!dropped) out.AddDim(in.dim(d));
   }
   return out;
+}
+
+StatusOr<Shape> SqueezeShape(const Shape& in, const AttrMap& attrs) {
+  std::span<const int64_t> axes;
+  if (attrs.Has("axes")) {
+    LS_ASSIGN_OR_RETURN(axes, attrs.GetInts("axes"));
+  }
+  return SqueezeAxesShape(in, axes);
+}
+
+// ---- SqueezeAxes(x, axes) and Unsqueeze(x, axes): Squeeze and ONNX's Unsqueeze with their
+// axes an int vector input, read at run time (shape inference knows the rank from its length).
+// Unsqueeze puts a 1 at each of the axes, which count in the output's rank. Both alias x. ----
+
+StatusOr<Shape> UnsqueezeShape(const Shape& in, std::span<const int64_t> axes) {
+  const int64_t out_rank = in.rank() + static_cast<int64_t>(axes.size());
+  if (out_rank > Shape::kMaxRank) {
+    return InvalidArgument("Unsqueeze: " + in.ToString() + " and " + std::to_string(axes.size()) +
+                           " new axes exceed the maximum rank");
+  }
+  bool one[Shape::kMaxRank] = {};
+  for (int64_t axis : axes) {
+    LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Unsqueeze", axis, static_cast<int>(out_rank)));
+    if (one[a]) return InvalidArgument("Unsqueeze: axes " + IntsString(axes) + " repeat an axis");
+    one[a] = true;
+  }
+  Shape out;
+  int next = 0;
+  for (int d = 0; d < out_rank; ++d) out.AddDim(one[d] ? 1 : in.dim(next++));
+  return out;
+}
+
+template <bool kUnsqueeze>
+StatusOr<std::vector<TensorSpec>> InferAxesInput(const ShapeInferenceContext& ctx) {
+  const char* op = kUnsqueeze ? "Unsqueeze" : "SqueezeAxes";
+  LS_RETURN_IF_ERROR(CheckInputCount(op, ctx.inputs.size(), 2, 2));
+  const Shape& in = ctx.inputs[0].shape;
+  if (const Tensor* axes = ctx.value(1)) {
+    LS_ASSIGN_OR_RETURN(IntList list, ReadIntList(op, "axes", *axes, Shape::kMaxRank));
+    LS_ASSIGN_OR_RETURN(Shape out, kUnsqueeze ? UnsqueezeShape(in, list.span()) : SqueezeAxesShape(in, list.span()));
+    return Single(ctx.inputs[0].dtype, out);
+  }
+  LS_ASSIGN_OR_RETURN(int64_t n, IntVectorLength(op, "axes", ctx.inputs[1]));
+  const int64_t rank = kUnsqueeze ? in.rank() + n : in.rank() - n;
+  if (n < 0 || (!kUnsqueeze && n == 0) || rank < 0 || rank > Shape::kMaxRank) {
+    return InvalidArgument(Str(op) + ": the number of axes must be known before run time (and fit the rank)");
+  }
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d) out.AddDim(-1);
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+template <bool kUnsqueeze>
+Status AxesInputKernel(KernelContext& ctx) {
+  const char* op = kUnsqueeze ? "Unsqueeze" : "SqueezeAxes";
+  LS_ASSIGN_OR_RETURN(IntList axes, ReadIntList(op, "axes", ctx.input(1), Shape::kMaxRank));
+  const Shape& in = ctx.input(0).shape();
+  LS_ASSIGN_OR_RETURN(Shape out, kUnsqueeze ? UnsqueezeShape(in, axes.span()) : SqueezeAxesShape(in, axes.span()));
+  if (!kUnsqueeze && axes.size == 0) return InvalidArgument("SqueezeAxes: no axes given");
+  ctx.SetOutput(0, ctx.input(0).Reshaped(out));
+  return Status::Ok();
 }
 
 StatusOr<Shape> ExpandDimsShape(const Shape& in, const AttrMap& attrs) {
@@ -372,6 +431,8 @@ void RegisterArrayOps(OpRegistry& registry) {
   OpDef expand = MakeDef("ExpandDims", 1, 1, InferReshaping<ExpandDimsShape>, ReshapingKernel<ExpandDimsShape>, true);
   expand.gradient = ReshapeGrad;
   (void)registry.Register(std::move(expand));
+  (void)registry.Register(MakeDef("Unsqueeze", 2, 2, InferAxesInput<true>, AxesInputKernel<true>, true));
+  (void)registry.Register(MakeDef("SqueezeAxes", 2, 2, InferAxesInput<false>, AxesInputKernel<false>, true));
   (void)registry.Register(MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false));
   RegisterArrayValueOps(registry);
 }

@@ -2,7 +2,8 @@
 // Reciprocal, Floor, Ceil, Erf, Softplus, Softsign, the trigonometric and hyperbolic functions
 // and their inverses) on float32/float64; Neg, Abs, Sign on the
 // numeric dtypes; the parametric activations LeakyRelu, HardSigmoid, HardSwish,
-// ThresholdedRelu; Clip; logical Not. With numpy broadcasting (runtime/ops/broadcast.h): Pow,
+// ThresholdedRelu, Celu, Mish, Shrink; Round; Clip; logical Not; IsNaN and IsInf (bool out).
+// With numpy broadcasting (runtime/ops/broadcast.h): Pow,
 // Minimum, Maximum; the comparisons Equal, Less, Greater, LessEqual, GreaterEqual (bool out);
 // the logical And, Or, Xor; and Where. Both operands of a binary op share one dtype: the
 // importer inserts Casts where ONNX would have them, and nothing here promotes. None is
@@ -30,6 +31,7 @@ enum class UnaryOp {
   kNeg, kAbs, kSign,
   kLeakyRelu, kHardSigmoid, kHardSwish, kThresholdedRelu, kClip,
   kNot,
+  kRound, kShrink, kCelu, kMish,
 };
 
 struct UnaryInfo {
@@ -70,12 +72,17 @@ constexpr UnaryInfo Info(UnaryOp op) {
     case UnaryOp::kThresholdedRelu: return {"ThresholdedRelu", DTypeSet::kReal, true};
     case UnaryOp::kClip: return {"Clip", DTypeSet::kNumeric, true};
     case UnaryOp::kNot: return {"Not", DTypeSet::kBool, true};
+    case UnaryOp::kRound: return {"Round", DTypeSet::kReal, true};
+    case UnaryOp::kShrink: return {"Shrink", DTypeSet::kReal, true};
+    case UnaryOp::kCelu: return {"Celu", DTypeSet::kReal, false};
+    case UnaryOp::kMish: return {"Mish", DTypeSet::kReal, false};
   }
   return {"", DTypeSet::kBool, true};
 }
 
-// The attrs of the parametric ops, as read (zero where the op has none): alpha for LeakyRelu
-// and ThresholdedRelu; alpha and beta for HardSigmoid; min and max for Clip.
+// The attrs of the parametric ops, as read (zero where the op has none): alpha for LeakyRelu,
+// ThresholdedRelu and Celu; alpha and beta for HardSigmoid; min and max for Clip; lambd and
+// bias for Shrink.
 struct UnaryParams {
   double a = 0.0, b = 0.0;
 };
@@ -87,6 +94,12 @@ StatusOr<UnaryParams> ReadParams(UnaryOp op, const AttrMap& attrs) {
     LS_ASSIGN_OR_RETURN(p.a, attrs.GetFloatOr("alpha", 0.01));
   } else if (op == UnaryOp::kThresholdedRelu) {
     LS_ASSIGN_OR_RETURN(p.a, attrs.GetFloatOr("alpha", 1.0));
+  } else if (op == UnaryOp::kCelu) {
+    LS_ASSIGN_OR_RETURN(p.a, attrs.GetFloatOr("alpha", 1.0));
+    if (p.a == 0) return InvalidArgument("Celu: attr 'alpha' must not be 0");
+  } else if (op == UnaryOp::kShrink) {
+    LS_ASSIGN_OR_RETURN(p.a, attrs.GetFloatOr("lambd", 0.5));
+    LS_ASSIGN_OR_RETURN(p.b, attrs.GetFloatOr("bias", 0.0));
   } else if (op == UnaryOp::kHardSigmoid) {
     LS_ASSIGN_OR_RETURN(p.a, attrs.GetFloatOr("alpha", 0.2));
     LS_ASSIGN_OR_RETURN(p.b, attrs.GetFloatOr("beta", 0.5));
@@ -193,6 +206,14 @@ T ApplyUnary(T x, const TypedParams<T>& p) {
     return lo > p.b ? p.b : lo;
   }
   if constexpr (Op == UnaryOp::kNot) return !x;
+  // Halves to even, as ONNX's Round and numpy's.
+  if constexpr (Op == UnaryOp::kRound) return std::nearbyint(x);
+  if constexpr (Op == UnaryOp::kShrink) return x < -p.a ? x + p.b : x > p.a ? x - p.b : T(0);
+  if constexpr (Op == UnaryOp::kCelu) return std::max(T(0), x) + std::min(T(0), p.a * std::expm1(x / p.a));
+  if constexpr (Op == UnaryOp::kMish) {
+    const T softplus = x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return x * std::tanh(softplus);
+  }
 }
 
 template <UnaryOp Op>
@@ -249,7 +270,7 @@ struct BinaryInfo {
 
 constexpr BinaryInfo Info(BinaryKind kind) {
   switch (kind) {
-    case BinaryKind::kPow: return {"Pow", DTypeSet::kReal, false};
+    case BinaryKind::kPow: return {"Pow", DTypeSet::kNumeric, false};
     case BinaryKind::kMinimum: return {"Minimum", DTypeSet::kNumeric, false};
     case BinaryKind::kMaximum: return {"Maximum", DTypeSet::kNumeric, false};
     case BinaryKind::kEqual: return {"Equal", DTypeSet::kNumericOrBool, true};
@@ -269,7 +290,22 @@ constexpr BinaryInfo Info(BinaryKind kind) {
 // false, so y is taken. Written as selects, which vectorise.
 template <BinaryKind K, typename T>
 auto ApplyBinary(T x, T y) {
-  if constexpr (K == BinaryKind::kPow) return static_cast<T>(std::pow(x, y));
+  if constexpr (K == BinaryKind::kPow) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(std::pow(x, y));
+    } else {
+      // Integers: exact, wrapping as the products of Mul do; a negative exponent gives the
+      // integer part of x^y (0 unless x is 1 or -1).
+      using U = std::make_unsigned_t<T>;
+      if (y < 0) return static_cast<T>(x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0);
+      U result = 1, base = static_cast<U>(x);
+      for (T e = y; e > 0; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return static_cast<T>(result);
+    }
+  }
   if constexpr (K == BinaryKind::kMinimum || K == BinaryKind::kMaximum) {
     const bool take_x = K == BinaryKind::kMinimum ? x < y : x > y;
     if constexpr (std::is_floating_point_v<T>) return (take_x || std::isnan(x)) ? x : y;
@@ -361,6 +397,34 @@ Status WhereKernel(KernelContext& ctx) {
   });
 }
 
+// ---- IsNaN(x), IsInf(x; detect_negative = true, detect_positive = true) -> bool ----
+
+template <bool kInf>
+StatusOr<std::vector<TensorSpec>> InferIsSpecial(const ShapeInferenceContext& ctx) {
+  const char* name = kInf ? "IsInf" : "IsNaN";
+  LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckDTypeIn(name, ctx.inputs[0].dtype, DTypeSet::kReal));
+  return Single(DType::kBool, ctx.inputs[0].shape);
+}
+
+template <bool kInf>
+Status IsSpecialKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  LS_RETURN_IF_ERROR(CheckDTypeIn(kInf ? "IsInf" : "IsNaN", x.dtype(), DTypeSet::kReal));
+  LS_ASSIGN_OR_RETURN(bool negative, IntFlag(ctx.attrs(), "detect_negative", true));
+  LS_ASSIGN_OR_RETURN(bool positive, IntFlag(ctx.attrs(), "detect_positive", true));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, DType::kBool, x.shape()));
+  bool* po = out->mutable_data<bool>().data();
+  return DispatchReal(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* px = x.data<T>().data();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      po[i] = kInf ? std::isinf(px[i]) && (px[i] > 0 ? positive : negative) : std::isnan(px[i]);
+    }
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& registry) {
@@ -393,6 +457,12 @@ void RegisterElementwiseOps(OpRegistry& registry) {
   (void)registry.Register(UnaryDef<UnaryOp::kThresholdedRelu>());
   (void)registry.Register(UnaryDef<UnaryOp::kClip>());
   (void)registry.Register(UnaryDef<UnaryOp::kNot>());
+  (void)registry.Register(UnaryDef<UnaryOp::kRound>());
+  (void)registry.Register(UnaryDef<UnaryOp::kShrink>());
+  (void)registry.Register(UnaryDef<UnaryOp::kCelu>());
+  (void)registry.Register(UnaryDef<UnaryOp::kMish>());
+  (void)registry.Register(SimpleOpDef("IsNaN", 1, InferIsSpecial<false>, IsSpecialKernel<false>));
+  (void)registry.Register(SimpleOpDef("IsInf", 1, InferIsSpecial<true>, IsSpecialKernel<true>));
   (void)registry.Register(BinaryDef<BinaryKind::kPow>());
   (void)registry.Register(BinaryDef<BinaryKind::kMinimum>());
   (void)registry.Register(BinaryDef<BinaryKind::kMaximum>());

@@ -173,22 +173,20 @@ Status BroadcastLikeKernel(KernelContext& ctx) {
 // ---- Sum(x; axes = all, keep_dims = false) ----
 
 // Sum's shape rules are every reduction's (reduction.h); Mean takes them too.
-StatusOr<Shape> SumShape(const AttrMap& attrs, const Shape& in, Shape* kept) {
-  return ReductionShape("Sum", attrs, in, kept);
+StatusOr<Shape> SumShape(const AttrMap& attrs, const Shape& in, Shape* kept, const Tensor* axes = nullptr) {
+  return ReductionShape("Sum", attrs, in, kept, axes);
 }
 
 StatusOr<std::vector<TensorSpec>> InferSum(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("Sum", ctx.inputs.size(), 1, 1));
-  LS_RETURN_IF_ERROR(CheckReal("Sum", "x", ctx.inputs[0].dtype));
-  Shape kept;
-  LS_ASSIGN_OR_RETURN(Shape out, SumShape(ctx.attrs, ctx.inputs[0].shape, &kept));
+  LS_RETURN_IF_ERROR(CheckReal("Sum", "x", ctx.inputs.empty() ? DType::kInvalid : ctx.inputs[0].dtype));
+  LS_ASSIGN_OR_RETURN(Shape out, InferReductionShape("Sum", ctx));
   return Single(ctx.inputs[0].dtype, out);
 }
 
 Status SumKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Shape kept;
-  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept));
+  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept, AxesInput(ctx)));
   return SumDown(ctx, "Sum", x, kept, out_shape).status();
 }
 
@@ -208,7 +206,7 @@ int64_t ReducedCount(const Shape& in, const Shape& kept) {
 Status MeanKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Shape kept;
-  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept));
+  LS_ASSIGN_OR_RETURN(Shape out_shape, SumShape(ctx.attrs(), x.shape(), &kept, AxesInput(ctx)));
   LS_ASSIGN_OR_RETURN(Tensor * out, SumDown(ctx, "Mean", x, kept, out_shape));
   const int64_t count = ReducedCount(x.shape(), kept);
   return DispatchReal(x.dtype(), [&](auto zero) {
@@ -391,12 +389,20 @@ Status BroadcastLikeGrad(GradientBuilder& g) {
   return Status::Ok();
 }
 
+// Reductions over axes given at run time (ONNX's form) serve imported models only.
+Status CheckAxesAttr(const GradientBuilder& g) {
+  if (g.num_inputs() == 1) return Status::Ok();
+  return Unimplemented("the gradient of a reduction over axes given at run time");
+}
+
 Status MeanGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckAxesAttr(g));
   g.SetInputGrad(0, g.Op("MeanGrad", {g.output_grad(0), g.input(0)}, g.attrs()));
   return Status::Ok();
 }
 
 Status SumGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckAxesAttr(g));
   Shape kept;
   LS_ASSIGN_OR_RETURN(Shape out, SumShape(g.attrs(), g.input_spec(0).shape, &kept));
   std::string dy = g.output_grad(0);
@@ -415,9 +421,13 @@ void RegisterGradientOps(OpRegistry& registry) {
   (void)registry.Register(SimpleOpDef("SumLike", 2, InferSumLike, SumLikeKernel, SumLikeGrad));
   (void)registry.Register(
       SimpleOpDef("BroadcastLike", 2, InferBroadcastLike, BroadcastLikeKernel, BroadcastLikeGrad));
-  (void)registry.Register(SimpleOpDef("Sum", 1, InferSum, SumKernel, SumGrad));
+  OpDef sum = SimpleOpDef("Sum", 1, InferSum, SumKernel, SumGrad);
+  sum.max_inputs = 2;
+  (void)registry.Register(std::move(sum));
   // Mean takes Sum's shape rules.
-  (void)registry.Register(SimpleOpDef("Mean", 1, InferSum, MeanKernel, MeanGrad));
+  OpDef mean = SimpleOpDef("Mean", 1, InferSum, MeanKernel, MeanGrad);
+  mean.max_inputs = 2;
+  (void)registry.Register(std::move(mean));
   (void)registry.Register(SimpleOpDef("MeanGrad", 2, InferMeanGrad, MeanGradKernel, nullptr));
   (void)registry.Register(DerivativeDef<Derivative::kRelu>());
   (void)registry.Register(DerivativeDef<Derivative::kSigmoid>());

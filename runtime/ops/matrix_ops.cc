@@ -1,7 +1,8 @@
-// Ops that keep or make the elements of matrices by where they lie, not what they are:
-// Trilu (the upper or lower triangle of the last two axes, as torch.triu and torch.tril export)
-// and EyeLike (ones on a diagonal).
+// Ops on the matrices of the last two axes: Trilu (their upper or lower triangle, as
+// torch.triu and torch.tril export), EyeLike (ones on a diagonal) and Det (determinants).
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -114,6 +115,69 @@ Status EyeLikeKernel(KernelContext& ctx) {
   });
 }
 
+// ---- Det(x [..., M, M]) -> [...] ----
+//
+// By LU decomposition with partial pivoting, in double.
+
+StatusOr<Shape> DetShape(const Shape& x) {
+  int64_t m;
+  if (x.rank() < 2 || !MergeDim(x.dim(x.rank() - 2), x.dim(x.rank() - 1), &m)) {
+    return InvalidArgument("Det: x must be square matrices [..., M, M], got " + x.ToString());
+  }
+  Shape out;
+  for (int d = 0; d + 2 < x.rank(); ++d) out.AddDim(x.dim(d));
+  return out;
+}
+
+StatusOr<std::vector<TensorSpec>> InferDet(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("Det", ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckReal("Det", "x", ctx.inputs[0].dtype));
+  LS_ASSIGN_OR_RETURN(Shape out, DetShape(ctx.inputs[0].shape));
+  return Single(ctx.inputs[0].dtype, out);
+}
+
+Status DetKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  LS_RETURN_IF_ERROR(CheckReal("Det", "x", x.dtype()));
+  LS_ASSIGN_OR_RETURN(Shape out_shape, DetShape(x.shape()));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
+  const int64_t m = x.shape().dim(x.shape().rank() - 1);
+  if (m > 4096) return InvalidArgument("Det: matrices of " + std::to_string(m) + " rows are more than 4096");
+  thread_local std::vector<double> a;
+  a.resize(static_cast<size_t>(m * m));
+  return DispatchReal(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = x.data<T>().data();
+    T* dst = out->mutable_data<T>().data();
+    for (int64_t k = 0; k < out->num_elements(); ++k) {
+      for (int64_t i = 0; i < m * m; ++i) a[static_cast<size_t>(i)] = static_cast<double>(src[k * m * m + i]);
+      double det = 1;
+      for (int64_t c = 0; c < m && det != 0; ++c) {
+        int64_t pivot = c;
+        for (int64_t r = c + 1; r < m; ++r) {
+          if (std::fabs(a[static_cast<size_t>(r * m + c)]) > std::fabs(a[static_cast<size_t>(pivot * m + c)])) pivot = r;
+        }
+        if (a[static_cast<size_t>(pivot * m + c)] == 0) {
+          det = 0;
+          break;
+        }
+        if (pivot != c) {
+          for (int64_t j = 0; j < m; ++j) std::swap(a[static_cast<size_t>(pivot * m + j)], a[static_cast<size_t>(c * m + j)]);
+          det = -det;
+        }
+        const double d = a[static_cast<size_t>(c * m + c)];
+        det *= d;
+        for (int64_t r = c + 1; r < m; ++r) {
+          const double f = a[static_cast<size_t>(r * m + c)] / d;
+          for (int64_t j = c; j < m; ++j) a[static_cast<size_t>(r * m + j)] -= f * a[static_cast<size_t>(c * m + j)];
+        }
+      }
+      dst[k] = static_cast<T>(det);
+    }
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 void RegisterMatrixOps(OpRegistry& registry) {
@@ -121,6 +185,7 @@ void RegisterMatrixOps(OpRegistry& registry) {
   trilu.max_inputs = 2;
   (void)registry.Register(std::move(trilu));
   (void)registry.Register(SimpleOpDef("EyeLike", 1, InferEyeLike, EyeLikeKernel));
+  (void)registry.Register(SimpleOpDef("Det", 1, InferDet, DetKernel));
 }
 
 }  // namespace lockstep

@@ -141,6 +141,12 @@ inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, cons
   return out;
 }
 
+// An int attr read as a flag (ONNX's flags are ints: 0 false, anything else true).
+inline StatusOr<bool> IntFlag(const AttrMap& attrs, std::string_view name, bool fallback) {
+  LS_ASSIGN_OR_RETURN(int64_t v, attrs.GetIntOr(name, fallback ? 1 : 0));
+  return v != 0;
+}
+
 // Attr "precision" of the ops that run on the matmul core (MatMul, FusedMatMul, Conv2D and
 // Conv2D's gradients): "float32" (the default) or "bfloat16", which computes in bf16 with
 // float32 accumulation even when no input is bf16. True for bfloat16.

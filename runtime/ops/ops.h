@@ -21,7 +21,8 @@ void RegisterConvOps(OpRegistry& registry);
 void RegisterDepthwiseConvOps(OpRegistry& registry);
 // MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
 void RegisterPoolOps(OpRegistry& registry);
-// Identity, Reshape, Flatten, Squeeze, ExpandDims, Concat, Cast, ArgMax, ArgMin, Gather (and
+// Identity, Reshape, Flatten, Squeeze, ExpandDims, Unsqueeze and SqueezeAxes (axes an input),
+// Concat, Cast, ArgMax, ArgMin, Gather (and
 // GatherGrad), OneHot.
 void RegisterArrayOps(OpRegistry& registry);
 // Reductions (Sum, Mean) and what backward graphs are made of: SumLike, BroadcastLike,
@@ -49,10 +50,30 @@ void RegisterTransposeOps(OpRegistry& registry);
 // Reductions Max, Min, Prod (Sum's attrs: axes, keep_dims).
 void RegisterReduceOps(OpRegistry& registry);
 
-// Trilu and EyeLike: matrices kept or made by position.
+// Trilu, EyeLike and Det: ops on the matrices of the last two axes.
 void RegisterMatrixOps(OpRegistry& registry);
 // GatherElements, ScatterElements, GatherND, ScatterND: gathers and scatters by index tensors.
 void RegisterGatherScatterOps(OpRegistry& registry);
+// NegativeLogLikelihoodLoss (ONNX's; SoftmaxCrossEntropyLoss is it after a LogSoftmax).
+void RegisterNllLossOps(OpRegistry& registry);
+// CumSum: running sums along an axis.
+void RegisterCumSumOps(OpRegistry& registry);
+// TopK, Hardmax, NonZero, Compress, Unique, ReverseSequence: picking elements by value.
+void RegisterSelectOps(OpRegistry& registry);
+// DepthToSpace and SpaceToDepth (NCHW).
+void RegisterSpaceOps(OpRegistry& registry);
+// LRN: local response normalisation across channels.
+void RegisterLrnOps(OpRegistry& registry);
+// Einsum: Einstein summation, any equation.
+void RegisterEinsumOps(OpRegistry& registry);
+// NonMaxSuppression and RoiAlign: detection post-processing and pooling.
+void RegisterDetectionOps(OpRegistry& registry);
+// GridSample: sampling an image at a grid of points.
+void RegisterGridSampleOps(OpRegistry& registry);
+// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT: signal processing.
+void RegisterSignalOps(OpRegistry& registry);
+// RNN, GRU, LSTM: ONNX's recurrent layers.
+void RegisterRecurrentOps(OpRegistry& registry);
 // Resize: nearest, n-linear and n-cubic resampling of any axes (ONNX's Resize and Upsample).
 void RegisterResizeOps(OpRegistry& registry);
 
@@ -77,6 +98,16 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMatrixOps(registry);
   RegisterResizeOps(registry);
   RegisterGatherScatterOps(registry);
+  RegisterNllLossOps(registry);
+  RegisterCumSumOps(registry);
+  RegisterSelectOps(registry);
+  RegisterSpaceOps(registry);
+  RegisterLrnOps(registry);
+  RegisterEinsumOps(registry);
+  RegisterDetectionOps(registry);
+  RegisterGridSampleOps(registry);
+  RegisterSignalOps(registry);
+  RegisterRecurrentOps(registry);
 }
 
 }  // namespace lockstep

@@ -75,19 +75,20 @@ bool IsReducible(DType d) {
 }
 
 template <Reduction R>
-StatusOr<Shape> ReduceShape(const AttrMap& attrs, const TensorSpec& in, Shape* kept) {
+StatusOr<Shape> ReduceShape(const AttrMap& attrs, const TensorSpec& in, Shape* kept, const Tensor* axes = nullptr) {
   if (!IsReducible(in.dtype)) {
     return InvalidArgument(Str(ReductionName(R)) + ": dtype " + Str(DTypeName(in.dtype)) +
                            " is not supported (float32, float64, int32, int64)");
   }
-  return ReductionShape(ReductionName(R), attrs, in.shape, kept);
+  return ReductionShape(ReductionName(R), attrs, in.shape, kept, axes);
 }
 
 template <Reduction R>
 StatusOr<std::vector<TensorSpec>> InferReduce(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount(ReductionName(R), ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckInputCount(ReductionName(R), ctx.inputs.size(), 1, 2));
   Shape kept;
-  LS_ASSIGN_OR_RETURN(Shape out, ReduceShape<R>(ctx.attrs, ctx.inputs[0], &kept));
+  LS_RETURN_IF_ERROR(ReduceShape<R>(AttrMap{}, ctx.inputs[0], &kept).status());  // the dtype
+  LS_ASSIGN_OR_RETURN(Shape out, InferReductionShape(ReductionName(R), ctx));
   return Single(ctx.inputs[0].dtype, out);
 }
 
@@ -151,7 +152,7 @@ template <Reduction R>
 Status ReduceKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Shape kept;
-  LS_ASSIGN_OR_RETURN(Shape out_shape, ReduceShape<R>(ctx.attrs(), {x.dtype(), x.shape()}, &kept));
+  LS_ASSIGN_OR_RETURN(Shape out_shape, ReduceShape<R>(ctx.attrs(), {x.dtype(), x.shape()}, &kept, AxesInput(ctx)));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
   switch (x.dtype()) {
     case DType::kFloat32: return RunReduce<R, float>(ctx.pool(), x, kept, *out);
@@ -164,7 +165,9 @@ Status ReduceKernel(KernelContext& ctx) {
 
 template <Reduction R>
 OpDef ReduceDef() {
-  return SimpleOpDef(std::string(ReductionName(R)), 1, InferReduce<R>, ReduceKernel<R>);
+  OpDef def = SimpleOpDef(std::string(ReductionName(R)), 1, InferReduce<R>, ReduceKernel<R>);
+  def.max_inputs = 2;  // the axes, when they are an input
+  return def;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ using test::QuotedPem;
 using test::SslConfigText;
 using test::TestPki;
 
-constexpr char kPredict[] = R"({"instances": [1.0, 2.0, 5.0]})";
+constexpr char kTlsPredict[] = R"({"instances": [1.0, 2.0, 5.0]})";
 constexpr char kPredicted[] = R"({"predictions": [2.5, 3.0, 4.5]})";
 
 class TlsTest : public ::testing::Test {
@@ -76,13 +76,13 @@ TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
 
   HttpClient https = Https(server.rest_port());
   for (int i = 0; i < 3; ++i) {  // on one kept-alive connection
-    const HttpResult r = https.Post("/v1/models/half:predict", kPredict);
+    const HttpResult r = https.Post("/v1/models/half:predict", kTlsPredict);
     EXPECT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(r.body, kPredicted);
   }
   // The server's last answer on a connection ends its TLS session; the next one opens anew.
   const HttpResult last =
-      https.Request("POST", "/v1/models/half:predict", kPredict, {{"Connection", "close"}});
+      https.Request("POST", "/v1/models/half:predict", kTlsPredict, {{"Connection", "close"}});
   EXPECT_EQ(last.status, 200) << last.error;
   EXPECT_EQ(last.body, kPredicted);
   EXPECT_EQ(HeaderOf(last, "connection"), "close");
@@ -101,7 +101,7 @@ TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
 
   // Plain HTTP on the HTTPS port gets no answer, and the server goes on.
   HttpClient plain(server.rest_port());
-  const HttpResult refused = plain.Post("/v1/models/half:predict", kPredict);
+  const HttpResult refused = plain.Post("/v1/models/half:predict", kTlsPredict);
   EXPECT_EQ(refused.status, 0) << refused.body;
 
   // A client that does not trust the server's CA stops at the handshake.
@@ -116,7 +116,7 @@ TEST_F(TlsTest, RestAndGrpcAnswerOverTlsAndRefusePlaintext) {
   const grpc::Status insecure = Predict(MakeChannel(server.grpc_target()));
   EXPECT_EQ(insecure.error_code(), grpc::StatusCode::UNAVAILABLE) << insecure.error_message();
 
-  EXPECT_EQ(https.Post("/v1/models/half:predict", kPredict).body, kPredicted);
+  EXPECT_EQ(https.Post("/v1/models/half:predict", kTlsPredict).body, kPredicted);
   EXPECT_EQ(server.Stop(), 0);
 }
 
@@ -125,7 +125,7 @@ TEST_F(TlsTest, ClientVerifyAdmitsOnlyClientsWithACertificateFromTheCa) {
                        Flags("custom_ca: " + QuotedPem(pki_.ca_cert) + "\nclient_verify: true\n"));
 
   const HttpResult admitted =
-      Https(server.rest_port(), pki_.client_cert, pki_.client_key).Post("/v1/models/half:predict", kPredict);
+      Https(server.rest_port(), pki_.client_cert, pki_.client_key).Post("/v1/models/half:predict", kTlsPredict);
   EXPECT_EQ(admitted.status, 200) << admitted.error;
   EXPECT_EQ(admitted.body, kPredicted);
   EXPECT_EQ(Https(server.rest_port()).Get("/v2/health/ready").status, 0) << "no client certificate";
@@ -164,7 +164,7 @@ TEST_F(TlsTest, ASilentClientIsClosedAfterTheTimeout) {
   ASSERT_TRUE(silent.connected());
   EXPECT_TRUE(silent.WaitClosed(std::chrono::seconds(5)));
   HttpClient https = Https(server.rest_port());
-  EXPECT_EQ(https.Post("/v1/models/half:predict", kPredict).body, kPredicted);
+  EXPECT_EQ(https.Post("/v1/models/half:predict", kTlsPredict).body, kPredicted);
 }
 
 // SIGTERM's drain does not wait for HTTPS connections that have no request: an idle keep-alive
@@ -172,7 +172,7 @@ TEST_F(TlsTest, ASilentClientIsClosedAfterTheTimeout) {
 TEST_F(TlsTest, TheDrainClosesIdleAndHandshakingConnectionsAtOnce) {
   ServerProcess server(dir_.path(), Flags());
   HttpClient idle = Https(server.rest_port());
-  ASSERT_EQ(idle.Post("/v1/models/half:predict", kPredict).status, 200);
+  ASSERT_EQ(idle.Post("/v1/models/half:predict", kTlsPredict).status, 200);
   RawConnection silent(server.rest_port());
   ASSERT_TRUE(silent.connected());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // accepted, handshake pending

@@ -69,7 +69,7 @@ tfs::PredictRequest PredictOne(const tfs::ModelSpec& spec) {
   return request;
 }
 
-tfs::ModelSpec Spec(const std::string& name, std::optional<int64_t> version = std::nullopt,
+tfs::ModelSpec VersionedSpec(const std::string& name, std::optional<int64_t> version = std::nullopt,
                     const std::string& label = "") {
   tfs::ModelSpec spec;
   spec.set_name(name);
@@ -118,7 +118,7 @@ class GrpcClient {
   // The state of one version, or UNKNOWN when the status call fails.
   tfs::ModelVersionStatus VersionStatus(const std::string& model, int64_t version) {
     tfs::GetModelStatusResponse response;
-    if (!Status(Spec(model, version), &response).ok() || response.model_version_status_size() != 1) return {};
+    if (!Status(VersionedSpec(model, version), &response).ok() || response.model_version_status_size() != 1) return {};
     return response.model_version_status(0);
   }
 
@@ -207,11 +207,11 @@ class VersionsTest : public ::testing::Test {
 TEST_F(VersionsTest, NewVersionDirectoryIsServedWithinThePollInterval) {
   WriteVersionModel(base(), 1);
   StartSingleModel();
-  ExpectServes(Spec("m"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
 
   const auto published = std::chrono::steady_clock::now();
   PublishVersionModel(base(), 2);
-  ASSERT_TRUE(WaitForVersion(Spec("m"), 2)) << server_->Log();
+  ASSERT_TRUE(WaitForVersion(VersionedSpec("m"), 2)) << server_->Log();
   const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - published);
   // One poll interval (1 s) and a load of a tiny bundle; the slack is for a loaded machine.
   EXPECT_LT(took.count(), 4000) << "version 2 took " << took.count() << " ms to serve";
@@ -219,7 +219,7 @@ TEST_F(VersionsTest, NewVersionDirectoryIsServedWithinThePollInterval) {
   // The default policy (latest 1) then lets version 1 go.
   EXPECT_TRUE(
       WaitFor([&] { return grpc_->VersionStatus("m", 1).state() == tfs::ModelVersionStatus::END; }, kPollSettle));
-  const Answer old = grpc_->Predict(Spec("m", 1));
+  const Answer old = grpc_->Predict(VersionedSpec("m", 1));
   EXPECT_EQ(old.status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(old.status.error_message(), "Servable not found for request: Specific(m, 1)");
 }
@@ -227,7 +227,7 @@ TEST_F(VersionsTest, NewVersionDirectoryIsServedWithinThePollInterval) {
 TEST_F(VersionsTest, BrokenVersionLeavesTheOldOneServing) {
   WriteVersionModel(base(), 1);
   StartSingleModel();
-  ExpectServes(Spec("m"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
 
   // Version 2 with corrupt weights.
   PublishVersionModel(base(), 2, /*corrupt=*/true);
@@ -238,7 +238,7 @@ TEST_F(VersionsTest, BrokenVersionLeavesTheOldOneServing) {
   EXPECT_NE(v2.status().error_code(), tensorflow::error::OK);
   EXPECT_NE(v2.status().error_message(), "");
   EXPECT_NE(v2.status().error_message().find("weights.bin"), std::string::npos) << v2.status().error_message();
-  ExpectServes(Spec("m"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
   EXPECT_EQ(grpc_->VersionStatus("m", 1).state(), tfs::ModelVersionStatus::AVAILABLE);
 
   // The REST status says the same, as TF Serving prints it.
@@ -258,11 +258,11 @@ TEST_F(VersionsTest, BrokenVersionLeavesTheOldOneServing) {
                       kPollSettle))
       << server_->Log();
   EXPECT_NE(grpc_->VersionStatus("m", 3).status().error_message(), "");
-  ExpectServes(Spec("m"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
 
   // Both failures stay visible in the full status, next to the version that serves.
   tfs::GetModelStatusResponse all;
-  ASSERT_TRUE(grpc_->Status(Spec("m"), &all).ok());
+  ASSERT_TRUE(grpc_->Status(VersionedSpec("m"), &all).ok());
   ASSERT_EQ(all.model_version_status_size(), 3);
   EXPECT_EQ(all.model_version_status(0).state(), tfs::ModelVersionStatus::AVAILABLE);
   EXPECT_EQ(all.model_version_status(1).state(), tfs::ModelVersionStatus::END);
@@ -277,9 +277,9 @@ TEST_F(VersionsTest, LabelsFromTheConfigFile) {
   StartWithConfig(ModelConfigText(base(), "model_version_policy { specific { versions: 1 versions: 2 } }",
                                   Labels(1, 2)),
                   /*config_poll_s=*/0);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 1);
-  ExpectServes(Spec("m", std::nullopt, "canary"), 2);
-  ExpectServes(Spec("m"), 2);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 1);
+  ExpectServes(VersionedSpec("m", std::nullopt, "canary"), 2);
+  ExpectServes(VersionedSpec("m"), 2);
 
   HttpClient http(server_->rest_port());
   HttpResult r = http.Post("/v1/models/m/labels/stable:predict", R"({"instances": [1.0]})");
@@ -293,7 +293,7 @@ TEST_F(VersionsTest, LabelsFromTheConfigFile) {
   EXPECT_EQ(r.status, 404) << r.body;
 
   tfs::GetModelStatusResponse status;
-  ASSERT_TRUE(grpc_->Status(Spec("m", std::nullopt, "canary"), &status).ok());
+  ASSERT_TRUE(grpc_->Status(VersionedSpec("m", std::nullopt, "canary"), &status).ok());
   ASSERT_EQ(status.model_version_status_size(), 1);
   EXPECT_EQ(status.model_version_status(0).version(), 2);
 }
@@ -303,20 +303,20 @@ TEST_F(VersionsTest, RollbackByConfigFileReload) {
   WriteVersionModel(base(), 2);
   const std::string both = "model_version_policy { specific { versions: 1 versions: 2 } }";
   StartWithConfig(ModelConfigText(base(), both, Labels(2)), /*config_poll_s=*/1);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 2);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 2);
 
   // Move "stable" back to 1: no restart.
   ReplaceFile(config_path(), ModelConfigText(base(), both, Labels(1)));
-  ASSERT_TRUE(WaitForVersion(Spec("m", std::nullopt, "stable"), 1)) << server_->Log();
-  ExpectServes(Spec("m", 2), 2);  // still loaded: the policy keeps it
+  ASSERT_TRUE(WaitForVersion(VersionedSpec("m", std::nullopt, "stable"), 1)) << server_->Log();
+  ExpectServes(VersionedSpec("m", 2), 2);  // still loaded: the policy keeps it
 
   // Then serve version 1 alone.
   ReplaceFile(config_path(), ModelConfigText(base(), "model_version_policy { specific { versions: 1 } }", Labels(1)));
-  ASSERT_TRUE(WaitFor([&] { return grpc_->Predict(Spec("m", 2)).status.error_code() == grpc::StatusCode::NOT_FOUND; },
+  ASSERT_TRUE(WaitFor([&] { return grpc_->Predict(VersionedSpec("m", 2)).status.error_code() == grpc::StatusCode::NOT_FOUND; },
                       kPollSettle))
       << server_->Log();
-  ExpectServes(Spec("m"), 1);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 1);
   EXPECT_NE(server_->Log().find("event=config_file_reloaded"), std::string::npos);
 }
 
@@ -325,28 +325,28 @@ TEST_F(VersionsTest, RollbackByReloadConfigRequest) {
   WriteVersionModel(base(), 2);
   const std::string both = "model_version_policy { specific { versions: 1 versions: 2 } }";
   StartWithConfig(ModelConfigText(base(), both, Labels(2)), /*config_poll_s=*/0);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 2);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 2);
 
   // A label move applies before the reply.
   tfs::ReloadConfigResponse response;
   grpc::Status status = grpc_->Reload(ModelConfigText(base(), both, Labels(1)), &response);
   ASSERT_TRUE(status.ok()) << Describe(status);
   EXPECT_EQ(response.status().error_code(), tensorflow::error::OK);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 1);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 1);
 
   // A label may not move to a version the server does not hold.
   status = grpc_->Reload(ModelConfigText(base(), both, Labels(3)), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(status);
   EXPECT_EQ(status.error_message(),
             "Request to assign label to version 3 of model m, which is not currently available for inference");
-  ExpectServes(Spec("m", std::nullopt, "stable"), 1);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 1);
 
   // Policy rollback: version 1 alone. Version 1 is loaded already, so version 2 goes at once.
   status = grpc_->Reload(ModelConfigText(base(), "model_version_policy { specific { versions: 1 } }", Labels(1)),
                          &response);
   ASSERT_TRUE(status.ok()) << Describe(status);
-  ExpectServes(Spec("m"), 1);
-  EXPECT_EQ(grpc_->Predict(Spec("m", 2)).status.error_code(), grpc::StatusCode::NOT_FOUND);
+  ExpectServes(VersionedSpec("m"), 1);
+  EXPECT_EQ(grpc_->Predict(VersionedSpec("m", 2)).status.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(VersionsTest, BadConfigFileKeepsTheOldConfig) {
@@ -354,7 +354,7 @@ TEST_F(VersionsTest, BadConfigFileKeepsTheOldConfig) {
   WriteVersionModel(base(), 2);
   const std::string both = "model_version_policy { specific { versions: 1 versions: 2 } }";
   StartWithConfig(ModelConfigText(base(), both, Labels(2)), /*config_poll_s=*/1);
-  ExpectServes(Spec("m", std::nullopt, "stable"), 2);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 2);
 
   ReplaceFile(config_path(), "model_config_list {\n  config {\n    this is not a config\n");
   ASSERT_TRUE(WaitFor([&] { return server_->Log().find("event=config_file_rejected") != std::string::npos; },
@@ -364,18 +364,18 @@ TEST_F(VersionsTest, BadConfigFileKeepsTheOldConfig) {
   const std::string rejected = log.substr(log.find("event=config_file_rejected"));
   // The line names the file and where in it the parse failed.
   EXPECT_NE(rejected.find(config_path().string() + ":3:"), std::string::npos) << rejected;
-  ExpectServes(Spec("m", std::nullopt, "stable"), 2);
-  ExpectServes(Spec("m", 1), 1);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 2);
+  ExpectServes(VersionedSpec("m", 1), 1);
 
   // A config that parses but is refused (a relative base path) is rejected the same way.
   ReplaceFile(config_path(), ModelConfigText("relative/m", both));
   ASSERT_TRUE(WaitFor([&] { return server_->Log().find("is not an absolute path") != std::string::npos; }, kPollSettle))
       << server_->Log();
-  ExpectServes(Spec("m", std::nullopt, "stable"), 2);
+  ExpectServes(VersionedSpec("m", std::nullopt, "stable"), 2);
 
   // A good file again is taken.
   ReplaceFile(config_path(), ModelConfigText(base(), both, Labels(1)));
-  ASSERT_TRUE(WaitForVersion(Spec("m", std::nullopt, "stable"), 1)) << server_->Log();
+  ASSERT_TRUE(WaitForVersion(VersionedSpec("m", std::nullopt, "stable"), 1)) << server_->Log();
 }
 
 // Under steady load from both protocols: version 1, then version 2 appears, then a config
@@ -383,7 +383,7 @@ TEST_F(VersionsTest, BadConfigFileKeepsTheOldConfig) {
 TEST_F(VersionsTest, VersionChangesAndRollbackUnderLoadFailNoRequest) {
   WriteVersionModel(base(), 1);
   StartWithConfig(ModelConfigText(base(), ""), /*config_poll_s=*/1);
-  ExpectServes(Spec("m"), 1);
+  ExpectServes(VersionedSpec("m"), 1);
 
   std::atomic<bool> stop{false};
   std::atomic<int> requests{0};
@@ -410,7 +410,7 @@ TEST_F(VersionsTest, VersionChangesAndRollbackUnderLoadFailNoRequest) {
     threads.emplace_back([&] {
       GrpcClient client(server_->grpc_target());
       while (!stop) {
-        const Answer a = client.Predict(Spec("m"));
+        const Answer a = client.Predict(VersionedSpec("m"));
         const bool consistent = a.status.ok() && a.y == static_cast<float>(a.version);
         record(consistent, static_cast<int>(a.version), "gRPC " + Describe(a.status));
       }
@@ -429,7 +429,7 @@ TEST_F(VersionsTest, VersionChangesAndRollbackUnderLoadFailNoRequest) {
     });
   }
   auto version_two_gone = [&] {
-    return grpc_->Predict(Spec("m", 2)).status.error_code() == grpc::StatusCode::NOT_FOUND;
+    return grpc_->Predict(VersionedSpec("m", 2)).status.error_code() == grpc::StatusCode::NOT_FOUND;
   };
 
   std::this_thread::sleep_for(milliseconds(500));

@@ -36,25 +36,25 @@ void TfWindow(int64_t in, int64_t k, int64_t s, bool same, int64_t* out, int64_t
   }
 }
 
-struct ConvCase {
+struct ForwardConvCase {
   int64_t n, h, w, cin, kh, kw, cout, sh, sw;
   bool same;
 };
 
-std::string Describe(const ConvCase& c) {
+std::string Describe(const ForwardConvCase& c) {
   return "n" + std::to_string(c.n) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
          std::to_string(c.cin) + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
          " cout" + std::to_string(c.cout) + " s" + std::to_string(c.sh) + "," +
          std::to_string(c.sw) + (c.same ? " SAME" : " VALID");
 }
 
-AttrMap ConvAttrs(const ConvCase& c) {
+AttrMap ConvAttrs(const ForwardConvCase& c) {
   return {{"strides", std::vector<int64_t>{c.sh, c.sw}},
           {"padding", std::string(c.same ? "SAME" : "VALID")}};
 }
 
 // The textbook seven loops, in double, with a dot-product tolerance per output.
-void ConvRef(const ConvCase& c, const Tensor& input, const Tensor& filter, Shape* shape,
+void ConvRef(const ForwardConvCase& c, const Tensor& input, const Tensor& filter, Shape* shape,
              std::vector<double>* want, std::vector<double>* tol) {
   int64_t oh, ow, pt, pl;
   TfWindow(c.h, c.kh, c.sh, c.same, &oh, &pt);
@@ -86,7 +86,7 @@ void ConvRef(const ConvCase& c, const Tensor& input, const Tensor& filter, Shape
 }
 
 TEST(OpsConvTest, Conv2DMatchesReference) {
-  const ConvCase cases[] = {
+  const ForwardConvCase cases[] = {
       {1, 5, 5, 1, 3, 3, 1, 1, 1, false},   {1, 5, 5, 1, 3, 3, 1, 1, 1, true},
       {2, 7, 8, 3, 3, 3, 7, 2, 2, true},    {2, 7, 8, 3, 3, 3, 7, 2, 2, false},
       {1, 8, 8, 17, 1, 1, 16, 1, 1, true},  {3, 4, 6, 5, 1, 1, 9, 1, 1, false},  // 1x1 path
@@ -98,7 +98,7 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
       {2, 30, 30, 8, 3, 3, 16, 1, 1, true},  // several im2col blocks
   };
   uint64_t seed = 1;
-  for (const ConvCase& c : cases) {
+  for (const ForwardConvCase& c : cases) {
     Tensor input = RandomTensor({c.n, c.h, c.w, c.cin}, seed++);
     Tensor filter = RandomTensor({c.kh, c.kw, c.cin, c.cout}, seed++);
     Shape shape;
@@ -113,9 +113,9 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
 // Gemm), the result is the same bit for bit.
 TEST(OpsConvTest, Conv2DIsIndependentOfThreadCount) {
   ThreadPool one(1), four(4);
-  const ConvCase cases[] = {{2, 30, 30, 8, 3, 3, 16, 1, 1, true},
+  const ForwardConvCase cases[] = {{2, 30, 30, 8, 3, 3, 16, 1, 1, true},
                             {1, 7, 7, 64, 3, 3, 40, 1, 1, true}};
-  for (const ConvCase& c : cases) {
+  for (const ForwardConvCase& c : cases) {
     Tensor input = RandomTensor({c.n, c.h, c.w, c.cin}, 5);
     Tensor filter = RandomTensor({c.kh, c.kw, c.cin, c.cout}, 6);
     Tensor a = op_test::RunOn(one, "Conv2D", {input, filter}, ConvAttrs(c));
@@ -188,7 +188,7 @@ Tensor BlockDiagonalFilter(const Tensor& depthwise) {
 
 TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
   // cout is the depth multiplier M.
-  const ConvCase cases[] = {
+  const ForwardConvCase cases[] = {
       {1, 5, 5, 1, 3, 3, 1, 1, 1, false}, {1, 5, 5, 3, 3, 3, 1, 1, 1, true},
       {2, 7, 8, 4, 3, 3, 2, 2, 2, true},  {2, 7, 8, 3, 3, 3, 3, 2, 2, false},
       {1, 6, 11, 5, 2, 3, 1, 2, 1, true}, {1, 6, 11, 2, 2, 3, 4, 1, 3, true},  // asymmetric
@@ -198,10 +198,10 @@ TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
       {1, 6, 7, 83, 3, 3, 1, 1, 1, true}, {2, 5, 5, 48, 3, 3, 1, 2, 2, false}, {1, 4, 4, 128, 5, 5, 1, 1, 1, true},
   };
   uint64_t seed = 100;
-  for (const ConvCase& d : cases) {
+  for (const ForwardConvCase& d : cases) {
     Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, seed++);
     Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, seed++);
-    ConvCase full = d;
+    ForwardConvCase full = d;
     full.cout = d.cin * d.cout;
     Shape shape;
     std::vector<double> want, tol;
@@ -213,7 +213,7 @@ TEST(OpsConvTest, DepthwiseConv2DMatchesReference) {
 
 TEST(OpsConvTest, DepthwiseConv2DIsIndependentOfThreadCount) {
   ThreadPool one(1), four(4);
-  for (const ConvCase& d : {ConvCase{2, 30, 30, 16, 3, 3, 2, 1, 1, true}, ConvCase{2, 30, 30, 83, 3, 3, 1, 1, 1, true}}) {
+  for (const ForwardConvCase& d : {ForwardConvCase{2, 30, 30, 16, 3, 3, 2, 1, 1, true}, ForwardConvCase{2, 30, 30, 83, 3, 3, 1, 1, 1, true}}) {
     Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 7);
     Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 8);
     EXPECT_TRUE(op_test::RunOn(one, "DepthwiseConv2D", {input, filter}, ConvAttrs(d))
@@ -226,7 +226,7 @@ TEST(OpsConvTest, DepthwiseConv2DIsIndependentOfThreadCount) {
 // rounded add at a time, on every instruction set this CPU has (the matmul core's paths pick
 // it): the same bits as this plain loop on each.
 TEST(OpsConvTest, DepthwiseConv2DSumsTapsInOrderBitForBitOnEveryPath) {
-  const ConvCase d{1, 9, 8, 83, 3, 3, 1, 2, 1, true};
+  const ForwardConvCase d{1, 9, 8, 83, 3, 3, 1, 2, 1, true};
   Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 11);
   Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 12);
   int64_t oh, ow, pt, pl;

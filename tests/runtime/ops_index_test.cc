@@ -1,5 +1,6 @@
-// The ops the real-model suite brought: Trilu, EyeLike, Mod and FMod, the gathers and scatters
-// by index tensors, Resize, dilated Conv2D, and shape inference that reads constant inputs.
+// The ops the real-model suite and ONNX's operator set brought: Trilu, EyeLike, Mod and FMod, the
+// gathers and scatters by index tensors, Resize, dilated Conv2D, shape inference that reads
+// constant inputs, and the errors of the losses, selections, Einsum and the recurrent layers.
 // ONNX's backend suite checks their values case by case (onnx_conformance_test.cc); these
 // check what it does not: the errors that keep a bad index or divisor from reading past a
 // tensor or trapping, and the exact shapes inference now gives.
@@ -166,6 +167,36 @@ TEST(OpsIndexTest, DilatedConv2DIsTheConvolutionOfTheSpreadFilter) {
     // The same products, summed in another grouping: within a few float32 roundings.
     ExpectNear(a, b.shape(), ToDouble(b), 1e-5, 1e-5, padding);
   }
+}
+
+TEST(OpsIndexTest, LossSelectionEinsumAndRecurrentErrorsNameTheProblem) {
+  const Tensor log_prob = F32(Shape{2, 3}, {-1, -2, -3, -4, -5, -6});
+  EXPECT_EQ(Values<float>(Run1("NegativeLogLikelihoodLoss", {log_prob, I64({2, 0})})), (std::vector<float>{3.5f}));
+  EXPECT_EQ(Values<float>(Run1("NegativeLogLikelihoodLoss", {log_prob, I64({2, 7})},
+                               {{"ignore_index", int64_t{7}}, {"reduction", std::string("sum")}})),
+            (std::vector<float>{3}));
+  ExpectIndexOpError("NegativeLogLikelihoodLoss", {log_prob, I64({2, 3})}, {}, "not a class");
+  const Tensor x = F32(Shape{5}, {3, 1, 3, 2, 0});
+  const std::vector<Tensor> top = op_test::RunOk("TopK", {x, I64({2})});
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(Values<float>(top[0]), (std::vector<float>{3, 3}));
+  EXPECT_EQ(Values<int64_t>(top[1]), (std::vector<int64_t>{0, 2}));  // ties: the lower index first
+  ExpectIndexOpError("TopK", {x, I64({6})}, {}, "outside [0, 5]");
+  const Tensor a = F32(Shape{2, 3}, {1, 2, 3, 4, 5, 6}), b = F32(Shape{3, 2}, {1, 0, 0, 1, 1, 1});
+  EXPECT_EQ(Values<float>(Run1("Einsum", {a, b}, {{"equation", std::string("ij,jk->ik")}})),
+            (std::vector<float>{4, 5, 10, 11}));
+  EXPECT_EQ(Values<float>(Run1("Einsum", {a}, {{"equation", std::string("ij->")}})), (std::vector<float>{21}));
+  ExpectIndexOpError("Einsum", {a, b}, {{"equation", std::string("ij,jk,kl->il")}}, "3 terms for 2 operands");
+  ExpectIndexOpError("Einsum", {a, b}, {{"equation", std::string("ij,ik->jk")}}, "dimensions differ");
+  ExpectIndexOpError("Einsum", {a}, {{"equation", std::string("i$->i")}}, "is not a label");
+  // An LSTM whose W does not fit its hidden size.
+  const Tensor none(DType::kFloat32, Shape{0});
+  ExpectIndexOpError("LSTM", {Tensor(DType::kFloat32, Shape{2, 1, 3}), Tensor(DType::kFloat32, Shape{1, 8, 3}),
+                              Tensor(DType::kFloat32, Shape{1, 8, 2}), none, Tensor(DType::kInt32, Shape{0}), none, none, none},
+                     {{"hidden_size", int64_t{4}}}, "do not fit");
+  ExpectIndexOpError("GRU", {Tensor(DType::kFloat32, Shape{2, 1, 3}), Tensor(DType::kFloat32, Shape{1, 6, 3}),
+                             Tensor(DType::kFloat32, Shape{1, 6, 2}), none, Tensor(DType::kInt32, Shape{0}), none},
+                     {{"hidden_size", int64_t{2}}, {"activations", std::string("Sigmoid,Cosine")}}, "not one of ONNX's");
 }
 
 }  // namespace

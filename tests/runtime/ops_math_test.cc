@@ -33,7 +33,7 @@ struct BinaryCase {
 // Shapes chosen to hit every broadcasting path: equal shapes, scalar on either side, inner and
 // outer broadcasting, both sides broadcasting, rank padding, size-1 and size-0 dimensions,
 // and lengths that are not multiples of a vector width.
-const std::vector<BinaryCase>& BroadcastCases() {
+const std::vector<BinaryCase>& MathBroadcastCases() {
   static const std::vector<BinaryCase> cases = {
       {{7, 17}, {7, 17}, {7, 17}},
       {{33}, {}, {33}},
@@ -67,7 +67,7 @@ double ApplyRef(int op, double x, double y) {
 
 TEST(OpsMathTest, FloatBroadcastingMatchesReference) {
   uint64_t seed = 1;
-  for (const BinaryCase& c : BroadcastCases()) {
+  for (const BinaryCase& c : MathBroadcastCases()) {
     for (int op = 0; op < 4; ++op) {
       Tensor a = RandomTensor(c.a, seed++, -4, 4);
       // Divisors away from zero: magnitude in [0.5, 4], either sign.
@@ -90,7 +90,7 @@ TEST(OpsMathTest, FloatBroadcastingMatchesReference) {
 
 template <typename T>
 void CheckIntBroadcasting(uint64_t seed) {
-  for (const BinaryCase& c : BroadcastCases()) {
+  for (const BinaryCase& c : MathBroadcastCases()) {
     for (int op = 0; op < 4; ++op) {
       Tensor a = RandomIntTensor<T>(c.a, seed++, -1000, 1000);
       Tensor b = RandomIntTensor<T>(c.b, seed++, 1, 50);

@@ -43,7 +43,7 @@ Tensor Iota(const Shape& shape) {
 // Runs the kernel alone, as the executor does (no shape inference first): its own checks
 // must catch what inference would.
 
-Shape InferredShape(const char* op, std::vector<TensorSpec> in, const AttrMap& attrs = {}) {
+Shape ShapeOpInferredShape(const char* op, std::vector<TensorSpec> in, const AttrMap& attrs = {}) {
   auto out = Infer(op, in, attrs);
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   return out.ok() ? (*out)[0].shape : Shape{-2};
@@ -71,7 +71,7 @@ TEST(OpsShapeTest, ShapeWithStartAndEnd) {
   auto spec = Infer("Shape", {{DType::kFloat32, {-1, -1, 8}}});
   ASSERT_TRUE(spec.ok());
   EXPECT_EQ((*spec)[0], (TensorSpec{DType::kInt64, Shape{3}}));
-  EXPECT_EQ(InferredShape("Shape", {{DType::kFloat32, {-1, -1, 8}}}, {{"start", int64_t{1}}}), (Shape{2}));
+  EXPECT_EQ(ShapeOpInferredShape("Shape", {{DType::kFloat32, {-1, -1, 8}}}, {{"start", int64_t{1}}}), (Shape{2}));
 }
 
 // ---- Reshape with a shape input ----
@@ -111,7 +111,7 @@ TEST(OpsShapeTest, ReshapeFromShapeInput) {
   ExpectError(KernelStatus("Reshape", {x, Tensor::FromVector<int64_t>({1, 2}, {6, 4})}), StatusCode::kInvalidArgument,
               "vector");
 
-  EXPECT_EQ(InferredShape("Reshape", {{DType::kFloat32, {-1, 8}}, {DType::kInt64, {3}}}), (Shape{-1, -1, -1}));
+  EXPECT_EQ(ShapeOpInferredShape("Reshape", {{DType::kFloat32, {-1, 8}}, {DType::kInt64, {3}}}), (Shape{-1, -1, -1}));
   ExpectError(Infer("Reshape", {{DType::kFloat32, {-1, 8}}, {DType::kInt64, {-1}}}).status(),
               StatusCode::kInvalidArgument, "must be known");
   EXPECT_TRUE(OpRegistry::Global().Find("Reshape")->aliases_input);
@@ -146,8 +146,8 @@ TEST(OpsShapeTest, ExpandBroadcastsBothWays) {
   // Each dimension allowed, the product not.
   EXPECT_NE(KernelStatus("Expand", {RandomTensor({kBig >> 20, 1}, 1), I64({1, kBig >> 10})}).code(), StatusCode::kOk);
 
-  EXPECT_EQ(InferredShape("Expand", {{DType::kFloat32, {-1, 1, 4}}, {DType::kInt64, {3}}}), (Shape{-1, -1, 4}));
-  EXPECT_EQ(InferredShape("Expand", {{DType::kFloat32, {3}}, {DType::kInt64, {2}}}), (Shape{-1, 3}));
+  EXPECT_EQ(ShapeOpInferredShape("Expand", {{DType::kFloat32, {-1, 1, 4}}, {DType::kInt64, {3}}}), (Shape{-1, -1, 4}));
+  EXPECT_EQ(ShapeOpInferredShape("Expand", {{DType::kFloat32, {3}}, {DType::kInt64, {2}}}), (Shape{-1, 3}));
 }
 
 // ---- Tile ----
@@ -178,7 +178,7 @@ TEST(OpsShapeTest, TileRepeatsEachAxis) {
   ExpectError(KernelStatus("Tile", {x, I64({2, -1})}), StatusCode::kInvalidArgument, "negative");
   ExpectError(KernelStatus("Tile", {x, I64({kBig, kBig})}), StatusCode::kInvalidArgument, "more than");
   ExpectError(KernelStatus("Tile", {x, I64({kInt64Max, 2})}), StatusCode::kInvalidArgument, "too large");
-  EXPECT_EQ(InferredShape("Tile", {{DType::kFloat32, {-1, 0, 3}}, {DType::kInt64, {3}}}), (Shape{-1, 0, -1}));
+  EXPECT_EQ(ShapeOpInferredShape("Tile", {{DType::kFloat32, {-1, 0, 3}}, {DType::kInt64, {3}}}), (Shape{-1, 0, -1}));
   ExpectError(Infer("Tile", {{DType::kFloat32, {2, 3}}, {DType::kInt64, {3}}}).status(), StatusCode::kInvalidArgument,
               "3 values for an input of rank 2");
 }
@@ -219,7 +219,7 @@ TEST(OpsShapeTest, RangeCountsAndValues) {
   error(Tensor::Scalar<int64_t>(0), Tensor::Scalar<int32_t>(5), Tensor::Scalar<int64_t>(1), "limit must be int64");
   error(Tensor::Scalar<int64_t>(0), I64({5}), Tensor::Scalar<int64_t>(1), "limit must have rank 0");
   error(Tensor::Scalar<bool>(false), Tensor::Scalar<bool>(true), Tensor::Scalar<bool>(true), "not supported");
-  EXPECT_EQ(InferredShape("Range", {{DType::kInt64, {}}, {DType::kInt64, {}}, {DType::kInt64, {}}}), (Shape{-1}));
+  EXPECT_EQ(ShapeOpInferredShape("Range", {{DType::kInt64, {}}, {DType::kInt64, {}}, {DType::kInt64, {}}}), (Shape{-1}));
 }
 
 // ---- ConstantOfShape ----
@@ -247,7 +247,7 @@ TEST(OpsShapeTest, ConstantOfShapeFills) {
   ExpectError(KernelStatus("ConstantOfShape", {I64({2, -1})}), StatusCode::kInvalidArgument, "negative");
   ExpectError(KernelStatus("ConstantOfShape", {I64({2})}, {{"dtype", DType::kString}}), StatusCode::kInvalidArgument,
               "not supported");
-  EXPECT_EQ(InferredShape("ConstantOfShape", {{DType::kInt64, {2}}}), (Shape{-1, -1}));
+  EXPECT_EQ(ShapeOpInferredShape("ConstantOfShape", {{DType::kInt64, {2}}}), (Shape{-1, -1}));
 }
 
 // ---- Slice ----
@@ -311,9 +311,9 @@ TEST(OpsShapeTest, SliceAxesAndDTypes) {
   ExpectError(KernelStatus("Slice", {x, I64({0, 0}), I64({1})}), StatusCode::kInvalidArgument, "have 2, 1");
   ExpectError(KernelStatus("Slice", {x, RandomTensor({1}, 1), I64({1})}), StatusCode::kInvalidArgument, "int32 or int64");
 
-  EXPECT_EQ(InferredShape("Slice", {{DType::kFloat32, {5, 6, 7}}, {DType::kInt64, {2}}, {DType::kInt64, {2}}}),
+  EXPECT_EQ(ShapeOpInferredShape("Slice", {{DType::kFloat32, {5, 6, 7}}, {DType::kInt64, {2}}, {DType::kInt64, {2}}}),
             (Shape{-1, -1, 7}));
-  EXPECT_EQ(InferredShape("Slice", {{DType::kFloat32, {5, 0, 7}}, {DType::kInt64, {1}}, {DType::kInt64, {1}},
+  EXPECT_EQ(ShapeOpInferredShape("Slice", {{DType::kFloat32, {5, 0, 7}}, {DType::kInt64, {1}}, {DType::kInt64, {1}},
                                     {DType::kInt64, {1}}}),
             (Shape{-1, 0, -1}));
   ExpectError(Infer("Slice", {{DType::kFloat32, {5}}, {DType::kInt64, {2}}, {DType::kInt64, {2}}}).status(),
@@ -386,7 +386,7 @@ TEST(OpsShapeTest, PadModesAndNegativePads) {
               "mode");
   ExpectError(KernelStatus("Pad", {Tensor::FromVector<std::string>({1}, {"a"}), I64({1, 0})}),
               StatusCode::kInvalidArgument, "string");
-  EXPECT_EQ(InferredShape("Pad", {{DType::kFloat32, {-1, 3}}, {DType::kInt64, {4}}}), (Shape{-1, -1}));
+  EXPECT_EQ(ShapeOpInferredShape("Pad", {{DType::kFloat32, {-1, 3}}, {DType::kInt64, {4}}}), (Shape{-1, -1}));
   ExpectError(Infer("Pad", {{DType::kFloat32, {-1, 3}}, {DType::kInt64, {3}}}).status(), StatusCode::kInvalidArgument,
               "two per axis");
 }

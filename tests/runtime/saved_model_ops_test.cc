@@ -17,7 +17,7 @@ namespace lockstep {
 namespace {
 
 // The one input "x" of a signature.
-std::vector<NamedTensor> Feed(Tensor x) { return {{"x", std::move(x)}}; }
+std::vector<NamedTensor> FeedX(Tensor x) { return {{"x", std::move(x)}}; }
 
 // Builds a TensorFlow MetaGraphDef node by node.
 class TfGraph {
@@ -300,7 +300,7 @@ TEST(SavedModelOpsTest, AFlattenWhoseShapeIsComputedPerRequest) {
     std::vector<float> x(static_cast<size_t>(batch * 6));
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 2;
     std::vector<NamedTensor> outputs;
-    ASSERT_TRUE((*session)->Run("serving_default", Feed(Tensor::FromVector<float>(Shape{batch, 2, 3}, x)), &outputs).ok());
+    ASSERT_TRUE((*session)->Run("serving_default", FeedX(Tensor::FromVector<float>(Shape{batch, 2, 3}, x)), &outputs).ok());
     std::map<std::string, Tensor> out;
     for (NamedTensor& t : outputs) out[t.name] = t.tensor;
     ASSERT_EQ(out["y"].shape(), (Shape{batch, 6}));

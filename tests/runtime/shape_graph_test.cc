@@ -20,7 +20,7 @@ namespace {
 
 using op_test::I64;
 
-int CountOps(const Model& m, const std::string& op) {
+int CountShapeOps(const Model& m, const std::string& op) {
   int n = 0;
   for (const NodeDef& node : m.graph.nodes) n += node.op == op;
   return n;
@@ -79,7 +79,7 @@ TEST(ShapeGraphTest, DynamicBatchAndSequence) {
     std::unique_ptr<Session> session = MakeSession(SplitHeads(Shape{-1, -1, 8}), optimize);
     ASSERT_NE(session, nullptr);
     // The shape subgraph stays: its values change per request.
-    EXPECT_EQ(CountOps(session->model(), "Shape"), 1);
+    EXPECT_EQ(CountShapeOps(session->model(), "Shape"), 1);
     uint64_t seed = 1;
     for (auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 5}, {1, 7}, {4, 1}, {2, 0}}) {
       Tensor x = op_test::RandomTensor({batch, seq, 8}, seed++);
@@ -99,7 +99,7 @@ TEST(ShapeGraphTest, StaticShapesFoldAtLoad) {
   ASSERT_TRUE(OptimizeGraph(model, pool).ok());
   // Shape, Gather, ExpandDims and Concat are gone; the Reshape took the folded target as its
   // attr, so inference knows every dimension.
-  for (const char* op : {"Shape", "Gather", "ExpandDims", "Concat"}) EXPECT_EQ(CountOps(model, op), 0) << op;
+  for (const char* op : {"Shape", "Gather", "ExpandDims", "Concat"}) EXPECT_EQ(CountShapeOps(model, op), 0) << op;
   const NodeDef* reshape = nullptr;
   const NodeDef* transpose = nullptr;
   for (const NodeDef& node : model.graph.nodes) {
@@ -135,14 +135,14 @@ TEST(ShapeGraphTest, FoldConstantsTakesStaticShapesOnly) {
   ThreadPool pool(2);
   Model fixed = BatchReshape(Shape{3, 4});
   ASSERT_TRUE(FoldConstants(fixed, pool).ok());
-  EXPECT_EQ(CountOps(fixed, "Shape"), 0);
-  EXPECT_EQ(CountOps(fixed, "Gather"), 0);
-  EXPECT_EQ(CountOps(fixed, "Concat"), 0);
+  EXPECT_EQ(CountShapeOps(fixed, "Shape"), 0);
+  EXPECT_EQ(CountShapeOps(fixed, "Gather"), 0);
+  EXPECT_EQ(CountShapeOps(fixed, "Concat"), 0);
 
   Model dynamic = BatchReshape(Shape{-1, 4});
   ASSERT_TRUE(FoldConstants(dynamic, pool).ok());
-  EXPECT_EQ(CountOps(dynamic, "Shape"), 1);
-  EXPECT_EQ(CountOps(dynamic, "Gather"), 1);
+  EXPECT_EQ(CountShapeOps(dynamic, "Shape"), 1);
+  EXPECT_EQ(CountShapeOps(dynamic, "Gather"), 1);
   std::unique_ptr<Session> session = MakeSession(std::move(dynamic));
   ASSERT_NE(session, nullptr);
   for (int64_t batch : {1, 3}) {
@@ -155,7 +155,7 @@ TEST(ShapeGraphTest, FoldConstantsTakesStaticShapesOnly) {
   // A signature that takes any shape may be fed another one than declared: its Shape stays.
   Model loose = BatchReshape(Shape{3, 4}, /*any_shape=*/true);
   ASSERT_TRUE(FoldConstants(loose, pool).ok());
-  EXPECT_EQ(CountOps(loose, "Shape"), 1);
+  EXPECT_EQ(CountShapeOps(loose, "Shape"), 1);
   std::unique_ptr<Session> loose_session = MakeSession(std::move(loose));
   ASSERT_NE(loose_session, nullptr);
   EXPECT_EQ(RunOne(*loose_session, op_test::RandomTensor({5, 4}, 1)).shape(), (Shape{5, 2, 2}));
@@ -180,8 +180,8 @@ TEST(ShapeGraphTest, FoldingRepeatsThroughReshapes) {
   Model model = std::move(g).Build();
   ThreadPool pool(2);
   ASSERT_TRUE(FoldConstants(model, pool).ok());
-  EXPECT_EQ(CountOps(model, "Shape"), 0);
-  EXPECT_EQ(CountOps(model, "ConstantOfShape"), 1);  // the huge one
+  EXPECT_EQ(CountShapeOps(model, "Shape"), 0);
+  EXPECT_EQ(CountShapeOps(model, "ConstantOfShape"), 1);  // the huge one
   for (const NodeDef& node : model.graph.nodes) {
     if (node.op == "Reshape") {
       EXPECT_EQ(node.inputs.size(), 1u) << node.name;

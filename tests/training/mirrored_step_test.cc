@@ -173,7 +173,7 @@ TrainConfig DigitsRun(int replicas, const std::string& export_dir) {
   return config;
 }
 
-std::string TempDir(const std::string& name) {
+std::string MirroredTempDir(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           ("lockstep_mirrored_" + std::to_string(::getpid()) + "_" + name))
       .string();
@@ -183,7 +183,7 @@ std::string TempDir(const std::string& name) {
 // same global batch: the test accuracy within one percentage point (the sums differ in order,
 // so the runs drift apart by rounding; on the 359 test digits one point is under 4 of them).
 TEST(MirroredStepTest, RunsAreRepeatableAndReplicaCountsAgree) {
-  const std::string dir = TempDir("runs");
+  const std::string dir = MirroredTempDir("runs");
   std::filesystem::remove_all(dir);
   StatusOr<TrainReport> a = Train(DigitsRun(2, dir + "/a"), "d");
   StatusOr<TrainReport> b = Train(DigitsRun(2, dir + "/b"), "d");
