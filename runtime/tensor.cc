@@ -128,6 +128,13 @@ std::string Tensor::DebugString(int max_elements) const {
       case DType::kInt64: out << data<int64_t>()[i]; break;
       case DType::kBool: out << (data<bool>()[i] ? "true" : "false"); break;
       case DType::kString: out << '"' << data<std::string>()[i] << '"'; break;
+      case DType::kFloat16: out << Float16ToFloat(data<float16>()[i]); break;
+      case DType::kUInt8: out << static_cast<int>(data<uint8_t>()[i]); break;
+      case DType::kInt8: out << static_cast<int>(data<int8_t>()[i]); break;
+      case DType::kUInt16: out << data<uint16_t>()[i]; break;
+      case DType::kInt16: out << data<int16_t>()[i]; break;
+      case DType::kUInt32: out << data<uint32_t>()[i]; break;
+      case DType::kUInt64: out << data<uint64_t>()[i]; break;
       case DType::kInvalid: break;
     }
   }

@@ -80,6 +80,13 @@ void AppendElement(const Tensor& t, int64_t i, const TensorJsonOptions& options,
     case DType::kBFloat16: AppendFloat(Bfloat16ToFloat(t.data<bfloat16>()[i]), out); break;
     case DType::kInt32: *out += std::to_string(t.data<int32_t>()[i]); break;
     case DType::kInt64: *out += std::to_string(t.data<int64_t>()[i]); break;
+    case DType::kFloat16: AppendFloat(Float16ToFloat(t.data<float16>()[i]), out); break;
+    case DType::kUInt8: *out += std::to_string(t.data<uint8_t>()[i]); break;
+    case DType::kInt8: *out += std::to_string(t.data<int8_t>()[i]); break;
+    case DType::kUInt16: *out += std::to_string(t.data<uint16_t>()[i]); break;
+    case DType::kInt16: *out += std::to_string(t.data<int16_t>()[i]); break;
+    case DType::kUInt32: *out += std::to_string(t.data<uint32_t>()[i]); break;
+    case DType::kUInt64: *out += std::to_string(t.data<uint64_t>()[i]); break;
     case DType::kBool: *out += t.data<bool>()[i] ? "true" : "false"; break;
     case DType::kString:
       if (options.strings_as_b64) {
@@ -126,13 +133,13 @@ Status ToNumber(const nlohmann::json& v, T* out) {
     if (v.is_number_float()) return InvalidArgument("expected an integer, got " + std::to_string(v.get<double>()));
     if (v.is_number_unsigned()) {
       auto u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      if (std::cmp_greater(u, std::numeric_limits<T>::max())) {
         return InvalidArgument(std::to_string(u) + " is out of range for " + std::string(DTypeName(DTypeOf<T>::value)));
       }
       *out = static_cast<T>(u);
     } else {
       auto s = v.get<int64_t>();
-      if (s < std::numeric_limits<T>::min() || s > std::numeric_limits<T>::max()) {
+      if (!std::in_range<T>(s)) {
         return InvalidArgument(std::to_string(s) + " is out of range for " + std::string(DTypeName(DTypeOf<T>::value)));
       }
       *out = static_cast<T>(s);
@@ -199,8 +206,24 @@ Status Fill(const nlohmann::json& v, const Shape& shape, int dim, Tensor& t, int
       t.mutable_data<bfloat16>()[i] = b;
       return Status::Ok();
     }
+    case DType::kFloat16: {
+      float f;
+      LS_RETURN_IF_ERROR(ToNumber(v, &f));
+      const float16 h = FloatToFloat16(f);
+      if (std::isinf(Float16ToFloat(h)) && !std::isinf(f)) {
+        return InvalidArgument("Cannot convert JSON value: " + FormatFloat(f) + " to float16: out of range");
+      }
+      t.mutable_data<float16>()[i] = h;
+      return Status::Ok();
+    }
     case DType::kInt32: return ToNumber(v, &t.mutable_data<int32_t>()[i]);
     case DType::kInt64: return ToNumber(v, &t.mutable_data<int64_t>()[i]);
+    case DType::kUInt8: return ToNumber(v, &t.mutable_data<uint8_t>()[i]);
+    case DType::kInt8: return ToNumber(v, &t.mutable_data<int8_t>()[i]);
+    case DType::kUInt16: return ToNumber(v, &t.mutable_data<uint16_t>()[i]);
+    case DType::kInt16: return ToNumber(v, &t.mutable_data<int16_t>()[i]);
+    case DType::kUInt32: return ToNumber(v, &t.mutable_data<uint32_t>()[i]);
+    case DType::kUInt64: return ToNumber(v, &t.mutable_data<uint64_t>()[i]);
     case DType::kBool:
       if (!v.is_boolean()) return InvalidArgument(std::string("expected true or false, got a ") + v.type_name());
       t.mutable_data<bool>()[i] = v.get<bool>();

@@ -5,15 +5,21 @@
 //   bench_onnx --model m.onnx --input x --shape 32,784 --threads 1 --iterations 200
 //              [--input-file in.f32] [--dump out.f32] [--bf16-products 1]
 //   bench_onnx --peak-seconds 1 --threads 2
+//   bench_onnx --case DIR --threads 1 --iterations 20
 //
 // --input-file: raw float32 input (else a fixed-seed normal one); --dump: the first output, raw
 // float32, for a cross-check against onnxruntime; --bf16-products 1: the model's products on the
 // bf16 matmul core (SessionOptions::bf16_products, the server's matmul_precision "bfloat16").
+// --case: a case laid out as ONNX's backend suite lays one out (DIR/model.onnx, and
+// DIR/test_data_set_0/input_<i>.pb and output_0.pb), the real-model suite's layout: its inputs,
+// and also how far the first output is from the reference (max_abs_diff, and max_rel: that over
+// the reference's largest magnitude) and how long the import and compilation took (load_ms).
 // --peak-seconds: instead, the machine's float32 FMA peak on `threads` threads
 // (bench/matmul/peak.h), `{"peak_gflops": ...}` or null where it cannot be measured, so that the
 // script can say what fraction of it each runtime reaches.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -22,7 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "onnx/onnx_pb.h"
 #include "runtime/onnx/onnx_model.h"
+#include "runtime/onnx/onnx_tensor.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #ifdef LOCKSTEP_BENCH_HAS_PEAK
@@ -50,6 +58,16 @@ std::vector<int64_t> ParseShape(const std::string& text) {
   return dims;
 }
 
+// A serialized onnx.TensorProto: its name and value.
+NamedTensor ReadTensorProto(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&in)) Die(path + ": not a TensorProto");
+  StatusOr<Tensor> t = TensorFromOnnx(proto, nullptr);
+  if (!t.ok()) Die(path + ": " + t.status().ToString());
+  return {proto.name(), *t};
+}
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
@@ -58,7 +76,7 @@ double Percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, input_name = "x", shape_text, input_file, dump_file;
+  std::string model_path, input_name = "x", shape_text, input_file, dump_file, case_dir;
   int threads = 1, iterations = 100;
   bool bf16_products = false;
   double peak_seconds = 0;
@@ -75,6 +93,7 @@ int main(int argc, char** argv) {
     else if (arg == "--dump") dump_file = value;
     else if (arg == "--bf16-products") bf16_products = value == "1";
     else if (arg == "--peak-seconds") peak_seconds = std::stod(value);
+    else if (arg == "--case") case_dir = value;
     else Die("unknown argument " + arg);
   }
   if (peak_seconds > 0) {
@@ -86,30 +105,41 @@ int main(int argc, char** argv) {
     else std::printf("{\"peak_gflops\": null}\n");
     return 0;
   }
-  if (model_path.empty() || shape_text.empty()) Die("--model and --shape are required");
+  if (!case_dir.empty()) model_path = case_dir + "/model.onnx";
+  if (model_path.empty() || (shape_text.empty() && case_dir.empty())) Die("--model and --shape (or --case) are required");
 
+  const auto load_start = std::chrono::steady_clock::now();
   StatusOr<Model> model = ReadOnnxModelFile(model_path);
   if (!model.ok()) Die("import failed: " + model.status().ToString());
   ThreadPool pool(threads);
   auto session = Session::Create(std::move(*model), SessionOptions{.pool = &pool, .bf16_products = bf16_products});
   if (!session.ok()) Die("session failed: " + session.status().ToString());
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
 
-  std::vector<int64_t> dims = ParseShape(shape_text);
-  StatusOr<Shape> shape = Shape::FromDims(dims);
-  if (!shape.ok()) Die("bad --shape " + shape_text);
-  Tensor input(DType::kFloat32, *shape);
-  std::span<float> values = input.mutable_data<float>();
-  if (!input_file.empty()) {
-    std::ifstream in(input_file, std::ios::binary);
-    in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size_bytes()));
-    if (in.gcount() != static_cast<std::streamsize>(values.size_bytes())) Die("short input file " + input_file);
+  std::vector<NamedTensor> inputs;
+  if (!case_dir.empty()) {
+    for (int i = 0;; ++i) {
+      const std::string path = case_dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
+      if (!std::ifstream(path).good()) break;
+      inputs.push_back(ReadTensorProto(path));
+    }
   } else {
-    std::mt19937 rng(42);
-    std::normal_distribution<float> normal;
-    for (float& v : values) v = normal(rng);
+    std::vector<int64_t> dims = ParseShape(shape_text);
+    StatusOr<Shape> shape = Shape::FromDims(dims);
+    if (!shape.ok()) Die("bad --shape " + shape_text);
+    Tensor input(DType::kFloat32, *shape);
+    std::span<float> values = input.mutable_data<float>();
+    if (!input_file.empty()) {
+      std::ifstream in(input_file, std::ios::binary);
+      in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size_bytes()));
+      if (in.gcount() != static_cast<std::streamsize>(values.size_bytes())) Die("short input file " + input_file);
+    } else {
+      std::mt19937 rng(42);
+      std::normal_distribution<float> normal;
+      for (float& v : values) v = normal(rng);
+    }
+    inputs.push_back({input_name, input});
   }
-
-  std::vector<NamedTensor> inputs = {{input_name, input}};
   std::vector<NamedTensor> outputs;
   auto run = [&] {
     Status status = (*session)->Run("serving_default", inputs, &outputs);
@@ -130,7 +160,27 @@ int main(int argc, char** argv) {
     std::ofstream(dump_file, std::ios::binary)
         .write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
   }
-  std::printf("{\"median_us\": %.1f, \"p10_us\": %.1f, \"p90_us\": %.1f, \"runs\": %d}\n", Percentile(us, 0.5),
-              Percentile(us, 0.1), Percentile(us, 0.9), iterations);
+  std::string extra;
+  if (!case_dir.empty()) {
+    const NamedTensor want = ReadTensorProto(case_dir + "/test_data_set_0/output_0.pb");
+    const Tensor* got = nullptr;
+    for (const NamedTensor& o : outputs) {
+      if (o.name == want.name) got = &o.tensor;
+    }
+    if (got == nullptr || !(got->shape() == want.tensor.shape()) || got->dtype() != DType::kFloat32) {
+      Die("output '" + want.name + "' is missing or of another shape or type");
+    }
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < static_cast<size_t>(got->num_elements()); ++i) {
+      largest = std::max(largest, static_cast<double>(std::abs(want.tensor.data<float>()[i])));
+      worst = std::max(worst, static_cast<double>(std::abs(got->data<float>()[i] - want.tensor.data<float>()[i])));
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), ", \"load_ms\": %.1f, \"max_abs_diff\": %.3g, \"max_rel\": %.3g", load_ms, worst,
+                  largest > 0 ? worst / largest : worst);
+    extra = buf;
+  }
+  std::printf("{\"median_us\": %.1f, \"p10_us\": %.1f, \"p90_us\": %.1f, \"runs\": %d%s}\n", Percentile(us, 0.5),
+              Percentile(us, 0.1), Percentile(us, 0.9), iterations, extra.c_str());
   return 0;
 }

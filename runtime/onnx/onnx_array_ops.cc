@@ -55,6 +55,12 @@ Status Cast(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(to));
   if (!dtype.ok()) return ctx.Unsupported("casting to " + OnnxElemTypeName(static_cast<int32_t>(to)));
+  if (ComputeDType(*dtype) != *dtype) {
+    // To half precision: rounded there, and computed with in float32 from then on.
+    const std::string narrow = ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", *dtype}}, "narrow");
+    outputs->push_back(ctx.Emit("Cast", {narrow}, AttrMap{{"dtype", ComputeDType(*dtype)}}));
+    return Status::Ok();
+  }
   outputs->push_back(ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", *dtype}}));
   return Status::Ok();
 }
@@ -236,7 +242,8 @@ Status ConstantOfShape(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
   }
   StatusOr<double> fill_value = ScalarValue(fill);
   if (!fill_value.ok()) return ctx.Error(fill_value.status().message());
-  outputs->push_back(ctx.Emit("ConstantOfShape", {ctx.input(0)}, AttrMap{{"dtype", fill.dtype()}, {"value", *fill_value}}));
+  outputs->push_back(
+      ctx.Emit("ConstantOfShape", {ctx.input(0)}, AttrMap{{"dtype", ComputeDType(fill.dtype())}, {"value", *fill_value}}));
   return Status::Ok();
 }
 

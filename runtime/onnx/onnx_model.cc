@@ -10,6 +10,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "runtime/bundle/file_image.h"
 #include "runtime/graph_analysis.h"
+#include "runtime/import/constants.h"
 #include "runtime/onnx/onnx_ops.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/op_registry.h"
@@ -31,7 +32,7 @@ std::optional<TensorSpec> SpecOfType(const onnx::TypeProto& type) {
   const auto& tt = type.tensor_type();
   StatusOr<DType> dtype = OnnxElemTypeToDType(tt.elem_type());
   if (!dtype.ok() || !tt.has_shape() || tt.shape().dim_size() > Shape::kMaxRank) return std::nullopt;
-  TensorSpec spec{*dtype, Shape()};
+  TensorSpec spec{ComputeDType(*dtype), Shape()};
   for (const auto& d : tt.shape().dim()) {
     spec.shape.AddDim(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : Shape::kUnknownDim);
   }
@@ -121,6 +122,11 @@ std::string Importer::UniqueName(const std::string& base) {
 }
 
 std::string Importer::AddConstant(const std::string& base, Tensor value) {
+  if (ComputeDType(value.dtype()) != value.dtype()) {
+    // A half-precision weight is computed with in float32 (exact: float32 holds every half).
+    StatusOr<Tensor> wide = CastTensor(value, ComputeDType(value.dtype()));
+    if (wide.ok()) value = std::move(*wide);
+  }
   const std::string name = UniqueName(base);
   auto [it, inserted] = model_.weights.insert_or_assign(name, std::move(value));
   model_.graph.nodes.push_back(NodeDef{name, std::string(kConstOp), {}, AttrMap{{"weight", name}}});
@@ -323,6 +329,10 @@ Status Importer::AddInputs(Signature& sig) {
         NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", *dtype}, {"shape", spec->shape}}});
     values_[vi.name()] = name;
     inferred_[name] = {TensorSpec{*dtype, spec->shape}};
+    if (ComputeDType(*dtype) != *dtype) {
+      // A half-precision input, widened on the way in.
+      values_[vi.name()] = AddNode(name + "/wide", "Cast", {name}, AttrMap{{"dtype", ComputeDType(*dtype)}});
+    }
     sig.inputs.push_back(TensorBinding{vi.name(), name, *dtype, spec->shape});
   }
   return Status::Ok();
@@ -391,6 +401,11 @@ Status Importer::AddOutputs(Signature& sig) {
     if (!vi.type().has_tensor_type()) return Unimplemented(what + " is not a tensor");
     StatusOr<DType> dtype = OnnxElemTypeToDType(vi.type().tensor_type().elem_type());
     if (!dtype.ok()) return dtype.status().WithPrefix(what);
+    if (ComputeDType(*dtype) != *dtype) {
+      // A half-precision output, narrowed (rounded) on the way out.
+      value = UniqueName(vi.name() + "/narrow");
+      model_.graph.nodes.push_back(NodeDef{value, "Cast", {values_[vi.name()]}, AttrMap{{"dtype", *dtype}}});
+    }
     TensorBinding binding{vi.name(), value, *dtype, Shape()};
     const std::optional<TensorSpec>& spec = specs_[vi.name()];
     if (spec) {

@@ -408,7 +408,7 @@ Status EyeLike(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     LS_ASSIGN_OR_RETURN(int64_t type, ctx.IntAttr("dtype", 0));
     StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(type));
     if (!dtype.ok()) return ctx.Unsupported("dtype " + OnnxElemTypeName(static_cast<int32_t>(type)));
-    attrs.Set("dtype", *dtype);
+    attrs.Set("dtype", ComputeDType(*dtype));
   }
   outputs->push_back(ctx.Emit("EyeLike", {ctx.input(0)}, std::move(attrs)));
   return Status::Ok();

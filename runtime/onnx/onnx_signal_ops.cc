@@ -12,7 +12,7 @@ Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(type));
   if (!dtype.ok()) return ctx.Unsupported("output_datatype " + OnnxElemTypeName(static_cast<int32_t>(type)));
   LS_ASSIGN_OR_RETURN(int64_t periodic, ctx.IntAttr("periodic", 1));
-  outputs->push_back(ctx.Emit(ctx.node().op_type(), {ctx.input(0)}, AttrMap{{"dtype", *dtype}, {"periodic", periodic}}));
+  outputs->push_back(ctx.Emit(ctx.node().op_type(), {ctx.input(0)}, AttrMap{{"dtype", ComputeDType(*dtype)}, {"periodic", periodic}}));
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/bundle/file_image.h"
 
@@ -17,16 +18,45 @@ int TypedCount(const TensorProto& p, DType dtype) {
     case DType::kFloat64: return p.double_data_size();
     case DType::kInt32:
     case DType::kBool:
-    case DType::kBFloat16: return p.int32_data_size();
+    case DType::kBFloat16:
+    case DType::kFloat16:
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kInt16: return p.int32_data_size();
     case DType::kInt64: return p.int64_data_size();
+    case DType::kUInt32:
+    case DType::kUInt64: return p.uint64_data_size();
     case DType::kString: return p.string_data_size();
     default: return 0;
+  }
+}
+
+// The narrower integers and float16 (its bits) from int32_data, uint32 and uint64 from
+// uint64_data: the low bits of each value, as ONNX stores them.
+template <typename T, typename Field>
+void CopyNarrowed(const Field& field, Tensor& t) {
+  T* out = static_cast<T*>(t.mutable_raw_data());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const auto v = field.Get(static_cast<int>(i));
+    if constexpr (std::is_same_v<T, float16>) {
+      out[i] = float16::FromBits(static_cast<uint16_t>(v));
+    } else {
+      out[i] = static_cast<T>(v);
+    }
   }
 }
 
 void CopyTyped(const TensorProto& p, Tensor& t) {
   const int64_t n = t.num_elements();
   switch (t.dtype()) {
+    case DType::kFloat16: CopyNarrowed<float16>(p.int32_data(), t); break;
+    case DType::kUInt8: CopyNarrowed<uint8_t>(p.int32_data(), t); break;
+    case DType::kInt8: CopyNarrowed<int8_t>(p.int32_data(), t); break;
+    case DType::kUInt16: CopyNarrowed<uint16_t>(p.int32_data(), t); break;
+    case DType::kInt16: CopyNarrowed<int16_t>(p.int32_data(), t); break;
+    case DType::kUInt32: CopyNarrowed<uint32_t>(p.uint64_data(), t); break;
+    case DType::kUInt64: CopyNarrowed<uint64_t>(p.uint64_data(), t); break;
     case DType::kFloat32: {
       auto out = t.mutable_data<float>();
       for (int64_t i = 0; i < n; ++i) out[i] = p.float_data(static_cast<int>(i));
@@ -114,8 +144,19 @@ StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type) {
     case TensorProto::BOOL: return DType::kBool;
     case TensorProto::STRING: return DType::kString;
     case TensorProto::BFLOAT16: return DType::kBFloat16;
+    case TensorProto::FLOAT16: return DType::kFloat16;
+    case TensorProto::UINT8: return DType::kUInt8;
+    case TensorProto::INT8: return DType::kInt8;
+    case TensorProto::UINT16: return DType::kUInt16;
+    case TensorProto::INT16: return DType::kInt16;
+    case TensorProto::UINT32: return DType::kUInt32;
+    case TensorProto::UINT64: return DType::kUInt64;
     default: return Unimplemented("element type " + OnnxElemTypeName(elem_type) + " is not supported");
   }
+}
+
+DType ComputeDType(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
 }
 
 std::string OnnxElemTypeName(int32_t elem_type) {

@@ -29,9 +29,14 @@ class FileImage;
 // and external data files of real models hold single tensors of a few GiB at most.
 inline constexpr int64_t kMaxOnnxTensorBytes = int64_t{4} << 30;
 
-// TensorProto.DataType -> DType; Unimplemented naming the type for the ones Lockstep's kernels
-// do not take (uint8, int8, float16, complex, ...).
+// TensorProto.DataType -> DType; Unimplemented naming the type for the ones Lockstep has no
+// dtype for (complex, float8, ...).
 StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type);
+
+// The dtype an imported model's value of `dtype` is computed in: float32 for float16 and
+// bfloat16, whose values a model stores and exchanges (its weights, inputs, outputs and casts
+// are converted, the casts rounding), and `dtype` for every other.
+DType ComputeDType(DType dtype);
 // "FLOAT", "UINT8", or "elem_type 99" for numbers outside the enum.
 std::string OnnxElemTypeName(int32_t elem_type);
 

@@ -27,14 +27,14 @@ namespace {
 //   int64 -> int32: keeps the low 32 bits (two's complement wrap), as TensorFlow;
 //   anything -> bool: true when not zero (NaN is true); bool -> number: 0 or 1;
 //   float32 <-> bfloat16: bfloat16.h's rounding (nearest even, NaN kept); float64 -> float32
-//   rounds to nearest (infinity beyond float's range); float64 -> bfloat16 goes through float32.
+//   rounds to nearest (infinity beyond float's range); float64 -> bfloat16 goes through float32;
+//   float16 as bfloat16 (float16.h's rounding), through float32;
+//   the narrower integers (uint8 ... uint64): from floats, truncation saturating at their range
+//   (NaN gives 0, negatives give 0 for the unsigned); from other integers, the low bits (wrap).
 // Casting to the same dtype copies, for every dtype including string; strings convert to
 // nothing else.
 
-bool IsCastable(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kBFloat16 || d == DType::kInt32 ||
-         d == DType::kInt64 || d == DType::kBool;
-}
+bool IsCastable(DType d) { return d != DType::kString && d != DType::kInvalid; }
 
 StatusOr<DType> CastTarget(const AttrMap& attrs, DType from) {
   StatusOr<DType> to = attrs.GetDType("dtype");
@@ -54,12 +54,13 @@ StatusOr<std::vector<TensorSpec>> InferCast(const ShapeInferenceContext& ctx) {
 
 template <typename To, typename From>
 To FloatToInt(From x) {
-  // 2^(bits-1), the first value that does not fit; -2^(bits-1) is the minimum itself. Both
-  // are exact in float and double.
-  constexpr From kLimit = -static_cast<From>(std::numeric_limits<To>::min());
+  // max + 1, the first value that does not fit (a power of two, exact in float and double),
+  // and the minimum.
+  constexpr From kLimit = static_cast<From>(2) * static_cast<From>(std::numeric_limits<To>::max() / 2 + 1);
+  constexpr From kLowest = static_cast<From>(std::numeric_limits<To>::min());
   if (x != x) return 0;
   if (x >= kLimit) return std::numeric_limits<To>::max();
-  if (x < -kLimit) return std::numeric_limits<To>::min();
+  if (x <= kLowest) return std::numeric_limits<To>::min();
   return static_cast<To>(x);
 }
 
@@ -67,8 +68,12 @@ template <typename To, typename From>
 To CastValue(From x) {
   if constexpr (std::is_same_v<From, bfloat16>) {
     return CastValue<To>(Bfloat16ToFloat(x));
+  } else if constexpr (std::is_same_v<From, float16>) {
+    return CastValue<To>(Float16ToFloat(x));
   } else if constexpr (std::is_same_v<To, bfloat16>) {
     return FloatToBfloat16(CastValue<float>(x));
+  } else if constexpr (std::is_same_v<To, float16>) {
+    return FloatToFloat16(CastValue<float>(x));
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From{0};
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
@@ -116,6 +121,13 @@ Status CastFrom(KernelContext& ctx, const Tensor& in, Tensor& out) {
     case DType::kInt32: CastTyped<From, int32_t>(ctx, in, out); break;
     case DType::kInt64: CastTyped<From, int64_t>(ctx, in, out); break;
     case DType::kBool: CastTyped<From, bool>(ctx, in, out); break;
+    case DType::kFloat16: CastTyped<From, float16>(ctx, in, out); break;
+    case DType::kUInt8: CastTyped<From, uint8_t>(ctx, in, out); break;
+    case DType::kInt8: CastTyped<From, int8_t>(ctx, in, out); break;
+    case DType::kUInt16: CastTyped<From, uint16_t>(ctx, in, out); break;
+    case DType::kInt16: CastTyped<From, int16_t>(ctx, in, out); break;
+    case DType::kUInt32: CastTyped<From, uint32_t>(ctx, in, out); break;
+    case DType::kUInt64: CastTyped<From, uint64_t>(ctx, in, out); break;
     default: return Internal("Cast: unexpected target dtype");
   }
   return Status::Ok();
@@ -143,6 +155,13 @@ Status CastKernel(KernelContext& ctx) {
     case DType::kInt32: return CastFrom<int32_t>(ctx, in, out);
     case DType::kInt64: return CastFrom<int64_t>(ctx, in, out);
     case DType::kBool: return CastFrom<bool>(ctx, in, out);
+    case DType::kFloat16: return CastFrom<float16>(ctx, in, out);
+    case DType::kUInt8: return CastFrom<uint8_t>(ctx, in, out);
+    case DType::kInt8: return CastFrom<int8_t>(ctx, in, out);
+    case DType::kUInt16: return CastFrom<uint16_t>(ctx, in, out);
+    case DType::kInt16: return CastFrom<int16_t>(ctx, in, out);
+    case DType::kUInt32: return CastFrom<uint32_t>(ctx, in, out);
+    case DType::kUInt64: return CastFrom<uint64_t>(ctx, in, out);
     default: return Internal("Cast: unexpected source dtype");
   }
 }

@@ -13,22 +13,33 @@
 namespace lockstep {
 
 enum class DTypeSet {
-  kReal,           // float32, float64
-  kNumeric,        // float32, float64, int32, int64
-  kNumericOrBool,  // the numeric dtypes and bool
-  kBool,           // bool
-  kNonString,      // every dtype with fixed-size elements (float32, bfloat16, ...)
+  kReal,             // float32, float64
+  kNumeric,          // float32, float64, int32, int64
+  kNumericOrBool,    // the numeric dtypes and bool
+  kArithmetic,       // the numeric dtypes and the other integers (uint8, int8, ..., uint64)
+  kArithmeticOrBool, // those and bool
+  kBool,             // bool
+  kNonString,        // every dtype with fixed-size elements (float32, bfloat16, float16, ...)
 };
+
+constexpr bool IsSmallInteger(DType d) {
+  return d == DType::kUInt8 || d == DType::kInt8 || d == DType::kUInt16 || d == DType::kInt16 ||
+         d == DType::kUInt32 || d == DType::kUInt64;
+}
 
 constexpr bool InSet(DTypeSet set, DType dtype) {
   const bool real = dtype == DType::kFloat32 || dtype == DType::kFloat64;
   const bool numeric = real || dtype == DType::kInt32 || dtype == DType::kInt64;
+  const bool arithmetic = numeric || IsSmallInteger(dtype);
   switch (set) {
     case DTypeSet::kReal: return real;
     case DTypeSet::kNumeric: return numeric;
     case DTypeSet::kNumericOrBool: return numeric || dtype == DType::kBool;
+    case DTypeSet::kArithmetic: return arithmetic;
+    case DTypeSet::kArithmeticOrBool: return arithmetic || dtype == DType::kBool;
     case DTypeSet::kBool: return dtype == DType::kBool;
-    case DTypeSet::kNonString: return numeric || dtype == DType::kBool || dtype == DType::kBFloat16;
+    case DTypeSet::kNonString:
+      return arithmetic || dtype == DType::kBool || dtype == DType::kBFloat16 || dtype == DType::kFloat16;
   }
   return false;
 }
@@ -38,8 +49,10 @@ constexpr std::string_view DTypeSetNames(DTypeSet set) {
     case DTypeSet::kReal: return "float32, float64";
     case DTypeSet::kNumeric: return "float32, float64, int32, int64";
     case DTypeSet::kNumericOrBool: return "float32, float64, int32, int64, bool";
+    case DTypeSet::kArithmetic: return "float32, float64, int8 to int64, uint8 to uint64";
+    case DTypeSet::kArithmeticOrBool: return "float32, float64, int8 to int64, uint8 to uint64, bool";
     case DTypeSet::kBool: return "bool";
-    case DTypeSet::kNonString: return "float32, float64, bfloat16, int32, int64, bool";
+    case DTypeSet::kNonString: return "every dtype but string";
   }
   return "";
 }
@@ -82,6 +95,13 @@ Status DispatchDTypeIn(DType dtype, Fn&& fn) {
     case DType::kInt64: return CallIfInSet<S, int64_t>(fn);
     case DType::kBool: return CallIfInSet<S, bool>(fn);
     case DType::kBFloat16: return CallIfInSet<S, bfloat16>(fn);
+    case DType::kFloat16: return CallIfInSet<S, float16>(fn);
+    case DType::kUInt8: return CallIfInSet<S, uint8_t>(fn);
+    case DType::kInt8: return CallIfInSet<S, int8_t>(fn);
+    case DType::kUInt16: return CallIfInSet<S, uint16_t>(fn);
+    case DType::kInt16: return CallIfInSet<S, int16_t>(fn);
+    case DType::kUInt32: return CallIfInSet<S, uint32_t>(fn);
+    case DType::kUInt64: return CallIfInSet<S, uint64_t>(fn);
     default: return Internal("dtype " + Str(DTypeName(dtype)) + " reached an element-wise kernel");
   }
 }

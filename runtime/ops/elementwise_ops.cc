@@ -70,7 +70,7 @@ constexpr UnaryInfo Info(UnaryOp op) {
     case UnaryOp::kHardSigmoid: return {"HardSigmoid", DTypeSet::kReal, true};
     case UnaryOp::kHardSwish: return {"HardSwish", DTypeSet::kReal, true};
     case UnaryOp::kThresholdedRelu: return {"ThresholdedRelu", DTypeSet::kReal, true};
-    case UnaryOp::kClip: return {"Clip", DTypeSet::kNumeric, true};
+    case UnaryOp::kClip: return {"Clip", DTypeSet::kArithmetic, true};
     case UnaryOp::kNot: return {"Not", DTypeSet::kBool, true};
     case UnaryOp::kRound: return {"Round", DTypeSet::kReal, true};
     case UnaryOp::kShrink: return {"Shrink", DTypeSet::kReal, true};
@@ -270,14 +270,14 @@ struct BinaryInfo {
 
 constexpr BinaryInfo Info(BinaryKind kind) {
   switch (kind) {
-    case BinaryKind::kPow: return {"Pow", DTypeSet::kNumeric, false};
-    case BinaryKind::kMinimum: return {"Minimum", DTypeSet::kNumeric, false};
-    case BinaryKind::kMaximum: return {"Maximum", DTypeSet::kNumeric, false};
-    case BinaryKind::kEqual: return {"Equal", DTypeSet::kNumericOrBool, true};
-    case BinaryKind::kLess: return {"Less", DTypeSet::kNumeric, true};
-    case BinaryKind::kGreater: return {"Greater", DTypeSet::kNumeric, true};
-    case BinaryKind::kLessEqual: return {"LessEqual", DTypeSet::kNumeric, true};
-    case BinaryKind::kGreaterEqual: return {"GreaterEqual", DTypeSet::kNumeric, true};
+    case BinaryKind::kPow: return {"Pow", DTypeSet::kArithmetic, false};
+    case BinaryKind::kMinimum: return {"Minimum", DTypeSet::kArithmetic, false};
+    case BinaryKind::kMaximum: return {"Maximum", DTypeSet::kArithmetic, false};
+    case BinaryKind::kEqual: return {"Equal", DTypeSet::kArithmeticOrBool, true};
+    case BinaryKind::kLess: return {"Less", DTypeSet::kArithmetic, true};
+    case BinaryKind::kGreater: return {"Greater", DTypeSet::kArithmetic, true};
+    case BinaryKind::kLessEqual: return {"LessEqual", DTypeSet::kArithmetic, true};
+    case BinaryKind::kGreaterEqual: return {"GreaterEqual", DTypeSet::kArithmetic, true};
     case BinaryKind::kAnd: return {"And", DTypeSet::kBool, true};
     case BinaryKind::kOr: return {"Or", DTypeSet::kBool, true};
     case BinaryKind::kXor: return {"Xor", DTypeSet::kBool, true};
@@ -296,12 +296,14 @@ auto ApplyBinary(T x, T y) {
     } else {
       // Integers: exact, wrapping as the products of Mul do; a negative exponent gives the
       // integer part of x^y (0 unless x is 1 or -1).
-      using U = std::make_unsigned_t<T>;
-      if (y < 0) return static_cast<T>(x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0);
+      using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+      if constexpr (std::is_signed_v<T>) {
+        if (y < 0) return static_cast<T>(x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0);
+      }
       U result = 1, base = static_cast<U>(x);
       for (T e = y; e > 0; e >>= 1) {
-        if (e & 1) result *= base;
-        base *= base;
+        if (e & 1) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
       }
       return static_cast<T>(result);
     }

@@ -47,25 +47,33 @@ T Apply(T x, T y) {
       return r != 0 && (r < 0) != (y < 0) ? r + y : r;
     }
   } else {
-    using U = std::make_unsigned_t<T>;
+    // Unsigned arithmetic at least as wide as unsigned int: uint16_t operands would otherwise
+    // promote to int, whose product can overflow (undefined).
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     const U ux = static_cast<U>(x), uy = static_cast<U>(y);
     if constexpr (Op == BinaryOp::kAdd) return static_cast<T>(ux + uy);
     if constexpr (Op == BinaryOp::kSub) return static_cast<T>(ux - uy);
     if constexpr (Op == BinaryOp::kMul) return static_cast<T>(ux * uy);
-    // Zero divisors are rejected before; min / -1 (also rejected) would trap, so it wraps.
-    if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - ux) : x / y;
-    // min % -1 is 0, though C's % would trap computing it.
-    if constexpr (Op == BinaryOp::kFMod) return y == -1 ? T{0} : x % y;
-    if constexpr (Op == BinaryOp::kMod) {
-      const T r = y == -1 ? T{0} : x % y;
-      return r != 0 && (r < 0) != (y < 0) ? static_cast<T>(r + y) : r;
+    if constexpr (std::is_unsigned_v<T>) {
+      // Zero divisors are rejected before; unsigned quotients and remainders are C's.
+      if constexpr (Op == BinaryOp::kDiv) return static_cast<T>(x / y);
+      if constexpr (Op == BinaryOp::kFMod || Op == BinaryOp::kMod) return static_cast<T>(x % y);
+    } else {
+      // Zero divisors are rejected before; min / -1 (also rejected) would trap, so it wraps.
+      if constexpr (Op == BinaryOp::kDiv) return y == -1 ? static_cast<T>(U{0} - ux) : static_cast<T>(x / y);
+      // min % -1 is 0, though C's % would trap computing it.
+      if constexpr (Op == BinaryOp::kFMod) return y == -1 ? T{0} : static_cast<T>(x % y);
+      if constexpr (Op == BinaryOp::kMod) {
+        const T r = y == -1 ? T{0} : static_cast<T>(x % y);
+        return r != 0 && (r < 0) != (y < 0) ? static_cast<T>(r + y) : r;
+      }
     }
   }
 }
 
 StatusOr<Shape> BinaryShape(std::string_view name, const TensorSpec& a, const TensorSpec& b) {
   LS_RETURN_IF_ERROR(CheckSameDType(name, a.dtype, b.dtype));
-  LS_RETURN_IF_ERROR(CheckDTypeIn(name, a.dtype, DTypeSet::kNumeric));
+  LS_RETURN_IF_ERROR(CheckDTypeIn(name, a.dtype, DTypeSet::kArithmetic));
   return BroadcastShapes(name, a.shape, b.shape);
 }
 
@@ -100,7 +108,9 @@ Status IntegerDivKernel(KernelContext& ctx, const Shape& out_shape) {
   constexpr T kMin = std::numeric_limits<T>::min();
   std::atomic<bool> overflow{false};
   BroadcastMap2<T, T, T>(ctx.pool(), a, b, *out, [&overflow](T x, T y) {
-    if (y == -1 && x == kMin) overflow.store(true, std::memory_order_relaxed);
+    if constexpr (std::is_signed_v<T>) {
+      if (y == -1 && x == kMin) overflow.store(true, std::memory_order_relaxed);
+    }
     return Apply<BinaryOp::kDiv, T>(x, y);
   });
   if (overflow.load(std::memory_order_relaxed)) {
@@ -130,7 +140,7 @@ Status BinaryKernel(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Shape out_shape, BinaryShape(BinaryOpName(Op), {a.dtype(), a.shape()},
                                                    {b.dtype(), b.shape()}));
-  return DispatchDTypeIn<DTypeSet::kNumeric>(a.dtype(), [&](auto t) {
+  return DispatchDTypeIn<DTypeSet::kArithmetic>(a.dtype(), [&](auto t) {
     return BinaryKernelTyped<Op, decltype(t)>(ctx, out_shape);
   });
 }

@@ -194,6 +194,27 @@ U ElementBits(DType dtype, double value) {
       case DType::kBool:
         if constexpr (sizeof(U) == 1) put(static_cast<bool>(value != 0));
         break;
+      case DType::kFloat16:
+        if constexpr (sizeof(U) == 2) put(FloatToFloat16(static_cast<float>(value)));
+        break;
+      case DType::kUInt8:
+        if constexpr (sizeof(U) == 1) put(saturate(uint8_t{}));
+        break;
+      case DType::kInt8:
+        if constexpr (sizeof(U) == 1) put(saturate(int8_t{}));
+        break;
+      case DType::kUInt16:
+        if constexpr (sizeof(U) == 2) put(saturate(uint16_t{}));
+        break;
+      case DType::kInt16:
+        if constexpr (sizeof(U) == 2) put(saturate(int16_t{}));
+        break;
+      case DType::kUInt32:
+        if constexpr (sizeof(U) == 4) put(saturate(uint32_t{}));
+        break;
+      case DType::kUInt64:
+        if constexpr (sizeof(U) == 8) put(saturate(uint64_t{}));
+        break;
       default:
         break;
     }

@@ -134,6 +134,13 @@ void CopyOut(std::span<const T> values, Field* field) {
   if (!values.empty()) std::memcpy(field->mutable_data(), values.data(), values.size_bytes());
 }
 
+// Element by element: the field's type is wider than the tensor's (int_val carries uint8).
+template <typename T, typename Field>
+void CopyIntegersOut(std::span<const T> values, Field* field) {
+  field->Reserve(static_cast<int>(values.size()));
+  for (T v : values) field->AddAlreadyReserved(static_cast<typename Field::value_type>(v));
+}
+
 // TensorProto::Clear() but keeping every allocation for the next encoding: Clear deletes the
 // tensor_shape message, where clearing its fields keeps it, and with it its dims.
 void ClearKeepingCapacity(tensorflow::TensorProto* proto) {
@@ -167,6 +174,13 @@ tensorflow::DataType DTypeToDataType(DType dtype) {
     case DType::kInt64: return tensorflow::DT_INT64;
     case DType::kBool: return tensorflow::DT_BOOL;
     case DType::kString: return tensorflow::DT_STRING;
+    case DType::kFloat16: return tensorflow::DT_HALF;
+    case DType::kUInt8: return tensorflow::DT_UINT8;
+    case DType::kInt8: return tensorflow::DT_INT8;
+    case DType::kUInt16: return tensorflow::DT_UINT16;
+    case DType::kInt16: return tensorflow::DT_INT16;
+    case DType::kUInt32: return tensorflow::DT_UINT32;
+    case DType::kUInt64: return tensorflow::DT_UINT64;
     case DType::kInvalid: break;
   }
   return tensorflow::DT_INVALID;
@@ -181,11 +195,18 @@ StatusOr<DType> DataTypeToDType(tensorflow::DataType dtype) {
     case tensorflow::DT_INT64: return DType::kInt64;
     case tensorflow::DT_BOOL: return DType::kBool;
     case tensorflow::DT_STRING: return DType::kString;
+    case tensorflow::DT_HALF: return DType::kFloat16;
+    case tensorflow::DT_UINT8: return DType::kUInt8;
+    case tensorflow::DT_INT8: return DType::kInt8;
+    case tensorflow::DT_UINT16: return DType::kUInt16;
+    case tensorflow::DT_INT16: return DType::kInt16;
+    case tensorflow::DT_UINT32: return DType::kUInt32;
+    case tensorflow::DT_UINT64: return DType::kUInt64;
     default: break;
   }
   return InvalidArgument("dtype " + DataTypeName(dtype) +
-                         " is not supported; Lockstep serves DT_FLOAT, DT_DOUBLE, DT_BFLOAT16, DT_INT32, "
-                         "DT_INT64, DT_BOOL and DT_STRING");
+                         " is not supported; Lockstep serves DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, "
+                         "DT_INT8 to DT_INT64, DT_UINT8 to DT_UINT64, DT_BOOL and DT_STRING");
 }
 
 std::string DataTypeName(int dtype) {
@@ -252,6 +273,29 @@ Status TensorFromProto(const tensorflow::TensorProto& proto, int64_t max_bytes, 
                              [](bool v) { return v; }, out);
     case DType::kString:
       return FromStrings(proto, shape, n, max_bytes, out);
+    case DType::kFloat16:
+      return FromField<float16>(wire, shape, n, proto.half_val(), "half_val", max_bytes,
+                                [](int32_t v) { return float16::FromBits(static_cast<uint16_t>(v & 0xffff)); },
+                                out);
+    // TensorFlow carries the integers narrower than 32 bits in int_val.
+    case DType::kUInt8:
+      return FromField<uint8_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
+                                [](int32_t v) { return static_cast<uint8_t>(v); }, out);
+    case DType::kInt8:
+      return FromField<int8_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
+                               [](int32_t v) { return static_cast<int8_t>(v); }, out);
+    case DType::kUInt16:
+      return FromField<uint16_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
+                                 [](int32_t v) { return static_cast<uint16_t>(v); }, out);
+    case DType::kInt16:
+      return FromField<int16_t>(wire, shape, n, proto.int_val(), "int_val", max_bytes,
+                                [](int32_t v) { return static_cast<int16_t>(v); }, out);
+    case DType::kUInt32:
+      return FromField<uint32_t>(wire, shape, n, proto.uint32_val(), "uint32_val", max_bytes,
+                                 [](uint32_t v) { return v; }, out);
+    case DType::kUInt64:
+      return FromField<uint64_t>(wire, shape, n, proto.uint64_val(), "uint64_val", max_bytes,
+                                 [](uint64_t v) { return static_cast<uint64_t>(v); }, out);
     case DType::kInvalid:
       break;
   }
@@ -314,6 +358,19 @@ Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
       for (const std::string& v : values) field->Add()->assign(v);
       break;
     }
+    case DType::kFloat16: {
+      auto* field = proto->mutable_half_val();
+      std::span<const float16> values = tensor.data<float16>();
+      field->Reserve(static_cast<int>(values.size()));
+      for (float16 v : values) field->AddAlreadyReserved(v.bits);
+      break;
+    }
+    case DType::kUInt8: CopyIntegersOut(tensor.data<uint8_t>(), proto->mutable_int_val()); break;
+    case DType::kInt8: CopyIntegersOut(tensor.data<int8_t>(), proto->mutable_int_val()); break;
+    case DType::kUInt16: CopyIntegersOut(tensor.data<uint16_t>(), proto->mutable_int_val()); break;
+    case DType::kInt16: CopyIntegersOut(tensor.data<int16_t>(), proto->mutable_int_val()); break;
+    case DType::kUInt32: CopyIntegersOut(tensor.data<uint32_t>(), proto->mutable_uint32_val()); break;
+    case DType::kUInt64: CopyIntegersOut(tensor.data<uint64_t>(), proto->mutable_uint64_val()); break;
     case DType::kInvalid:
       break;
   }

@@ -14,20 +14,20 @@ namespace {
 
 struct Datatype {
   std::string_view name;
-  DType dtype;  // kInvalid: the protocol has it, the runtime does not
+  DType dtype;
 };
 
 constexpr std::array<Datatype, 14> kDatatypes = {{
     {"BOOL", DType::kBool},
-    {"UINT8", DType::kInvalid},
-    {"UINT16", DType::kInvalid},
-    {"UINT32", DType::kInvalid},
-    {"UINT64", DType::kInvalid},
-    {"INT8", DType::kInvalid},
-    {"INT16", DType::kInvalid},
+    {"UINT8", DType::kUInt8},
+    {"UINT16", DType::kUInt16},
+    {"UINT32", DType::kUInt32},
+    {"UINT64", DType::kUInt64},
+    {"INT8", DType::kInt8},
+    {"INT16", DType::kInt16},
     {"INT32", DType::kInt32},
     {"INT64", DType::kInt64},
-    {"FP16", DType::kInvalid},
+    {"FP16", DType::kFloat16},
     {"FP32", DType::kFloat32},
     {"FP64", DType::kFloat64},
     {"BF16", DType::kBFloat16},
@@ -42,10 +42,6 @@ constexpr size_t kLengthBytes = 4;
 StatusOr<DType> DTypeFromDatatype(std::string_view datatype) {
   for (const Datatype& d : kDatatypes) {
     if (d.name != datatype) continue;
-    if (d.dtype == DType::kInvalid) {
-      return InvalidArgument("datatype " + std::string(datatype) +
-                             " is not supported: the runtime has BOOL, INT32, INT64, FP32, FP64, BF16 and BYTES tensors");
-    }
     return d.dtype;
   }
   return InvalidArgument("unknown datatype '" + std::string(datatype) + "'");

@@ -1,5 +1,8 @@
 #include "server/open_inference/proto_infer.h"
 
+#include <type_traits>
+#include <utility>
+
 #include "runtime/bfloat16.h"
 #include "server/open_inference/datatype.h"
 
@@ -18,11 +21,24 @@ Status CopyContents(std::string_view input, std::string_view field_name, const F
                            std::string(field_name) + ", but shape " + shape.ToString() + " takes " +
                            std::to_string(count));
   }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (!std::in_range<T>(values[static_cast<int>(i)])) {
+        return InvalidArgument("input '" + std::string(input) + "': value " +
+                               std::to_string(values[static_cast<int>(i)]) + " of " + std::string(field_name) +
+                               " does not fit " + std::string(DatatypeName(DTypeOf<T>::value)));
+      }
+    }
+  }
   if (!tensor->Writable(DTypeOf<T>::value, shape)) *tensor = Tensor(DTypeOf<T>::value, shape);
   std::span<T> out = tensor->mutable_data<T>();
   for (int64_t i = 0; i < count; ++i) out[i] = convert(values[static_cast<int>(i)]);
   return Status::Ok();
 }
+
+// A widened integer of the typed contents, range-checked by CopyContents.
+template <typename T>
+constexpr auto Narrowed = [](auto v) { return static_cast<T>(v); };
 
 // The typed contents of `contents` for an input of `dtype`.
 Status TensorFromContents(std::string_view input, DType dtype, const Shape& shape,
@@ -51,9 +67,24 @@ Status TensorFromContents(std::string_view input, DType dtype, const Shape& shap
       for (int i = 0; i < values.size(); ++i) out[static_cast<size_t>(i)] = values[i];
       return Status::Ok();
     }
+    // The protocol's narrow integers travel widened, in int_contents and uint_contents.
+    case DType::kUInt8:
+      return CopyContents<uint8_t>(input, "uint_contents", contents.uint_contents(), shape, Narrowed<uint8_t>, tensor);
+    case DType::kInt8:
+      return CopyContents<int8_t>(input, "int_contents", contents.int_contents(), shape, Narrowed<int8_t>, tensor);
+    case DType::kUInt16:
+      return CopyContents<uint16_t>(input, "uint_contents", contents.uint_contents(), shape, Narrowed<uint16_t>, tensor);
+    case DType::kInt16:
+      return CopyContents<int16_t>(input, "int_contents", contents.int_contents(), shape, Narrowed<int16_t>, tensor);
+    case DType::kUInt32:
+      return CopyContents<uint32_t>(input, "uint_contents", contents.uint_contents(), shape, same, tensor);
+    case DType::kUInt64:
+      return CopyContents<uint64_t>(input, "uint64_contents", contents.uint64_contents(), shape,
+                                    [](uint64_t v) { return static_cast<uint64_t>(v); }, tensor);
     case DType::kBFloat16:
-      return InvalidArgument("input '" + std::string(input) +
-                             "': BF16 has no typed contents; send it in raw_input_contents");
+    case DType::kFloat16:
+      return InvalidArgument("input '" + std::string(input) + "': " + std::string(DatatypeName(dtype)) +
+                             " has no typed contents; send it in raw_input_contents");
     case DType::kInvalid:
       break;
   }

@@ -4,7 +4,10 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/bfloat16.h"
@@ -54,6 +57,22 @@ Status ReadString(od::value value, std::string_view where, std::string* out) {
   return Status::Ok();
 }
 
+// An integer element of "data" into element `i` of `tensor`; false if it is not one or does
+// not fit T.
+template <typename T>
+bool ReadInteger(od::value& v, size_t i, Tensor* tensor) {
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    uint64_t n;
+    if (v.get_uint64().get(n) != SUCCESS) return false;
+    tensor->mutable_data<T>()[i] = n;
+  } else {
+    int64_t n;
+    if (v.get_int64().get(n) != SUCCESS || !std::in_range<T>(n)) return false;
+    tensor->mutable_data<T>()[i] = static_cast<T>(n);
+  }
+  return true;
+}
+
 // One element of "data" into element `i` of `tensor`, which has `dtype`.
 Status ReadElement(od::value& v, DType dtype, size_t i, std::string_view input, Tensor* tensor) {
   auto wrong = [&](std::string_view expected) {
@@ -62,18 +81,29 @@ Status ReadElement(od::value& v, DType dtype, size_t i, std::string_view input, 
   };
   switch (dtype) {
     case DType::kFloat32:
-    case DType::kBFloat16: {
+    case DType::kBFloat16:
+    case DType::kFloat16: {
       double d;
       if (v.get_double().get(d) != SUCCESS) return wrong("a number");
       const std::optional<float> f = JsonNumberToFloat32(d);
       if (!f) return wrong("a number within FP32's range");
       if (dtype == DType::kFloat32) {
         tensor->mutable_data<float>()[i] = *f;
-      } else {
+      } else if (dtype == DType::kBFloat16) {
         tensor->mutable_data<bfloat16>()[i] = FloatToBfloat16(*f);
+      } else {
+        const float16 h = FloatToFloat16(*f);
+        if (std::isinf(Float16ToFloat(h)) && !std::isinf(*f)) return wrong("a number within FP16's range");
+        tensor->mutable_data<float16>()[i] = h;
       }
       return Status::Ok();
     }
+    case DType::kUInt8: return ReadInteger<uint8_t>(v, i, tensor) ? Status::Ok() : wrong("a UINT8 integer");
+    case DType::kInt8: return ReadInteger<int8_t>(v, i, tensor) ? Status::Ok() : wrong("an INT8 integer");
+    case DType::kUInt16: return ReadInteger<uint16_t>(v, i, tensor) ? Status::Ok() : wrong("a UINT16 integer");
+    case DType::kInt16: return ReadInteger<int16_t>(v, i, tensor) ? Status::Ok() : wrong("an INT16 integer");
+    case DType::kUInt32: return ReadInteger<uint32_t>(v, i, tensor) ? Status::Ok() : wrong("a UINT32 integer");
+    case DType::kUInt64: return ReadInteger<uint64_t>(v, i, tensor) ? Status::Ok() : wrong("a UINT64 integer");
     case DType::kFloat64: {
       double d;
       if (v.get_double().get(d) != SUCCESS) return wrong("a number");

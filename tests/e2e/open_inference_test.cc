@@ -333,7 +333,8 @@ TEST_F(OpenInferenceTest, BadRequestsAreRefusedWithTheRightStatusAndMessage) {
                     "more elements");
   EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({1, 2, 3}, "INT32")}}}), 400,
                     "has datatype INT32, but the model takes FP32");
-  EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({1, 2, 3}, "FP16")}}}), 400, "FP16 is not supported");
+  EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({1, 2, 3}, "FP16")}}}), 400,
+                    "has datatype FP16, but the model takes FP32");
   EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({1, 2, 3}, "COMPLEX")}}}), 400, "unknown datatype");
   EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({"a", "b", "c"})}}}), 400, "is not a number");
   EXPECT_REST_ERROR(Infer("half_plus_two", {{"inputs", {XInput({1.0}, "FP32", {-1})}}}), 400, "negative");

@@ -313,8 +313,8 @@ TEST_F(BundleCorruptionTest, WeightShapeNotFullyDefinedOrTooDeep) {
 }
 
 TEST_F(BundleCorruptionTest, InvalidWeightDType) {
-  RewriteModel(dir_, [](proto::BundleDef& def) { FindProtoWeight(def, "w_f32")->set_dtype(static_cast<proto::DataType>(9)); });
-  EXPECT_TRUE(IsError(Read(), StatusCode::kInvalidArgument, {"model.pb", "'w_f32'", "invalid dtype 9"}));
+  RewriteModel(dir_, [](proto::BundleDef& def) { FindProtoWeight(def, "w_f32")->set_dtype(static_cast<proto::DataType>(99)); });
+  EXPECT_TRUE(IsError(Read(), StatusCode::kInvalidArgument, {"model.pb", "'w_f32'", "invalid dtype 99"}));
   RewriteModel(dir_, [](proto::BundleDef& def) { FindProtoWeight(def, "w_f32")->set_dtype(proto::DT_INVALID); });
   EXPECT_TRUE(IsError(Read(), StatusCode::kInvalidArgument, {"model.pb", "'w_f32'", "invalid dtype 0"}));
 }

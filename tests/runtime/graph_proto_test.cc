@@ -74,13 +74,14 @@ TEST(GraphProtoTest, AttrsMapToTheirOneofCase) {
 
 TEST(GraphProtoTest, DTypeAndShapeHelpers) {
   for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool, DType::kString,
-                  DType::kFloat64}) {
+                  DType::kFloat64, DType::kFloat16, DType::kUInt8, DType::kInt8, DType::kUInt16, DType::kInt16,
+                  DType::kUInt32, DType::kUInt64}) {
     auto back = DTypeFromProto(DTypeToProto(d));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, d);
   }
   EXPECT_TRUE(IsError(DTypeFromProto(0).status(), StatusCode::kInvalidArgument, {"invalid dtype 0"}));
-  EXPECT_TRUE(IsError(DTypeFromProto(8).status(), StatusCode::kInvalidArgument, {"invalid dtype 8"}));
+  EXPECT_TRUE(IsError(DTypeFromProto(15).status(), StatusCode::kInvalidArgument, {"invalid dtype 15"}));
   EXPECT_TRUE(IsError(DTypeFromProto(-1).status(), StatusCode::kInvalidArgument, {"invalid dtype -1"}));
 
   proto::ShapeProto sp;

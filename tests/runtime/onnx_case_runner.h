@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,8 +32,18 @@ bool CloseEnough(T got, T want) {
   return std::abs(static_cast<double>(got) - static_cast<double>(want)) <= 1e-7 + 1e-3 * std::abs(static_cast<double>(want));
 }
 
+// ONNX's test data stores bfloat16 values as UINT16 tensors (its numpy has no bfloat16): the
+// same bits, read as `dtype` when that is a 2-byte float.
+inline Tensor AsHalfBits(const Tensor& t, DType dtype) {
+  if (t.dtype() != DType::kUInt16 || (dtype != DType::kBFloat16 && dtype != DType::kFloat16)) return t;
+  Tensor out(dtype, t.shape());
+  if (t.byte_size() > 0) std::memcpy(out.mutable_raw_data(), t.raw_data(), t.byte_size());
+  return out;
+}
+
 // "" when `got` matches `want`, else what differs.
-inline std::string Compare(const Tensor& got, const Tensor& want) {
+inline std::string Compare(const Tensor& got, const Tensor& want_as_stored) {
+  const Tensor want = AsHalfBits(want_as_stored, got.dtype());
   if (got.dtype() != want.dtype()) {
     return "dtype " + std::string(DTypeName(got.dtype())) + ", expected " + std::string(DTypeName(want.dtype()));
   }
@@ -42,6 +53,16 @@ inline std::string Compare(const Tensor& got, const Tensor& want) {
     switch (got.dtype()) {
       case DType::kFloat32: ok = CloseEnough(got.data<float>()[i], want.data<float>()[i]); break;
       case DType::kFloat64: ok = CloseEnough(got.data<double>()[i], want.data<double>()[i]); break;
+      case DType::kFloat16:
+        ok = CloseEnough(Float16ToFloat(got.data<float16>()[i]), Float16ToFloat(want.data<float16>()[i]));
+        break;
+      case DType::kBFloat16: {
+        // Within one bfloat16 step (8 significant bits): the suite's data (ONNX 1.12) truncates
+        // float32 to bfloat16 where the runtime, as later ONNX releases, rounds to nearest even.
+        const float g = Bfloat16ToFloat(got.data<bfloat16>()[i]), w = Bfloat16ToFloat(want.data<bfloat16>()[i]);
+        ok = CloseEnough(g, w) || std::abs(g - w) <= std::ldexp(std::abs(w), -7);
+        break;
+      }
       default: return got.BitwiseEqual(want) ? "" : "values differ: " + got.DebugString(8) + ", expected " + want.DebugString(8);
     }
     if (!ok) return "element " + std::to_string(i) + " differs: " + got.DebugString(8) + ", expected " + want.DebugString(8);
@@ -66,7 +87,18 @@ inline StatusOr<std::vector<NamedTensor>> ReadInputs(const Session& session, con
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     StatusOr<Tensor> t = ReadTensorFile(set / ("input_" + std::to_string(i) + ".pb"));
     if (!t.ok()) return t.status().WithPrefix("test input " + std::to_string(i));
-    inputs.push_back({sig.inputs[i].key, std::move(*t)});
+    // A few cases of the suite (castlike's bfloat16 ones) feed a shape their own model's input
+    // rules out: the data is at fault, not the run, and the case counts as refused.
+    const Shape& declared = sig.inputs[i].shape;
+    bool fits = sig.inputs[i].any_shape || declared.rank() == t->shape().rank();
+    for (int d = 0; fits && !sig.inputs[i].any_shape && d < declared.rank(); ++d) {
+      fits = declared[d] < 0 || declared[d] == t->shape()[d];
+    }
+    if (!fits) {
+      return InvalidArgument("the suite's data for input '" + sig.inputs[i].key + "' has shape " +
+                             t->shape().ToString() + " where the case's model declares " + declared.ToString());
+    }
+    inputs.push_back({sig.inputs[i].key, AsHalfBits(*t, sig.inputs[i].dtype)});
   }
   return inputs;
 }

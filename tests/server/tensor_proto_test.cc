@@ -92,6 +92,34 @@ TEST(TensorProtoTest, RoundTripsIntegersBoolsAndStrings) {
   ExpectRoundTrip(Tensor::Scalar<std::string>("hello"));
 }
 
+TEST(TensorProtoTest, RoundTripsHalfAndTheNarrowIntegers) {
+  const Tensor half = Tensor::FromVector<float16>(
+      Shape{3}, {float16::FromBits(0x3c00), float16::FromBits(0x8001), float16::FromBits(0xfc00)});
+  TensorProto p;
+  ASSERT_TRUE(TensorToProto(half, &p).ok());
+  EXPECT_EQ(p.dtype(), tensorflow::DT_HALF);
+  ASSERT_EQ(p.half_val_size(), 3);
+  EXPECT_EQ(p.half_val(2), 0xfc00);
+  ExpectRoundTrip(half);
+  ExpectRoundTrip(Tensor::FromVector<uint8_t>(Shape{3}, {0, 128, 255}));
+  ExpectRoundTrip(Tensor::FromVector<int8_t>(Shape{3}, {-128, 0, 127}));
+  ExpectRoundTrip(Tensor::FromVector<uint16_t>(Shape{2}, {0, 65535}));
+  ExpectRoundTrip(Tensor::FromVector<int16_t>(Shape{2}, {-32768, 32767}));
+  ExpectRoundTrip(Tensor::FromVector<uint32_t>(Shape{2}, {0, 4294967295u}));
+  ExpectRoundTrip(Tensor::FromVector<uint64_t>(Shape{2}, {0, std::numeric_limits<uint64_t>::max()}));
+  // TensorFlow's own encoding: uint8 in int_val, uint64 in uint64_val.
+  TensorProto bytes = MakeProto(tensorflow::DT_UINT8, {2});
+  bytes.add_int_val(7);
+  bytes.add_int_val(200);
+  auto decoded = TensorFromProto(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->data<uint8_t>()[1], 200);
+  TensorProto wide;
+  ASSERT_TRUE(TensorToProto(Tensor::FromVector<uint64_t>(Shape{1}, {1ull << 63}), &wide).ok());
+  ASSERT_EQ(wide.uint64_val_size(), 1);
+  EXPECT_EQ(wide.uint64_val(0), 1ull << 63);
+}
+
 TEST(TensorProtoTest, ToProtoWritesTypedFieldsAndShape) {
   TensorProto p;
   ASSERT_TRUE(TensorToProto(Tensor::FromVector<float>(Shape{2, 1}, {1, 2}), &p).ok());
@@ -313,8 +341,7 @@ TEST(TensorProtoTest, RejectsBadTensorContent) {
 }
 
 TEST(TensorProtoTest, RejectsUnsupportedDtypes) {
-  for (auto dtype : {tensorflow::DT_HALF, tensorflow::DT_UINT8, tensorflow::DT_INT8,
-                     tensorflow::DT_INT16, tensorflow::DT_UINT32, tensorflow::DT_COMPLEX64,
+  for (auto dtype : {tensorflow::DT_QINT8, tensorflow::DT_COMPLEX64,
                      tensorflow::DT_RESOURCE, tensorflow::DT_VARIANT, tensorflow::DT_FLOAT_REF,
                      tensorflow::DT_INVALID}) {
     TensorProto p = MakeProto(dtype, {1});
@@ -378,7 +405,9 @@ TEST(TensorProtoTest, HonoursTheByteCap) {
 }
 
 TEST(TensorProtoTest, MapsDataTypes) {
-  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool, DType::kString}) {
+  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool, DType::kString,
+                  DType::kFloat16, DType::kUInt8, DType::kInt8, DType::kUInt16, DType::kInt16, DType::kUInt32,
+                  DType::kUInt64}) {
     auto back = DataTypeToDType(DTypeToDataType(d));
     ASSERT_TRUE(back.ok()) << DTypeName(d);
     EXPECT_EQ(*back, d);
@@ -390,6 +419,8 @@ TEST(TensorProtoTest, MapsDataTypes) {
   EXPECT_EQ(DTypeToDataType(DType::kBool), tensorflow::DT_BOOL);
   EXPECT_EQ(DTypeToDataType(DType::kString), tensorflow::DT_STRING);
   EXPECT_EQ(DTypeToDataType(DType::kInvalid), tensorflow::DT_INVALID);
+  EXPECT_EQ(DTypeToDataType(DType::kFloat16), tensorflow::DT_HALF);
+  EXPECT_EQ(DTypeToDataType(DType::kUInt8), tensorflow::DT_UINT8);
   EXPECT_EQ(DataTypeName(tensorflow::DT_HALF), "DT_HALF");
   EXPECT_EQ(DataTypeName(-3), "DataType(-3)");
 }

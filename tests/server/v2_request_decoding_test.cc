@@ -4,6 +4,7 @@
 // protocol; the fuzzers, the rest (their findings are here, by name).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "server/open_inference/infer_api.h"
@@ -138,6 +139,53 @@ TEST(V2RequestDecodingTest, AnInputsFieldsComeInAnyOrder) {
   const std::string twice = R"({"inputs": [{"name": "x", "datatype": "INT32", "shape": [1], "data": [1], "data": [2]}]})";
   ASSERT_TRUE(reader.Start(twice, "").ok());
   EXPECT_EQ(reader.ReadRequest(&request).message(), "input 'x' has 'data' twice");
+}
+
+// The narrow integers and FP16 decode from JSON, range-checked; over gRPC the integers travel
+// widened in the typed contents, and a value too wide for the datatype is refused.
+TEST(V2RequestDecodingTest, NarrowIntegersAndHalfFloatsDecode) {
+  auto read_json = [](const std::string& datatype, const std::string& data, InferRequest* request) {
+    InferBodyReader reader;
+    const std::string body =
+        R"({"inputs": [{"name": "x", "datatype": ")" + datatype + R"(", "shape": [2], "data": )" + data + "}]}";
+    EXPECT_TRUE(reader.Start(body, "").ok());
+    return reader.ReadRequest(request);
+  };
+  InferRequest request;
+  ASSERT_TRUE(read_json("UINT8", "[0, 255]", &request).ok());
+  EXPECT_EQ(request.inputs[0].tensor.dtype(), DType::kUInt8);
+  EXPECT_EQ(request.inputs[0].tensor.data<uint8_t>()[1], 255);
+  request.Clear();
+  EXPECT_EQ(read_json("UINT8", "[0, 256]", &request).message(), "input 'x': element 1 of 'data' is not a UINT8 integer");
+  request.Clear();
+  EXPECT_EQ(read_json("INT8", "[-129, 0]", &request).message(), "input 'x': element 0 of 'data' is not an INT8 integer");
+  request.Clear();
+  ASSERT_TRUE(read_json("UINT64", "[0, 18446744073709551615]", &request).ok());
+  EXPECT_EQ(request.inputs[0].tensor.data<uint64_t>()[1], std::numeric_limits<uint64_t>::max());
+  request.Clear();
+  ASSERT_TRUE(read_json("FP16", "[1.5, -2]", &request).ok());
+  EXPECT_EQ(request.inputs[0].tensor.data<float16>()[0].bits, 0x3e00);
+  request.Clear();
+  EXPECT_EQ(read_json("FP16", "[1, 70000]", &request).message(),
+            "input 'x': element 1 of 'data' is not a number within FP16's range");
+
+  inference::ModelInferRequest message;
+  auto* input = message.add_inputs();
+  input->set_name("x");
+  input->set_datatype("INT16");
+  input->add_shape(2);
+  input->mutable_contents()->add_int_contents(-32768);
+  input->mutable_contents()->add_int_contents(32767);
+  request.Clear();
+  ASSERT_TRUE(ReadInferRequest(message, &request).ok());
+  EXPECT_EQ(request.inputs[0].tensor.data<int16_t>()[0], -32768);
+  input->mutable_contents()->set_int_contents(1, 32768);
+  request.Clear();
+  EXPECT_EQ(ReadInferRequest(message, &request).message(), "input 'x': value 32768 of int_contents does not fit INT16");
+  input->set_datatype("FP16");
+  request.Clear();
+  EXPECT_EQ(ReadInferRequest(message, &request).message(),
+            "input 'x': FP16 has no typed contents; send it in raw_input_contents");
 }
 
 }  // namespace
