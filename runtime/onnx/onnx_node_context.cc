@@ -32,6 +32,13 @@ std::string OnnxNodeContext::EmitConstant(Tensor value, std::string_view suffix)
   return sink_.AddConstant(suffix.empty() ? base_name_ : base_name_ + "/" + std::string(suffix), std::move(value));
 }
 
+OnnxNodeContext OnnxNodeContext::WithInputs(std::vector<std::string> inputs,
+                                            std::vector<std::optional<TensorSpec>> specs,
+                                            std::string_view suffix) const {
+  return OnnxNodeContext(sink_, node_, opset_, std::move(inputs), std::move(specs),
+                         base_name_ + "/" + std::string(suffix));
+}
+
 const AttributeProto* OnnxNodeContext::FindAttr(const std::string& name) const {
   for (const AttributeProto& a : node_.attribute()) {
     if (a.name() == name) return &a;

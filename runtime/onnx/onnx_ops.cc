@@ -555,6 +555,10 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"BlackmanWindow", WindowFunction}, {"DFT", Dft}, {"STFT", Stft}, {"RNN", Recurrent}, {"GRU", Recurrent},
       {"LSTM", Recurrent}, {"InstanceNormalization", InstanceNormalization},
       {"MeanVarianceNormalization", MeanVarianceNormalization}, {"Einsum", Passthrough<kEinsum>}, {"Det", Passthrough<kDet>}, {"LpNormalization", LpNormalization}, {"LRN", Lrn},
+      {"QuantizeLinear", QuantizeLinear}, {"DequantizeLinear", DequantizeLinear},
+      {"DynamicQuantizeLinear", DynamicQuantizeLinear}, {"MatMulInteger", MatMulInteger},
+      {"QLinearMatMul", QLinearMatMul}, {"ConvInteger", ConvInteger}, {"QLinearConv", QLinearConv},
+      {"BitShift", BitShift},
   };
   return table;
 }

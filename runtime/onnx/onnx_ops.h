@@ -62,6 +62,10 @@ class OnnxNodeContext {
   std::string Emit(const std::string& op, std::vector<std::string> inputs, AttrMap attrs = {},
                    std::string_view suffix = "");
   std::string EmitConstant(Tensor value, std::string_view suffix = "");
+  // The same node with other inputs, its emitted nodes named under `suffix`: how a translator
+  // hands operands it has converted (a quantized product's float64 ones) to another.
+  OnnxNodeContext WithInputs(std::vector<std::string> inputs, std::vector<std::optional<TensorSpec>> specs,
+                             std::string_view suffix) const;
 
   // Typed attributes; `fallback` when absent; an attribute of another type is an error.
   bool HasAttr(const std::string& name) const;

@@ -1,5 +1,5 @@
 // Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc,
-// onnx_norm_ops.cc, onnx_recurrent_ops.cc, onnx_signal_ops.cc, onnx_window_ops.cc and
+// onnx_norm_ops.cc, onnx_quant_ops.cc, onnx_recurrent_ops.cc, onnx_signal_ops.cc, onnx_window_ops.cc and
 // onnx_image_ops.cc that the table in onnx_ops.cc lists, and helpers the files share.
 #pragma once
 
@@ -59,6 +59,15 @@ Status Lrn(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Dft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Stft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_quant_ops.cc
+Status QuantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status DequantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status DynamicQuantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MatMulInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status QLinearMatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ConvInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status QLinearConv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status BitShift(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_recurrent_ops.cc: RNN, GRU, LSTM
 Status Recurrent(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_window_ops.cc

@@ -282,7 +282,21 @@ StatusOr<Window> ReadFilterWindow(const OnnxNodeContext& ctx) {
 
 }  // namespace
 
-Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return Pool<true>(ctx, outputs); }
+// The pooling kernels run on floats; a max of 8- or 16-bit integers is exact in float32, so
+// those pool as float32 and come back.
+Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  const auto& spec = ctx.InputSpec(0);
+  const bool narrow = spec && (spec->dtype == DType::kUInt8 || spec->dtype == DType::kInt8 ||
+                               spec->dtype == DType::kUInt16 || spec->dtype == DType::kInt16);
+  if (!narrow) return Pool<true>(ctx, outputs);
+  if (ctx.node().output_size() > 1) return ctx.Unsupported("the Indices output of an integer MaxPool");
+  const std::string wide = ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", DType::kFloat32}}, "f32");
+  OnnxNodeContext as_float = ctx.WithInputs({wide}, {TensorSpec{DType::kFloat32, spec->shape}}, "f32_pool");
+  std::vector<std::string> pooled;
+  LS_RETURN_IF_ERROR(Pool<true>(as_float, &pooled));
+  outputs->push_back(ctx.Emit("Cast", {pooled.at(0)}, AttrMap{{"dtype", spec->dtype}}));
+  return Status::Ok();
+}
 Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { return Pool<false>(ctx, outputs); }
 Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return GlobalPool<kMean>(ctx, outputs);

@@ -1,6 +1,7 @@
 // Element-wise arithmetic with numpy broadcasting (runtime/ops/broadcast.h): Add, Sub, Mul,
-// Div, and the remainders Mod (the sign of the divisor, as Python's %) and FMod (the sign of
-// the dividend, as C's fmod and %); BiasAdd and Normalize.
+// Div, the remainders Mod (the sign of the divisor, as Python's %) and FMod (the sign of the
+// dividend, as C's fmod and %), and ShiftLeft and ShiftRight of unsigned integers (ONNX's
+// BitShift); BiasAdd and Normalize.
 #include <cmath>
 #include <atomic>
 #include <cstdint>
@@ -17,7 +18,7 @@
 namespace lockstep {
 namespace {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMod, kFMod };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMod, kFMod, kShiftLeft, kShiftRight };
 
 constexpr std::string_view BinaryOpName(BinaryOp op) {
   switch (op) {
@@ -27,9 +28,16 @@ constexpr std::string_view BinaryOpName(BinaryOp op) {
     case BinaryOp::kDiv: return "Div";
     case BinaryOp::kMod: return "Mod";
     case BinaryOp::kFMod: return "FMod";
+    case BinaryOp::kShiftLeft: return "ShiftLeft";
+    case BinaryOp::kShiftRight: return "ShiftRight";
   }
   return "";
 }
+
+constexpr bool IsShift(BinaryOp op) { return op == BinaryOp::kShiftLeft || op == BinaryOp::kShiftRight; }
+
+template <BinaryOp Op>
+constexpr DTypeSet kBinaryDTypes = IsShift(Op) ? DTypeSet::kUnsigned : DTypeSet::kArithmetic;
 
 // Integer Add, Sub and Mul wrap on overflow (two's complement, as TensorFlow on every platform
 // it runs on) instead of being undefined behaviour; division truncates toward zero (C, and
@@ -55,6 +63,9 @@ T Apply(T x, T y) {
     if constexpr (Op == BinaryOp::kSub) return static_cast<T>(ux - uy);
     if constexpr (Op == BinaryOp::kMul) return static_cast<T>(ux * uy);
     if constexpr (std::is_unsigned_v<T>) {
+      // A shift by the width or more (undefined in C) empties the value.
+      if constexpr (Op == BinaryOp::kShiftLeft) return y >= sizeof(T) * 8 ? T{0} : static_cast<T>(ux << uy);
+      if constexpr (Op == BinaryOp::kShiftRight) return y >= sizeof(T) * 8 ? T{0} : static_cast<T>(x >> y);
       // Zero divisors are rejected before; unsigned quotients and remainders are C's.
       if constexpr (Op == BinaryOp::kDiv) return static_cast<T>(x / y);
       if constexpr (Op == BinaryOp::kFMod || Op == BinaryOp::kMod) return static_cast<T>(x % y);
@@ -71,9 +82,9 @@ T Apply(T x, T y) {
   }
 }
 
-StatusOr<Shape> BinaryShape(std::string_view name, const TensorSpec& a, const TensorSpec& b) {
+StatusOr<Shape> BinaryShape(std::string_view name, DTypeSet dtypes, const TensorSpec& a, const TensorSpec& b) {
   LS_RETURN_IF_ERROR(CheckSameDType(name, a.dtype, b.dtype));
-  LS_RETURN_IF_ERROR(CheckDTypeIn(name, a.dtype, DTypeSet::kArithmetic));
+  LS_RETURN_IF_ERROR(CheckDTypeIn(name, a.dtype, dtypes));
   return BroadcastShapes(name, a.shape, b.shape);
 }
 
@@ -81,7 +92,7 @@ template <BinaryOp Op>
 StatusOr<std::vector<TensorSpec>> InferBinary(const ShapeInferenceContext& ctx) {
   constexpr std::string_view name = BinaryOpName(Op);
   LS_RETURN_IF_ERROR(CheckInputCount(name, ctx.inputs.size(), 2, 2));
-  LS_ASSIGN_OR_RETURN(Shape out, BinaryShape(name, ctx.inputs[0], ctx.inputs[1]));
+  LS_ASSIGN_OR_RETURN(Shape out, BinaryShape(name, kBinaryDTypes<Op>, ctx.inputs[0], ctx.inputs[1]));
   return Single(ctx.inputs[0].dtype, out);
 }
 
@@ -138,9 +149,9 @@ template <BinaryOp Op>
 Status BinaryKernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Shape out_shape, BinaryShape(BinaryOpName(Op), {a.dtype(), a.shape()},
+  LS_ASSIGN_OR_RETURN(Shape out_shape, BinaryShape(BinaryOpName(Op), kBinaryDTypes<Op>, {a.dtype(), a.shape()},
                                                    {b.dtype(), b.shape()}));
-  return DispatchDTypeIn<DTypeSet::kArithmetic>(a.dtype(), [&](auto t) {
+  return DispatchDTypeIn<kBinaryDTypes<Op>>(a.dtype(), [&](auto t) {
     return BinaryKernelTyped<Op, decltype(t)>(ctx, out_shape);
   });
 }
@@ -260,7 +271,7 @@ OpDef BinaryDef() {
   def.min_inputs = def.max_inputs = 2;
   def.infer = InferBinary<Op>;
   def.compute = BinaryKernel<Op>;
-  if constexpr (Op != BinaryOp::kMod && Op != BinaryOp::kFMod) def.gradient = BinaryGrad<Op>;
+  if constexpr (Op != BinaryOp::kMod && Op != BinaryOp::kFMod && !IsShift(Op)) def.gradient = BinaryGrad<Op>;
   return def;
 }
 
@@ -280,6 +291,8 @@ void RegisterMathOps(OpRegistry& registry) {
   (void)registry.Register(BinaryDef<BinaryOp::kDiv>());
   (void)registry.Register(BinaryDef<BinaryOp::kMod>());
   (void)registry.Register(BinaryDef<BinaryOp::kFMod>());
+  (void)registry.Register(BinaryDef<BinaryOp::kShiftLeft>());
+  (void)registry.Register(BinaryDef<BinaryOp::kShiftRight>());
 
   OpDef bias_add;
   bias_add.name = "BiasAdd";

@@ -139,6 +139,26 @@ TEST(OpsMathTest, IntegerEdgeCases) {
   EXPECT_TRUE(std::isnan(f.data<float>()[1]));
 }
 
+TEST(OpsMathTest, ShiftsAndNarrowIntegers) {
+  auto u8 = [](std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>({int64_t(v.size())}, v); };
+  Tensor left = RunOk("ShiftLeft", {u8({1, 3, 255, 1}), u8({2, 1, 1, 8})}).at(0);
+  EXPECT_EQ(std::vector<uint8_t>(left.data<uint8_t>().begin(), left.data<uint8_t>().end()),
+            (std::vector<uint8_t>{4, 6, 254, 0}));  // past the width: empty
+  Tensor right = RunOk("ShiftRight", {Tensor::FromVector<uint64_t>({2}, {uint64_t{1} << 63, 16}),
+                                      Tensor::Scalar<uint64_t>(4)}).at(0);
+  EXPECT_EQ(right.data<uint64_t>()[0], uint64_t{1} << 59);
+  EXPECT_EQ(right.data<uint64_t>()[1], 1u);
+  ExpectError(RunOp("ShiftLeft", std::vector<Tensor>{Tensor::Scalar<int32_t>(1), Tensor::Scalar<int32_t>(1)}).status(),
+              StatusCode::kInvalidArgument, "ShiftLeft: dtype int32");
+  // Unsigned arithmetic wraps; uint16 products do not overflow through int promotion.
+  Tensor sum = RunOk("Add", {u8({250}), u8({10})}).at(0);
+  EXPECT_EQ(sum.data<uint8_t>()[0], 4);
+  Tensor product = RunOk("Mul", {Tensor::Scalar<uint16_t>(65535), Tensor::Scalar<uint16_t>(65535)}).at(0);
+  EXPECT_EQ(product.data<uint16_t>()[0], 1);
+  Tensor q = RunOk("Div", {Tensor::Scalar<int8_t>(-7), Tensor::Scalar<int8_t>(2)}).at(0);
+  EXPECT_EQ(q.data<int8_t>()[0], -3);
+}
+
 TEST(OpsMathTest, TypeAndShapeErrors) {
   Tensor f = RandomTensor({2, 3}, 1);
   Tensor i = RandomIntTensor<int32_t>({2, 3}, 2, 0, 5);
