@@ -338,10 +338,26 @@ Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     if (ctx.HasInput(3)) return ctx.Unsupported("the axes input");
     if (ctx.HasInput(2)) {
       const Tensor* value = ctx.ConstantInput(2);
-      if (value == nullptr || value->num_elements() != 1) return ctx.Unsupported("a constant_value computed at run time");
-      StatusOr<double> pad_value = ScalarValue(*value);
-      if (!pad_value.ok()) return ctx.Error(pad_value.status().message());
-      attrs.Set("value", *pad_value);
+      if (value == nullptr && mode == "constant") {
+        // A value known only at run time: pad with zeros, and put the value where a padded mask
+        // of ones says the padding lies.
+        const std::string padded = ctx.Emit("Pad", {ctx.input(0), pads}, attrs, "zeros");
+        const std::string ones = ctx.Emit(
+            "Expand", {ctx.EmitConstant(Tensor::Scalar<float>(1.0f), "one"), ctx.Emit("Shape", {ctx.input(0)}, {}, "shape")},
+            {}, "ones");
+        const std::string image = ctx.Emit(
+            "Cast", {ctx.Emit("Pad", {ones, pads}, attrs, "mask")}, AttrMap{{"dtype", DType::kBool}}, "image");
+        const std::string fill = ctx.Emit("Reshape", {ctx.input(2)}, AttrMap{{"shape", std::vector<int64_t>{}}}, "value");
+        outputs->push_back(ctx.Emit("Where", {image, padded, fill}));
+        return Status::Ok();
+      }
+      // (reflect and edge take no value)
+      if (value != nullptr) {
+        if (value->num_elements() != 1) return ctx.Error("constant_value must be one value");
+        StatusOr<double> pad_value = ScalarValue(*value);
+        if (!pad_value.ok()) return ctx.Error(pad_value.status().message());
+        attrs.Set("value", *pad_value);
+      }
     }
   }
   outputs->push_back(ctx.Emit("Pad", {ctx.input(0), pads}, std::move(attrs)));

@@ -35,7 +35,13 @@ std::string OnnxNodeContext::EmitConstant(Tensor value, std::string_view suffix)
 OnnxNodeContext OnnxNodeContext::WithInputs(std::vector<std::string> inputs,
                                             std::vector<std::optional<TensorSpec>> specs,
                                             std::string_view suffix) const {
-  return OnnxNodeContext(sink_, node_, opset_, std::move(inputs), std::move(specs),
+  return WithNode(node_, std::move(inputs), std::move(specs), suffix);
+}
+
+OnnxNodeContext OnnxNodeContext::WithNode(const onnx::NodeProto& node, std::vector<std::string> inputs,
+                                          std::vector<std::optional<TensorSpec>> specs,
+                                          std::string_view suffix) const {
+  return OnnxNodeContext(sink_, node, opset_, std::move(inputs), std::move(specs),
                          base_name_ + "/" + std::string(suffix));
 }
 

@@ -460,32 +460,44 @@ Status SoftmaxCrossEntropyLoss(OnnxNodeContext& ctx, std::vector<std::string>* o
 // values[1] where it is the index (counted from the end when negative), values[0] elsewhere,
 // also for an index outside [-depth, depth).
 Status OneHot(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  const Tensor* depth_tensor = ctx.ConstantInput(1);
-  if (depth_tensor == nullptr) return ctx.Unsupported("a depth computed at run time (it sizes the output)");
-  StatusOr<double> depth_value = depth_tensor->num_elements() == 1 ? ScalarValue(*depth_tensor)
-                                                                     : StatusOr<double>(InvalidArgument("not one value"));
-  if (!depth_value.ok() || !(*depth_value >= 1) || *depth_value > (int64_t{1} << 24)) {
-    return ctx.Error("depth must be one number in [1, 2^24]");
-  }
-  const int64_t depth = static_cast<int64_t>(*depth_value);
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", -1));
   if (axis < -(rank + 1) || axis > rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
   if (axis < 0) axis += rank + 1;
+  // The positions 0..depth-1 along the new axis, shaped to broadcast against the indices: a
+  // constant when the depth is, else a Range of the depth computed per request.
+  std::vector<int64_t> positions_dims{-1};
+  for (int64_t d = axis + 1; d <= rank; ++d) positions_dims.push_back(1);
+  std::string depth, range;
+  if (const Tensor* depth_tensor = ctx.ConstantInput(1)) {
+    StatusOr<double> depth_value = depth_tensor->num_elements() == 1 ? ScalarValue(*depth_tensor)
+                                                                     : StatusOr<double>(InvalidArgument("not one value"));
+    if (!depth_value.ok() || !(*depth_value >= 1) || *depth_value > (int64_t{1} << 24)) {
+      return ctx.Error("depth must be one number in [1, 2^24]");
+    }
+    const int64_t n = static_cast<int64_t>(*depth_value);
+    depth = ctx.EmitConstant(Tensor::Scalar<int64_t>(n), "depth");
+    std::vector<int64_t> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = i;
+    positions_dims[0] = n;
+    range = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape::FromDims(positions_dims).value(), positions), "positions");
+  } else {
+    depth = ctx.Emit("Reshape", {ctx.Emit("Cast", {ctx.input(1)}, AttrMap{{"dtype", DType::kInt64}}, "depth_int64")},
+                     AttrMap{{"shape", std::vector<int64_t>{}}}, "depth");
+    const std::string positions = ctx.Emit(
+        "Range", {ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "first"), depth, ctx.EmitConstant(Tensor::Scalar<int64_t>(1), "step")},
+        {}, "positions");
+    range = ctx.Emit("Reshape", {positions}, AttrMap{{"shape", positions_dims}}, "positions_along_axis");
+  }
   LS_ASSIGN_OR_RETURN(DType index_type, InputDType(ctx, 0));
-  // The indices as int64, wrapped from the end, with the new axis; the positions 0..depth-1
-  // along that axis; their equality broadcasts to the output.
+  // The indices as int64, wrapped from the end, with the new axis; their equality with the
+  // positions broadcasts to the output.
   std::string index = index_type == DType::kInt64 ? ctx.input(0)
                                                   : ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", DType::kInt64}}, "int64");
   const std::string zero = ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "zero");
-  const std::string wrapped = ctx.Emit("Add", {index, ctx.EmitConstant(Tensor::Scalar<int64_t>(depth), "depth")}, {}, "wrapped");
+  const std::string wrapped = ctx.Emit("Add", {index, depth}, {}, "wrapped");
   index = ctx.Emit("Where", {ctx.Emit("Less", {index, zero}, {}, "negative"), wrapped, index}, {}, "index");
   index = ctx.Emit("ExpandDims", {index}, AttrMap{{"axis", axis}}, "expanded");
-  std::vector<int64_t> positions(static_cast<size_t>(depth));
-  for (int64_t i = 0; i < depth; ++i) positions[static_cast<size_t>(i)] = i;
-  Shape positions_shape{depth};
-  for (int64_t d = axis + 1; d <= rank; ++d) positions_shape.AddDim(1);
-  const std::string range = ctx.EmitConstant(Tensor::FromVector<int64_t>(positions_shape, positions), "positions");
   const std::string hot = ctx.Emit("Equal", {index, range}, {}, "hot");
   const std::string starts0 = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {0}), "off_start");
   const std::string starts1 = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {1}), "on_start");

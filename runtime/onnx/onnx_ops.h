@@ -66,6 +66,10 @@ class OnnxNodeContext {
   // hands operands it has converted (a quantized product's float64 ones) to another.
   OnnxNodeContext WithInputs(std::vector<std::string> inputs, std::vector<std::optional<TensorSpec>> specs,
                              std::string_view suffix) const;
+  // The same with another node's attributes (`node` must outlive the context): a 3-D
+  // convolution's 2-D ones.
+  OnnxNodeContext WithNode(const onnx::NodeProto& node, std::vector<std::string> inputs,
+                           std::vector<std::optional<TensorSpec>> specs, std::string_view suffix) const;
 
   // Typed attributes; `fallback` when absent; an attribute of another type is an error.
   bool HasAttr(const std::string& name) const;

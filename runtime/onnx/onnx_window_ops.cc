@@ -212,29 +212,47 @@ StatusOr<std::string> Pool3D(OnnxNodeContext& ctx, const Window& w, const Paddin
   return ctx.Emit("Transpose", {volume}, AttrMap{{"perm", std::vector<int64_t>{0, 4, 1, 2, 3}}});
 }
 
+// The pool of input 0, padded as `padding` says with `pad_value`.
+StatusOr<std::string> PoolOf(OnnxNodeContext& ctx, const Window& w, const Padding& padding, const char* op,
+                             double pad_value) {
+  if (w.dims() == 3) return Pool3D(ctx, w, padding, op, pad_value);
+  const std::string x = ToNhwc(ctx, w, padding, pad_value);
+  const std::string y = ctx.Emit(op, {x}, PoolAttrs(w.kernel, w.strides, w.dilations, padding.mode), "pool");
+  return FromNhwc(ctx, w, y);
+}
+
 template <bool kMax>
 Status Pool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, {}, 3));
   LS_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
   LS_ASSIGN_OR_RETURN(int64_t include_pad, ctx.IntAttr("count_include_pad", 0));
-  if (!kMax && ceil_mode != 0) return ctx.Unsupported("ceil_mode 1 for an average");
+  // The padding ceil_mode adds at the end is never counted: with count_include_pad, the given
+  // padding would be counted and that not, which one mask cannot say.
+  if (!kMax && ceil_mode != 0 && include_pad != 0) return ctx.Unsupported("ceil_mode 1 for an average that counts the pads");
   const bool three_d = w.dims() == 3;
-  // An average that counts the padding pads explicitly with zeros; one that does not may only
-  // run as SAME (Lockstep's average leaves SAME's padding out), and so not in 3-D.
+  // An average that counts the padding pads explicitly with zeros; one that does not may run
+  // as SAME (Lockstep's average leaves SAME's padding out), or else as the average of the
+  // zero-padded input over that of a mask of ones (the image's share of each window).
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, !three_d && (kMax || include_pad == 0), ceil_mode != 0));
-  if (!kMax && include_pad == 0 && !padding.pads.empty()) {
-    return ctx.Unsupported(three_d ? "pads left out of a 3-D average" : "pads other than SAME's, left out of the average");
-  }
   const double pad_value = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
   const char* op = kMax ? "MaxPool2D" : "AvgPool2D";
-  if (three_d) {
-    LS_ASSIGN_OR_RETURN(std::string y, Pool3D(ctx, w, padding, op, pad_value));
-    outputs->push_back(y);
-    return Status::Ok();
+  LS_ASSIGN_OR_RETURN(std::string y, PoolOf(ctx, w, padding, op, pad_value));
+  if (!kMax && include_pad == 0 && !padding.pads.empty()) {
+    const TensorSpec& x = *ctx.InputSpec(0);
+    Shape mask_shape{1, 1};
+    for (int d = 2; d < x.shape.rank(); ++d) {
+      if (x.shape.dim(d) < 0) return ctx.Unsupported("pads left out of the average of an image whose size is unknown until run time");
+      mask_shape.AddDim(x.shape.dim(d));
+    }
+    if (x.dtype != DType::kFloat32) return ctx.Unsupported("pads left out of a " + std::string(DTypeName(x.dtype)) + " average");
+    const std::string mask = ctx.EmitConstant(
+        Tensor::FromVector<float>(mask_shape, std::vector<float>(static_cast<size_t>(mask_shape.num_elements()), 1.0f)),
+        "image_mask");
+    OnnxNodeContext counting = ctx.WithInputs({mask}, {TensorSpec{x.dtype, mask_shape}}, "count");
+    LS_ASSIGN_OR_RETURN(std::string share, PoolOf(counting, w, padding, op, 0.0));
+    y = ctx.Emit("Div", {y, share}, {}, "");
   }
-  const std::string x = ToNhwc(ctx, w, padding, pad_value);
-  const std::string y = ctx.Emit(op, {x}, PoolAttrs(w.kernel, w.strides, w.dilations, padding.mode), "pool");
-  outputs->push_back(FromNhwc(ctx, w, y));
+  outputs->push_back(y);
   return Status::Ok();
 }
 
@@ -267,17 +285,97 @@ StatusOr<std::string> SpreadFilter(OnnxNodeContext& ctx, const Window& w) {
 
 // The window of a convolution: its kernel is the filter's spatial dimensions (input 1, whose
 // shape must be known), which kernel_shape may repeat but not contradict.
-StatusOr<Window> ReadFilterWindow(const OnnxNodeContext& ctx) {
+StatusOr<Window> ReadFilterWindow(const OnnxNodeContext& ctx, int max_spatial = 2) {
   const auto& w_spec = ctx.InputSpec(1);
   if (!w_spec || !w_spec->shape.IsFullyDefined()) return ctx.Unsupported("a filter whose shape is unknown until run time");
   const Shape& fs = w_spec->shape;
   if (fs.rank() < 3) return ctx.Error("the filter must have rank 3 or 4, got " + fs.ToString());
   const std::vector<int64_t> kernel(fs.dims().begin() + 2, fs.dims().end());
-  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, kernel, 2));
+  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, kernel, max_spatial));
   if ((w.one_d ? std::vector<int64_t>{w.kernel[1]} : w.kernel) != kernel) {
     return ctx.Error("kernel_shape does not match the filter " + fs.ToString());
   }
   return w;
+}
+
+// A 2-D Conv node of `node`'s group, with `w`'s (H, W) strides and dilations, unpadded.
+onnx::NodeProto PlaneConvNode(const onnx::NodeProto& node, const Window& w, int64_t group) {
+  onnx::NodeProto plane;
+  plane.set_op_type("Conv");
+  plane.set_name(node.name());
+  auto ints = [&](const char* name, std::vector<int64_t> values) {
+    onnx::AttributeProto* a = plane.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  };
+  ints("kernel_shape", {w.kernel[1], w.kernel[2]});
+  ints("strides", {w.strides[1], w.strides[2]});
+  ints("dilations", {w.dilations[1], w.dilations[2]});
+  onnx::AttributeProto* g = plane.add_attribute();
+  g->set_name("group");
+  g->set_type(onnx::AttributeProto::INT);
+  g->set_i(group);
+  return plane;
+}
+
+// A 3-D convolution as a sum of 2-D ones, one per depth tap k of the filter: output depth o
+// reads input depth o * stride + k * dilation, so the input's depth slices for tap k, batched
+// as [N * D', C, H, W], convolve over (H, W) with the filter's slice k (the 2-D translator
+// doing groups, dilations and strides), and the taps' results add up.
+Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx, 3));
+  const Shape& fs = ctx.InputSpec(1)->shape;
+  const int64_t channels = ctx.InputSpec(0)->shape.dim(1), m = fs.dim(0);
+  LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
+  if (group < 1 || channels < 0 || channels % group != 0 || fs.dim(1) * group != channels) {
+    return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
+                     " input channels and the filter " + fs.ToString());
+  }
+  LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, false, false));
+  std::vector<int64_t> padded(3), out(3);
+  for (size_t d = 0; d < 3; ++d) {
+    if (w.image[d] < 0) return ctx.Unsupported("a 3-D convolution of an image whose size is unknown until run time");
+    padded[d] = w.image[d] + (padding.pads.empty() ? 0 : padding.pads[2 + d] + padding.pads[7 + d]);
+    if (padded[d] < w.extent(d)) return ctx.Error("the filter is larger than the padded input " + Ints(padded));
+    out[d] = (padded[d] - w.extent(d)) / w.strides[d] + 1;
+  }
+  const std::string x = Padded(ctx, w, padding, 0.0);
+  const onnx::NodeProto plane = PlaneConvNode(ctx.node(), w, group);
+  const DType dtype = ctx.InputSpec(0)->dtype;
+  std::string sum;
+  for (int64_t k = 0; k < w.kernel[0]; ++k) {
+    const std::string tag = "tap_" + std::to_string(k);
+    std::vector<int64_t> depths(static_cast<size_t>(out[0]));
+    for (int64_t o = 0; o < out[0]; ++o) depths[static_cast<size_t>(o)] = o * w.strides[0] + k * w.dilations[0];
+    const std::string slices = ctx.Emit("Gather", {x, IntsConstant(ctx, std::move(depths), tag + "/depths")},
+                                        AttrMap{{"axis", int64_t{2}}}, tag + "/slices");
+    const std::string batched = ctx.Emit(
+        "Reshape",
+        {ctx.Emit("Transpose", {slices}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}, tag + "/depth_major")},
+        AttrMap{{"shape", std::vector<int64_t>{-1, channels, padded[1], padded[2]}}}, tag + "/planes");
+    const std::string filter = ctx.Emit("Gather", {ctx.input(1), ctx.EmitConstant(Tensor::Scalar<int64_t>(k), tag + "/k")},
+                                        AttrMap{{"axis", int64_t{2}}}, tag + "/filter");
+    OnnxNodeContext as_2d =
+        ctx.WithNode(plane, {batched, filter},
+                     {TensorSpec{dtype, Shape{-1, channels, padded[1], padded[2]}},
+                      TensorSpec{dtype, Shape{m, fs.dim(1), fs.dim(3), fs.dim(4)}}},
+                     tag);
+    std::vector<std::string> y;
+    LS_RETURN_IF_ERROR(Conv(as_2d, &y));
+    sum = sum.empty() ? y.at(0) : ctx.Emit("Add", {sum, y.at(0)}, {}, tag + "/sum");
+  }
+  const std::string volume =
+      ctx.Emit("Reshape", {sum}, AttrMap{{"shape", std::vector<int64_t>{-1, out[0], m, out[1], out[2]}}}, "volume");
+  std::string y = ctx.Emit("Transpose", {volume}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}},
+                           ctx.HasInput(2) ? "ncdhw" : "");
+  if (ctx.HasInput(2)) {
+    const std::string bias =
+        ctx.Emit("Reshape", {ctx.input(2)}, AttrMap{{"shape", std::vector<int64_t>{1, m, 1, 1, 1}}}, "bias_5d");
+    y = ctx.Emit("Add", {y, bias});
+  }
+  outputs->push_back(y);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -306,6 +404,7 @@ Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) { 
 // The filter [M, C/g, (KH,) KW] goes to [KH, KW, C, M] for Conv2D (g = 1), or [KH, KW, C, M/C]
 // for DepthwiseConv2D (g = C: output channel c * M/C + j reads input channel c).
 Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.InputSpec(0) && ctx.InputSpec(0)->shape.rank() == 5) return Conv3D(ctx, outputs);
   LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx));
   const Shape& fs = ctx.InputSpec(1)->shape;
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
