@@ -364,4 +364,21 @@ Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// The stopwords attribute becomes a constant input.
+Status StringNormalizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  std::vector<std::string> stopwords;
+  for (const onnx::AttributeProto& a : ctx.node().attribute()) {
+    if (a.name() != "stopwords") continue;
+    if (a.type() != onnx::AttributeProto::STRINGS) return ctx.Error("stopwords must be a list of strings");
+    stopwords.assign(a.strings().begin(), a.strings().end());
+  }
+  LS_ASSIGN_OR_RETURN(std::string action, ctx.StringAttr("case_change_action", "NONE"));
+  LS_ASSIGN_OR_RETURN(int64_t case_sensitive, ctx.IntAttr("is_case_sensitive", 0));
+  const int64_t k = static_cast<int64_t>(stopwords.size());
+  const std::string words = ctx.EmitConstant(Tensor::FromVector<std::string>(Shape{k}, std::move(stopwords)), "stopwords");
+  outputs->push_back(ctx.Emit("StringNormalizer", {ctx.input(0), words},
+                              AttrMap{{"case_change_action", action}, {"is_case_sensitive", case_sensitive != 0}}));
+  return Status::Ok();
+}
+
 }  // namespace lockstep::onnx_import

@@ -570,7 +570,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"QuantizeLinear", QuantizeLinear}, {"DequantizeLinear", DequantizeLinear},
       {"DynamicQuantizeLinear", DynamicQuantizeLinear}, {"MatMulInteger", MatMulInteger},
       {"QLinearMatMul", QLinearMatMul}, {"ConvInteger", ConvInteger}, {"QLinearConv", QLinearConv},
-      {"BitShift", BitShift},
+      {"BitShift", BitShift}, {"StringNormalizer", StringNormalizer},
   };
   return table;
 }

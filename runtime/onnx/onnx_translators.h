@@ -36,6 +36,7 @@ Status ConstantOfShape(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status StringNormalizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_nn_ops.cc
 Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

@@ -76,6 +76,8 @@ void RegisterSignalOps(OpRegistry& registry);
 void RegisterRecurrentOps(OpRegistry& registry);
 // Resize: nearest, n-linear and n-cubic resampling of any axes (ONNX's Resize and Upsample).
 void RegisterResizeOps(OpRegistry& registry);
+// StringNormalizer: ONNX's stopword removal and case change of strings.
+void RegisterStringOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -108,6 +110,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterGridSampleOps(registry);
   RegisterSignalOps(registry);
   RegisterRecurrentOps(registry);
+  RegisterStringOps(registry);
 }
 
 }  // namespace lockstep

@@ -396,5 +396,26 @@ TEST(OpsArrayTest, EveryStandardOpIsRegistered) {
   }
 }
 
+TEST(OpsArrayTest, StringNormalizerDropsStopwordsThenChangesCase) {
+  auto strings = [](Shape shape, std::vector<std::string> v) { return Tensor::FromVector<std::string>(shape, std::move(v)); };
+  auto values = [](const Tensor& t) { return std::vector<std::string>(t.data<std::string>().begin(), t.data<std::string>().end()); };
+  const Tensor x = strings(Shape{1, 4}, {"Monday", "tuesday", "Grüße", "MONDAY"});
+  const Tensor stop = strings(Shape{1}, {"monday"});
+  Tensor upper = RunOk("StringNormalizer", {x, stop}, {{"case_change_action", std::string("UPPER")}}).at(0);
+  EXPECT_EQ(upper.shape(), (Shape{1, 2}));
+  // Case-insensitive stopwords by default; ASCII letters change case, other bytes stay.
+  EXPECT_EQ(values(upper), (std::vector<std::string>{"TUESDAY", "GRüßE"}));
+  Tensor sensitive = RunOk("StringNormalizer", {x, stop}, {{"is_case_sensitive", true}}).at(0);
+  EXPECT_EQ(values(sensitive), (std::vector<std::string>{"Monday", "tuesday", "Grüße", "MONDAY"}));
+  // Every string a stopword: one empty string.
+  Tensor none = RunOk("StringNormalizer", {strings(Shape{2}, {"a", "A"}), strings(Shape{1}, {"a"})}).at(0);
+  EXPECT_EQ(none.shape(), (Shape{1}));
+  EXPECT_EQ(values(none), (std::vector<std::string>{""}));
+  ExpectError(RunOp("StringNormalizer", std::vector<Tensor>{x, stop}, {{"case_change_action", std::string("TITLE")}}).status(),
+              StatusCode::kInvalidArgument, "case_change_action must be NONE, LOWER or UPPER");
+  ExpectError(RunOp("StringNormalizer", std::vector<Tensor>{strings(Shape{2, 2}, {"a", "b", "c", "d"}), stop}).status(),
+              StatusCode::kInvalidArgument, "x must be [C] or [1, C]");
+}
+
 }  // namespace
 }  // namespace lockstep
