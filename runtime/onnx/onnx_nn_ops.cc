@@ -2,6 +2,7 @@
 // onnx_window_ops.cc.)
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "runtime/import/batch_norm.h"
 #include "runtime/onnx/onnx_translators.h"
@@ -146,15 +147,53 @@ Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 
 // Inference: one multiply and one add per channel (axis 1), folded at import
 // (runtime/import/batch_norm.h).
+namespace {
+
+// training_mode 1: normalised by the batch's own mean and (population) variance over every
+// axis but 1, and the running statistics moved towards them:
+//   running = input_statistic * momentum + batch_statistic * (1 - momentum).
+Status BatchNormalizationTraining(OnnxNodeContext& ctx, int rank, DType dtype, float epsilon,
+                                  std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(float momentum, ctx.FloatAttr("momentum", 0.9f));
+  std::vector<int64_t> axes{0};
+  for (int d = 2; d < rank; ++d) axes.push_back(d);
+  const AttrMap over{{"axes", axes}, {"keep_dims", true}};
+  std::vector<int64_t> per_channel(static_cast<size_t>(rank), 1);
+  per_channel[1] = -1;
+  auto along_channels = [&](size_t i, const char* name) {
+    return ctx.Emit("Reshape", {ctx.input(i)}, AttrMap{{"shape", per_channel}}, name);
+  };
+  const std::string mean = ctx.Emit("Mean", {ctx.input(0)}, over, "batch_mean");
+  const std::string centred = ctx.Emit("Sub", {ctx.input(0), mean}, {}, "centred");
+  const std::string var = ctx.Emit("Mean", {ctx.Emit("Mul", {centred, centred}, {}, "square")}, over, "batch_var");
+  const std::string sd = ctx.Emit("Sqrt", {ctx.Emit("Add", {var, ctx.EmitConstant(Scalar(dtype, epsilon), "epsilon")}, {}, "var_eps")},
+                                  {}, "sd");
+  const std::string normal = ctx.Emit("Div", {centred, sd}, {}, "normal");
+  outputs->push_back(ctx.Emit("Add", {ctx.Emit("Mul", {normal, along_channels(1, "scale")}, {}, "scaled"), along_channels(2, "bias")}));
+  const std::string keep = ctx.EmitConstant(Scalar(dtype, momentum), "momentum");
+  const std::string take = ctx.EmitConstant(Scalar(dtype, 1.0 - static_cast<double>(momentum)), "one_less_momentum");
+  const AttrMap flat{{"shape", std::vector<int64_t>{-1}}};
+  for (const auto& [input, batch, name] : {std::tuple<size_t, std::string, const char*>{3, mean, "running_mean"},
+                                           std::tuple<size_t, std::string, const char*>{4, var, "running_var"}}) {
+    const std::string old_part = ctx.Emit("Mul", {ctx.input(input), keep}, {}, std::string(name) + "_kept");
+    const std::string new_part = ctx.Emit("Mul", {ctx.Emit("Reshape", {batch}, flat, std::string(name) + "_batch"), take}, {},
+                                          std::string(name) + "_taken");
+    outputs->push_back(ctx.Emit("Add", {old_part, new_part}, {}, name));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status BatchNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t training, ctx.IntAttr("training_mode", 0));
-  if (training != 0) return ctx.Unsupported("training_mode 1 (only inference)");
   LS_ASSIGN_OR_RETURN(int64_t spatial, ctx.IntAttr("spatial", 1));
   if (spatial != 1) return ctx.Unsupported("spatial 0");
   LS_ASSIGN_OR_RETURN(float epsilon, ctx.FloatAttr("epsilon", 1e-5f));
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
   if (rank < 2) return ctx.Error("input must have rank >= 2");
   LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  if (training != 0) return BatchNormalizationTraining(ctx, rank, dtype, epsilon, outputs);
   bool constant = true;
   for (size_t i = 1; i <= 4; ++i) constant = constant && ctx.ConstantInput(i) != nullptr;
   if (!constant) {

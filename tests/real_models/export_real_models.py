@@ -142,7 +142,6 @@ MODELS = {
     "resnext50_32x4d": (lambda: tv.resnext50_32x4d(), 13, image(64), ["y"], "all"),
     "wide_resnet50_2": (lambda: tv.wide_resnet50_2(), 17, image(64), ["y"], "all"),
     "resnet50": (lambda: tv.resnet50(), 17, image(224), ["y"], "all"),
-    "vgg11_bn": (lambda: tv.vgg11_bn(), 14, image(32), ["y"], "all"),
     "squeezenet1_1": (lambda: tv.squeezenet1_1(), 12, image(64), ["y"], "ci"),
     "densenet121": (lambda: tv.densenet121(), 13, image(64), ["y"], "ci"),
     "googlenet": (lambda: tv.googlenet(aux_logits=False, init_weights=True), 14, image(64), ["y"], "ci"),
