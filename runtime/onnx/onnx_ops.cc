@@ -571,6 +571,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"DynamicQuantizeLinear", DynamicQuantizeLinear}, {"MatMulInteger", MatMulInteger},
       {"QLinearMatMul", QLinearMatMul}, {"ConvInteger", ConvInteger}, {"QLinearConv", QLinearConv},
       {"BitShift", BitShift}, {"StringNormalizer", StringNormalizer},
+      {"MaxUnpool", MaxUnpool},
   };
   return table;
 }

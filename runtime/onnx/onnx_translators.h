@@ -78,5 +78,6 @@ Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MaxUnpool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 
 }  // namespace lockstep::onnx_import

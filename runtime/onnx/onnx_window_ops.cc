@@ -541,4 +541,49 @@ Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// MaxUnpool(X, I[, output_shape]): zeros as large as the pool's input could have been,
+// (in - 1) * stride - pads + kernel along each spatial axis, with each X written where its index
+// I (a flat position in that whole tensor, as MaxPool's Indices give it) says: a scatter into
+// the flattened zeros. A larger output_shape pads that at the end of each axis.
+Status MaxUnpool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> kernel, ctx.IntsAttr("kernel_shape"));
+  if (!kernel) return ctx.Error("needs kernel_shape");
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  const size_t spatial = kernel->size();
+  if (static_cast<size_t>(rank) != spatial + 2) return ctx.Error("kernel_shape does not fit the input's rank");
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> s, ctx.IntsAttr("strides"));
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, ctx.IntsAttr("pads"));
+  const std::vector<int64_t> strides = s ? *s : std::vector<int64_t>(spatial, 1);
+  const std::vector<int64_t> pads = p ? *p : std::vector<int64_t>(2 * spatial, 0);
+  if (strides.size() != spatial || pads.size() != 2 * spatial) return ctx.Error("strides or pads do not fit kernel_shape");
+  const Shape& x = ctx.InputSpec(0)->shape;
+  std::vector<int64_t> out_spatial;
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t in = x.dim(static_cast<int>(d + 2));
+    if (in < 0) return ctx.Unsupported("an output size that depends on an input size unknown until run time");
+    out_spatial.push_back((in - 1) * strides[d] - pads[d] - pads[spatial + d] + (*kernel)[d]);
+  }
+  const std::string batch_channels = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"end", int64_t{2}}}, "batch_channels");
+  const std::string shape = ctx.Emit("Concat", {batch_channels, IntsConstant(ctx, out_spatial, "spatial")},
+                                     AttrMap{{"axis", int64_t{0}}}, "unpooled_shape");
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  const AttrMap flat{{"shape", std::vector<int64_t>{-1}}};
+  const std::string zeros = ctx.Emit(
+      "Reshape", {ctx.Emit("ConstantOfShape", {shape}, AttrMap{{"dtype", dtype}, {"value", 0.0}}, "zeros")}, flat, "zeros_flat");
+  const std::string scattered =
+      ctx.Emit("ScatterElements", {zeros, ctx.Emit("Reshape", {ctx.input(1)}, flat, "indices_flat"),
+                                   ctx.Emit("Reshape", {ctx.input(0)}, flat, "values_flat")},
+               AttrMap{{"axis", int64_t{0}}}, "scattered");
+  if (!ctx.HasInput(2)) {
+    outputs->push_back(ctx.Emit("Reshape", {scattered, shape}));
+    return Status::Ok();
+  }
+  const std::string unpooled = ctx.Emit("Reshape", {scattered, shape}, {}, "unpooled");
+  const std::string grow = ctx.Emit("Sub", {ctx.input(2), shape}, {}, "grow");
+  const std::string begins = IntsConstant(ctx, std::vector<int64_t>(static_cast<size_t>(rank), 0), "no_begins");
+  const std::string all_pads = ctx.Emit("Concat", {begins, grow}, AttrMap{{"axis", int64_t{0}}}, "pads");
+  outputs->push_back(ctx.Emit("Pad", {unpooled, all_pads}, AttrMap{{"mode", std::string("constant")}}));
+  return Status::Ok();
+}
+
 }  // namespace lockstep::onnx_import
