@@ -33,8 +33,8 @@ table="| model | source | opset | loads | max error (of the largest magnitude) |
 for dir in "$cases"/*/; do
   name=$(basename "$dir")
   info=$dir/info.json
-  source=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('source', ''))" "$info")
-  opset=$(python3 -c "
+  source=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('source', ''))" "$info")
+  opset=$(/usr/bin/python3 -c "
 import onnx, sys
 m = onnx.load(sys.argv[1], load_external_data=False)
 print(max(o.version for o in m.opset_import if o.domain in ('', 'ai.onnx')))" "$dir/model.onnx" 2>/dev/null || echo "?")

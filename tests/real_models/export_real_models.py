@@ -29,8 +29,15 @@ from torch import nn
 
 
 def randomize_norms(model, gen):
-    """Non-trivial BatchNorm statistics, so that folding them is actually tested."""
+    """Non-trivial BatchNorm statistics, so that folding them is actually tested; and random
+    weights for the layers torchvision initialises to zeros (ViT's head), whose all-zero answer
+    any runtime would match."""
     for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)) and not m.weight.detach().any():
+            with torch.no_grad():
+                m.weight.copy_(torch.randn(m.weight.shape, generator=gen) * 0.02)
+                if m.bias is not None:
+                    m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.02)
         if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             with torch.no_grad():
                 m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
