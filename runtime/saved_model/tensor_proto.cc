@@ -141,6 +141,13 @@ void CopyIntegersOut(std::span<const T> values, Field* field) {
   for (T v : values) field->AddAlreadyReserved(static_cast<typename Field::value_type>(v));
 }
 
+// A 16-bit float's bit pattern, zero-extended, as half_val carries both bfloat16 and float16.
+template <typename Half, typename Field>
+void CopyHalfBitsOut(std::span<const Half> values, Field* field) {
+  field->Reserve(static_cast<int>(values.size()));
+  for (Half v : values) field->AddAlreadyReserved(v.bits);
+}
+
 // TensorProto::Clear() but keeping every allocation for the next encoding: Clear deletes the
 // tensor_shape message, where clearing its fields keeps it, and with it its dims.
 void ClearKeepingCapacity(tensorflow::TensorProto* proto) {
@@ -325,13 +332,7 @@ Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
     case DType::kFloat64:
       CopyOut(tensor.data<double>(), proto->mutable_double_val());
       break;
-    case DType::kBFloat16: {
-      auto* field = proto->mutable_half_val();
-      std::span<const bfloat16> values = tensor.data<bfloat16>();
-      field->Reserve(static_cast<int>(values.size()));
-      for (bfloat16 v : values) field->AddAlreadyReserved(v.bits);
-      break;
-    }
+    case DType::kBFloat16: CopyHalfBitsOut(tensor.data<bfloat16>(), proto->mutable_half_val()); break;
     case DType::kInt32:
       CopyOut(tensor.data<int32_t>(), proto->mutable_int_val());
       break;
@@ -358,13 +359,7 @@ Status TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
       for (const std::string& v : values) field->Add()->assign(v);
       break;
     }
-    case DType::kFloat16: {
-      auto* field = proto->mutable_half_val();
-      std::span<const float16> values = tensor.data<float16>();
-      field->Reserve(static_cast<int>(values.size()));
-      for (float16 v : values) field->AddAlreadyReserved(v.bits);
-      break;
-    }
+    case DType::kFloat16: CopyHalfBitsOut(tensor.data<float16>(), proto->mutable_half_val()); break;
     case DType::kUInt8: CopyIntegersOut(tensor.data<uint8_t>(), proto->mutable_int_val()); break;
     case DType::kInt8: CopyIntegersOut(tensor.data<int8_t>(), proto->mutable_int_val()); break;
     case DType::kUInt16: CopyIntegersOut(tensor.data<uint16_t>(), proto->mutable_int_val()); break;
