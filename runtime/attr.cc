@@ -57,4 +57,10 @@ StatusOr<DType> AttrMap::GetDType(std::string_view name) const { return Get<DTyp
 
 StatusOr<Shape> AttrMap::GetShape(std::string_view name) const { return Get<Shape>(name, "shape"); }
 
+StatusOr<const Graph*> AttrMap::GetGraph(std::string_view name) const {
+  LS_ASSIGN_OR_RETURN(SubgraphAttr graph, Get<SubgraphAttr>(name, "graph"));
+  if (graph == nullptr) return InvalidArgument("attr '" + std::string(name) + "' holds no graph");
+  return graph.get();
+}
+
 }  // namespace lockstep

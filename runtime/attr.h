@@ -1,9 +1,11 @@
-// Node attributes: small typed values that configure an op (transpose flags, strides, axis).
-// Tensors never live here; constants are graph nodes that refer to weights by name.
+// Node attributes: small typed values that configure an op (transpose flags, strides, axis),
+// and the bodies of control flow (a branch, a loop's body) as graphs of their own. Tensors
+// never live here; constants are graph nodes that refer to weights by name.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,8 +18,14 @@
 
 namespace lockstep {
 
+// A subgraph (runtime/graph.h): a pure function of its signature's inputs, holding no Const or
+// Variable node (what it reads of the enclosing graph, weights included, comes in as inputs),
+// so that it has no weights of its own and serialises with its node.
+struct Graph;
+using SubgraphAttr = std::shared_ptr<const Graph>;
+
 using AttrValue = std::variant<int64_t, double, std::string, bool, std::vector<int64_t>,
-                               std::vector<double>, DType, Shape>;
+                               std::vector<double>, DType, Shape, SubgraphAttr>;
 
 class AttrMap {
  public:
@@ -46,6 +54,8 @@ class AttrMap {
   StatusOr<std::span<const double>> GetFloats(std::string_view name) const;
   StatusOr<DType> GetDType(std::string_view name) const;
   StatusOr<Shape> GetShape(std::string_view name) const;
+  // Never null on success.
+  StatusOr<const Graph*> GetGraph(std::string_view name) const;
 
   friend bool operator==(const AttrMap& a, const AttrMap& b) { return a.values_ == b.values_; }
 

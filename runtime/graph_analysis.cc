@@ -151,8 +151,10 @@ StatusOr<GraphAnalysis> AnalyzeNodes(const Model& model, const OpRegistry& regis
                              std::to_string(op->min_inputs) + (op->max_inputs < 0 ? " or more" :
                              op->max_inputs == op->min_inputs ? "" : " to " + std::to_string(op->max_inputs)));
     }
+    const int num_outputs = NodeOutputCount(*op, node.attrs);
+    if (num_outputs < 0) return InvalidArgument(NodeLabel(node) + " does not say how many outputs it has");
     a.ops[i] = op;
-    a.outputs[i].resize(op->num_outputs);
+    a.outputs[i].resize(static_cast<size_t>(num_outputs));
   }
 
   // Resolve inputs, then order producers before consumers (Kahn); leftovers form a cycle.
@@ -204,7 +206,7 @@ StatusOr<GraphAnalysis> AnalyzeNodes(const Model& model, const OpRegistry& regis
     }
     auto inferred = op.infer({in, node.attrs, values});
     if (!inferred.ok()) return inferred.status().WithPrefix(NodeLabel(node));
-    if (static_cast<int>(inferred->size()) != op.num_outputs) {
+    if (inferred->size() != a.outputs[i].size()) {
       return Internal(NodeLabel(node) + ": shape inference returned the wrong number of outputs");
     }
     for (const TensorSpec& spec : *inferred) {

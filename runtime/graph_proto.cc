@@ -29,6 +29,10 @@ void AttrToProto(const AttrValue& value, proto::AttrValue* out) {
                  },
                  [&](DType v) { out->set_dtype(DTypeToProto(v)); },
                  [&](const Shape& v) { ShapeToProto(v, out->mutable_shape()); },
+                 [&](const SubgraphAttr& v) {
+                   proto::BundleDef* def = out->mutable_subgraph();
+                   if (v != nullptr) GraphToProto(*v, def);
+                 },
              },
              value);
 }
@@ -50,6 +54,10 @@ StatusOr<AttrValue> AttrFromProto(const proto::AttrValue& in) {
     case proto::AttrValue::kShape: {
       LS_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(in.shape()));
       return AttrValue(s);
+    }
+    case proto::AttrValue::kSubgraph: {
+      LS_ASSIGN_OR_RETURN(Graph g, GraphFromProto(in.subgraph()));
+      return AttrValue(std::make_shared<const Graph>(std::move(g)));
     }
     case proto::AttrValue::VALUE_NOT_SET: break;
   }

@@ -71,6 +71,12 @@ std::vector<std::string> OpRegistry::OpNames() const {
   return names;
 }
 
+int NodeOutputCount(const OpDef& op, const AttrMap& attrs) {
+  if (op.num_outputs >= 0) return op.num_outputs;
+  StatusOr<int64_t> n = attrs.GetInt("num_outputs");
+  return n.ok() && *n >= 0 && *n <= (int64_t{1} << 20) ? static_cast<int>(*n) : -1;
+}
+
 StatusOr<std::vector<Tensor>> RunOp(const OpDef& op, std::span<const Tensor> inputs,
                                     const AttrMap& attrs, ThreadPool& pool) {
   if (op.compute == nullptr) return InvalidArgument("op '" + op.name + "' has no kernel");

@@ -54,6 +54,14 @@ class OutputAllocator {
 inline constexpr size_t kDefaultMaxTensorBytes = size_t{4} << 30;
 
 class PackedB;  // runtime/matmul/packed_b.h
+class Session;  // runtime/session.h
+
+// A control-flow node's body, compiled by the session that runs the node (one per attribute
+// that holds a graph): its signature is the graph's one signature.
+struct CompiledSubgraph {
+  std::string_view attr;
+  const Session* session = nullptr;
+};
 
 class KernelContext {
  public:
@@ -61,9 +69,9 @@ class KernelContext {
   // the op packs (OpDef::pack_constant), null for the others.
   KernelContext(std::span<const Tensor* const> inputs, const AttrMap& attrs, ThreadPool& pool,
                 std::span<Tensor> outputs, OutputAllocator* allocator,
-                std::span<const PackedB* const> packed = {})
+                std::span<const PackedB* const> packed = {}, std::span<const CompiledSubgraph> subgraphs = {})
       : inputs_(inputs), attrs_(attrs), pool_(pool), outputs_(outputs), allocator_(allocator),
-        packed_(packed) {}
+        packed_(packed), subgraphs_(subgraphs) {}
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const Tensor& input(int i) const { return *inputs_[i]; }
@@ -73,6 +81,13 @@ class KernelContext {
   }
   const AttrMap& attrs() const { return attrs_; }
   ThreadPool& pool() const { return pool_; }
+  // The compiled body held by attribute `attr`; null outside a session (RunOp, folding).
+  const Session* subgraph(std::string_view attr) const {
+    for (const CompiledSubgraph& s : subgraphs_) {
+      if (s.attr == attr) return s.session;
+    }
+    return nullptr;
+  }
 
   // Storage for output i. Contents are unspecified: the kernel writes every element. Fails
   // (ResourceExhausted) when the shape is too large to hold or exceeds the run's budget.
@@ -87,6 +102,7 @@ class KernelContext {
   std::span<Tensor> outputs_;
   OutputAllocator* allocator_;
   std::span<const PackedB* const> packed_;
+  std::span<const CompiledSubgraph> subgraphs_;
 };
 
 using ShapeFn = StatusOr<std::vector<TensorSpec>> (*)(const ShapeInferenceContext&);
@@ -111,7 +127,7 @@ struct OpDef {
   std::string name;
   int min_inputs = 0;
   int max_inputs = 0;  // -1: any number
-  int num_outputs = 1;
+  int num_outputs = 1;  // -1: as many as the node's attr "num_outputs" says (NodeOutputCount)
   ShapeFn infer = nullptr;
   KernelFn compute = nullptr;  // null only for the executor's own ops (Input, Const, Variable)
   GradientFn gradient = nullptr;
@@ -139,6 +155,11 @@ class OpRegistry {
  private:
   std::map<std::string, OpDef, std::less<>> ops_;
 };
+
+// How many outputs a node of `op` with `attrs` has: OpDef::num_outputs, or the node's own
+// "num_outputs" attr for ops whose count varies (control flow); -1 when that attr is missing
+// or negative.
+int NodeOutputCount(const OpDef& op, const AttrMap& attrs);
 
 // Runs one op on owned, freshly allocated outputs: for constant folding and tests.
 StatusOr<std::vector<Tensor>> RunOp(const OpDef& op, std::span<const Tensor> inputs,

@@ -24,7 +24,11 @@ struct Step {
   bool has_packed = false;
   int first_output = 0;  // value id; a node's outputs are consecutive values
   int num_outputs = 0;
+  std::span<const CompiledSubgraph> subgraphs;  // a control-flow node's bodies
 };
+
+// The bodies of the control-flow nodes, compiled once with the session (by node).
+using CompiledBodies = std::map<const NodeDef*, std::vector<CompiledSubgraph>>;
 
 // Storage that grows to the largest size ever asked of it and is then reused.
 struct ArenaBuffer {
@@ -183,7 +187,7 @@ StatusOr<bool> PackConstantInputs(const Model& model, const GraphAnalysis& a, in
 StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysis& a,
                                           const Signature& sig, bool reuse_buffers,
                                           const std::vector<std::string>& packed_by_caller,
-                                          ThreadPool& pool, PackedWeights& packed) {
+                                          ThreadPool& pool, PackedWeights& packed, const CompiledBodies& bodies) {
   auto plan = std::make_unique<Plan>();
   plan->signature = sig;
   const auto& nodes = model.graph.nodes;
@@ -252,6 +256,7 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
     step.num_inputs = static_cast<int>(a.inputs[i].size());
     step.first_output = first_value[i];
     step.num_outputs = static_cast<int>(a.outputs[i].size());
+    if (auto it = bodies.find(&node); it != bodies.end()) step.subgraphs = it->second;
     std::vector<const PackedB*> step_packed;
     LS_ASSIGN_OR_RETURN(step.has_packed, PackConstantInputs(model, a, i, pool, packed, step_packed));
     step_packed.resize(a.inputs[i].size());
@@ -334,6 +339,8 @@ struct Session::Compiled {
   ThreadPool* pool = nullptr;
   size_t max_bytes_per_run = 0;
   std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
+  std::vector<std::unique_ptr<Session>> body_sessions;
+  CompiledBodies bodies;  // views of body_sessions
 
   const Plan* Find(std::string_view name) const {
     for (const auto& p : plans) {
@@ -418,6 +425,28 @@ void ReleasePackedWeights(Session::Compiled& c) {
   }
 }
 
+// Compiles the body of every control-flow node (each attr holding a graph) with the options
+// of the session that runs it, so that a load error in a body is the model's load error.
+Status CompileBodies(Session::Compiled& c, const SessionOptions& options) {
+  SessionOptions body_options = options;
+  body_options.packed_by_caller.clear();
+  body_options.release_packed_weights = false;
+  for (const NodeDef& node : c.model.graph.nodes) {
+    for (const auto& [attr, value] : node.attrs.values()) {
+      const auto* graph = std::get_if<SubgraphAttr>(&value);
+      if (graph == nullptr) continue;
+      const std::string where = "node '" + node.name + "' (" + node.op + ") attr '" + attr + "'";
+      if (*graph == nullptr) return InvalidArgument(where + " holds no graph");
+      if ((*graph)->signatures.size() != 1) return InvalidArgument(where + ": a body has exactly one signature");
+      StatusOr<std::unique_ptr<Session>> body = Session::Create(Model{**graph, {}}, body_options);
+      if (!body.ok()) return body.status().WithPrefix(where);
+      c.bodies[&node].push_back(CompiledSubgraph{attr, body->get()});
+      c.body_sessions.push_back(std::move(*body));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Session::Session(Key, std::unique_ptr<Compiled> compiled) : compiled_(std::move(compiled)) {}
@@ -432,9 +461,11 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   if (options.bf16_products) LS_RETURN_IF_ERROR(UseBf16Products(model));
   compiled->model = std::move(model);
   LS_ASSIGN_OR_RETURN(GraphAnalysis analysis, AnalyzeGraph(compiled->model));
+  LS_RETURN_IF_ERROR(CompileBodies(*compiled, options));
   for (const Signature& sig : compiled->model.graph.signatures) {
     LS_ASSIGN_OR_RETURN(auto plan, BuildPlan(compiled->model, analysis, sig, options.reuse_buffers,
-                                             options.packed_by_caller, *compiled->pool, compiled->packed));
+                                             options.packed_by_caller, *compiled->pool, compiled->packed,
+                                             compiled->bodies));
     compiled->plans.push_back(std::move(plan));
   }
   if (options.release_packed_weights) ReleasePackedWeights(*compiled);
@@ -487,7 +518,7 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     }
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator,
-                      packed);
+                      packed, step.subgraphs);
     try {
       status = step.op->compute(ctx);
     } catch (const std::bad_alloc&) {

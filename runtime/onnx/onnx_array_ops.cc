@@ -279,27 +279,50 @@ Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 }
 
 // Split: one Slice per output, along `axis`, of the sizes given (or equal parts).
+std::vector<std::string> SplitByRunTimeSizes(OnnxNodeContext& ctx, const std::string& x, const std::string& sizes_value,
+                                              int64_t axis, int64_t parts) {
+  // Output k runs from the sum of the sizes before it to that sum and its own (CumSum of the
+  // sizes gives the ends).
+  std::vector<std::string> outputs;
+  const std::string sizes = ctx.Emit("Cast", {sizes_value}, AttrMap{{"dtype", DType::kInt64}}, "sizes");
+  const std::string ends = ctx.Emit("CumSum", {sizes, ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "sum_axis")}, {}, "ends");
+  const std::string starts = ctx.Emit("Sub", {ends, sizes}, {}, "starts");
+  const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
+  for (int64_t k = 0; k < parts; ++k) {
+    const std::string tag = "part_" + std::to_string(k);
+    const std::string at = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k}), tag + "/at");
+    const std::string next = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k + 1}), tag + "/next");
+    const std::string b = ctx.Emit("Slice", {starts, at, next}, {}, tag + "/start");
+    const std::string e = ctx.Emit("Slice", {ends, at, next}, {}, tag + "/end");
+    outputs.push_back(ctx.Emit("Slice", {x, b, e, axes}, {}, tag));
+  }
+  return outputs;
+}
+
+std::vector<std::string> SplitBySizes(OnnxNodeContext& ctx, const std::string& x, int64_t axis,
+                                      const std::vector<int64_t>& sizes) {
+  std::vector<std::string> outputs;
+  const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
+  int64_t begin = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const int64_t end = begin + sizes[k];
+    const std::string suffix = "part_" + std::to_string(k);
+    const std::string starts = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {begin}), suffix + "/starts");
+    const std::string ends = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {end}), suffix + "/ends");
+    outputs.push_back(ctx.Emit("Slice", {x, starts, ends, axes}, {}, suffix));
+    begin = end;
+  }
+  return outputs;
+}
+
 Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  const int64_t parts = ctx.node().output_size();
   if (RunTimeAxesInput(ctx)) {
-    // Sizes known only at run time: output k runs from the sum of the sizes before it to that
-    // sum and its own (CumSum of the sizes gives the ends).
-    const std::string sizes = ctx.Emit("Cast", {ctx.input(1)}, AttrMap{{"dtype", DType::kInt64}}, "sizes");
-    const std::string ends = ctx.Emit("CumSum", {sizes, ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "sum_axis")}, {}, "ends");
-    const std::string starts = ctx.Emit("Sub", {ends, sizes}, {}, "starts");
-    const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
-    for (int64_t k = 0; k < ctx.node().output_size(); ++k) {
-      const std::string tag = "part_" + std::to_string(k);
-      const std::string at = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k}), tag + "/at");
-      const std::string next = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {k + 1}), tag + "/next");
-      const std::string b = ctx.Emit("Slice", {starts, at, next}, {}, tag + "/start");
-      const std::string e = ctx.Emit("Slice", {ends, at, next}, {}, tag + "/end");
-      outputs->push_back(ctx.Emit("Slice", {ctx.input(0), b, e, axes}, {}, tag));
-    }
+    *outputs = SplitByRunTimeSizes(ctx, ctx.input(0), ctx.input(1), axis, parts);
     return Status::Ok();
   }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> sizes, ctx.AxesAttrOrInput("split", 1));
-  const int64_t parts = ctx.node().output_size();
   if (!sizes) {
     LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
     if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
@@ -309,16 +332,7 @@ Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     sizes = std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
   }
   if (static_cast<int64_t>(sizes->size()) != parts) return ctx.Error("split sizes and outputs differ in number");
-  const std::string axes = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {axis}), "axes");
-  int64_t begin = 0;
-  for (int64_t k = 0; k < parts; ++k) {
-    const int64_t end = begin + (*sizes)[static_cast<size_t>(k)];
-    const std::string suffix = "part_" + std::to_string(k);
-    const std::string starts = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {begin}), suffix + "/starts");
-    const std::string ends = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {end}), suffix + "/ends");
-    outputs->push_back(ctx.Emit("Slice", {ctx.input(0), starts, ends, axes}, {}, suffix));
-    begin = end;
-  }
+  *outputs = SplitBySizes(ctx, ctx.input(0), axis, *sizes);
   return Status::Ok();
 }
 

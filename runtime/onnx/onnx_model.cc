@@ -3,14 +3,11 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <unordered_map>
 
-#include "onnx/checker.h"
-#include "onnx/defs/schema.h"
-#include "onnx/shape_inference/implementation.h"
 #include "runtime/bundle/file_image.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/import/constants.h"
+#include "runtime/onnx/onnx_checks.h"
 #include "runtime/onnx/onnx_ops.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/op_registry.h"
@@ -51,7 +48,13 @@ std::string SafeName(std::string_view name) {
 
 class Importer final : public OnnxGraphSink {
  public:
-  Importer(onnx::ModelProto& proto, const std::filesystem::path& dir) : proto_(proto), dir_(dir), external_(dir) {}
+  // The model's main graph.
+  Importer(onnx::ModelProto& proto, const std::filesystem::path& dir)
+      : proto_(proto), graph_(&proto.graph()), dir_(dir), external_(dir) {}
+  // A subgraph of `parent`'s graph, which resolves the names the subgraph does not define.
+  Importer(Importer& parent, const onnx::GraphProto& graph)
+      : proto_(parent.proto_), graph_(&graph), parent_(&parent), opset_(parent.opset_), dir_(parent.dir_),
+        external_(parent.dir_) {}
   StatusOr<Model> Run() &&;
 
   std::string AddNode(const std::string& base, const std::string& op, std::vector<std::string> inputs,
@@ -69,19 +72,37 @@ class Importer final : public OnnxGraphSink {
     auto it = constants_.find(value);
     return it == constants_.end() ? nullptr : it->second;
   }
+  StatusOr<OnnxBody> ImportBody(const onnx::GraphProto& graph,
+                                std::vector<std::optional<TensorSpec>> input_specs) override;
+  std::string MakeSequence(std::vector<std::string> elements) override;
+  const std::vector<std::string>* SequenceOf(const std::string& value) const override {
+    auto it = sequences_.find(value);
+    return it == sequences_.end() ? nullptr : &it->second;
+  }
 
  private:
   StatusOr<int> DefaultOpset() const;
   Status CheckAndInfer();
+  void CollectSpecs();
   Status AddInitializers();
   Status AddInputs(Signature& sig);
-  Status TranslateNode(const onnx::NodeProto& node, int opset);
+  Status AddBodyInputs(Signature& sig, const std::vector<std::optional<TensorSpec>>& input_specs);
+  Status TranslateNodes();
+  Status TranslateNode(const onnx::NodeProto& node);
   Status AddOutputs(Signature& sig);
+  StatusOr<OnnxBody> FinishBody(Signature sig) &&;
   std::string UniqueName(const std::string& base);
-  StatusOr<std::string> Value(const std::string& onnx_name, const onnx::NodeProto* consumer) const;
+  // The Lockstep value of ONNX value `onnx_name`: this graph's, or in a subgraph one captured
+  // from the enclosing graphs (made an input of this one).
+  StatusOr<std::string> Value(const std::string& onnx_name, const onnx::NodeProto* consumer);
+  StatusOr<std::string> Capture(const std::string& onnx_name, const onnx::NodeProto* consumer);
   std::optional<TensorSpec> InferredSpec(const std::string& value) const;
+  std::optional<TensorSpec> SpecOfValue(const std::string& onnx_name, const std::string& value) const;
 
   onnx::ModelProto& proto_;
+  const onnx::GraphProto* graph_;  // the graph this importer translates
+  Importer* parent_ = nullptr;     // the enclosing graph's, for a subgraph
+  int opset_ = 0;
   const std::filesystem::path dir_;
   OnnxExternalData external_;
   Model model_;
@@ -101,6 +122,10 @@ class Importer final : public OnnxGraphSink {
   // with computed bounds, and whatever comes after it), where the runtime's still knows the
   // rank: translators see that instead.
   std::map<std::string, std::vector<TensorSpec>, std::less<>> inferred_;
+  // A subgraph's inputs that stand for outer values: (its Input node, the outer value).
+  std::vector<std::pair<std::string, std::string>> captures_;
+  // The values MakeSequence made -> their elements.
+  std::map<std::string, std::vector<std::string>> sequences_;
 };
 
 std::optional<TensorSpec> Importer::InferredSpec(const std::string& value) const {
@@ -187,125 +212,20 @@ StatusOr<int> Importer::DefaultOpset() const {
   return opset;
 }
 
-// onnx::checker::check_model on a ModelProto looks for external data beside the process's
-// working directory; this is the same check with the model's directory (ONNX 1.12's own steps:
-// the IR version, the opsets, the graph, the model's local functions).
-void CheckModel(const onnx::ModelProto& model, const std::filesystem::path& dir) {
-  namespace checker = onnx::checker;
-  if (model.ir_version() <= 0) fail_check("the model does not set its ir_version");
-  if (model.ir_version() > onnx::Version::IR_VERSION) {
-    fail_check("ir_version ", model.ir_version(), " is newer than this ONNX checker's (", onnx::Version::IR_VERSION, ")");
-  }
-  checker::CheckerContext ctx;
-  ctx.set_ir_version(static_cast<int>(model.ir_version()));
-  std::unordered_map<std::string, int> opsets;
-  for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
-  if (opsets.empty()) fail_check("the model imports no opset");
-  ctx.set_opset_imports(std::move(opsets));
-  ctx.set_model_dir(dir.string());
-  checker::LexicalScopeContext lex;
-  checker::check_graph(model.graph(), ctx, lex);
-  if (model.ir_version() >= 8) checker::check_model_local_functions(model, ctx, lex);
-}
-
-// Window attributes ONNX 1.12's shape inference divides by without checking them (a stride of
-// 0 ends the process with SIGFPE, which no catch can stop): refused before it runs, on every
-// node whatever its op.
-Status CheckWindowAttrs(const onnx::GraphProto& graph) {
-  for (const onnx::NodeProto& node : graph.node()) {
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
-      for (int64_t v : a.ints()) {
-        if (v < 1 || v > (int64_t{1} << 20)) {
-          return InvalidArgument("node '" + node.name() + "' (" + node.op_type() + "): attribute '" + a.name() +
-                                 "' holds " + std::to_string(v) + ", outside [1, 2^20]");
-        }
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-// ONNX 1.12's shape inference trusts some attributes it should check, and a hostile model
-// then crashes it (found by the onnx_model fuzz target): LayerNormalization's Mean and
-// InvStdDev shapes are written from `axis` on, out of bounds for an axis below -rank. Those two
-// outputs are taken off such nodes while ONNX infers (Lockstep's own inference gives their
-// shapes; the translator checks the axis), and put back by the destructor.
-class ShapeInferenceGuard {
- public:
-  explicit ShapeInferenceGuard(onnx::GraphProto& graph) : graph_(graph) {
-    for (int i = 0; i < graph.node_size(); ++i) {
-      onnx::NodeProto& node = *graph.mutable_node(i);
-      if (node.op_type() != "LayerNormalization" || node.output_size() <= 1) continue;
-      std::vector<std::string> extra(node.output().begin() + 1, node.output().end());
-      node.mutable_output()->DeleteSubrange(1, node.output_size() - 1);
-      removed_.emplace_back(i, std::move(extra));
-    }
-  }
-  ~ShapeInferenceGuard() {
-    for (auto& [i, extra] : removed_) {
-      for (std::string& out : extra) graph_.mutable_node(i)->add_output(std::move(out));
-    }
-  }
-  ShapeInferenceGuard(const ShapeInferenceGuard&) = delete;
-  ShapeInferenceGuard& operator=(const ShapeInferenceGuard&) = delete;
-
- private:
-  onnx::GraphProto& graph_;
-  std::vector<std::pair<int, std::vector<std::string>>> removed_;
-};
-
-// Subgraphs (If, Loop, Scan) are not run by Lockstep; ONNX would infer inside them first, out of
-// the guard's reach, so a model holding one is refused before.
-Status CheckNoSubgraphs(const onnx::GraphProto& graph) {
-  for (const onnx::NodeProto& node : graph.node()) {
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.has_g() || a.graphs_size() > 0) {
-        return Unimplemented("node '" + node.name() + "' (" + node.op_type() + "): attribute '" + a.name() +
-                             "' holds a subgraph; control flow is not supported");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 Status Importer::CheckAndInfer() {
-  LS_RETURN_IF_ERROR(CheckWindowAttrs(proto_.graph()));
-  LS_RETURN_IF_ERROR(CheckNoSubgraphs(proto_.graph()));
-  // Shapes come from the inputs and initializers alone: an exporter's value_info may hold
-  // sizes traced for one batch, which inference would keep where it only knows a dim_param.
-  proto_.mutable_graph()->clear_value_info();
-  // ONNX's checker and inference report by exception; none may cross into the runtime.
-  try {
-    CheckModel(proto_, dir_);
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string("not a valid ONNX model: ") + e.what());
-  }
-  ShapeInferenceGuard guard(*proto_.mutable_graph());
-  try {
-    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& strict) {
-    // Exporters write models that strict inference faults where an old opset's schema is
-    // narrower than what every runtime accepts (an int64 Constant in opset 6). Inference then
-    // runs leniently, leaving unknown what it cannot infer; Lockstep's own inference checks
-    // every node again when the model is compiled.
-    try {
-      onnx::ShapeInferenceOptions lenient{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
-      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), lenient);
-    } catch (const std::exception& e) {
-      return InvalidArgument(std::string("ONNX shape inference failed: ") + e.what());
-    }
-  }
-  const onnx::GraphProto& g = proto_.graph();
-  for (const auto& list : {&g.input(), &g.value_info(), &g.output()}) {
+  LS_RETURN_IF_ERROR(CheckAndInferOnnxShapes(proto_, dir_));
+  CollectSpecs();
+  return Status::Ok();
+}
+
+void Importer::CollectSpecs() {
+  for (const auto& list : {&graph_->input(), &graph_->value_info(), &graph_->output()}) {
     for (const onnx::ValueInfoProto& vi : *list) specs_[vi.name()] = SpecOfType(vi.type());
   }
-  return Status::Ok();
 }
 
 Status Importer::AddInitializers() {
-  const onnx::GraphProto& g = proto_.graph();
+  const onnx::GraphProto& g = *graph_;
   if (g.sparse_initializer_size() > 0) return Unimplemented("sparse initializers are not supported");
   for (const onnx::TensorProto& init : g.initializer()) {
     StatusOr<Tensor> value = TensorFromOnnx(init, &external_);
@@ -338,9 +258,10 @@ Status Importer::AddInputs(Signature& sig) {
   return Status::Ok();
 }
 
-StatusOr<std::string> Importer::Value(const std::string& onnx_name, const onnx::NodeProto* consumer) const {
+StatusOr<std::string> Importer::Value(const std::string& onnx_name, const onnx::NodeProto* consumer) {
   auto it = values_.find(onnx_name);
   if (it != values_.end()) return it->second;
+  if (parent_ != nullptr && missing_.count(onnx_name) == 0) return Capture(onnx_name, consumer);
   const std::string who = consumer == nullptr ? "the graph's outputs"
                                               : "node '" + consumer->name() + "' (" + consumer->op_type() + ")";
   auto missing = missing_.find(onnx_name);
@@ -348,7 +269,21 @@ StatusOr<std::string> Importer::Value(const std::string& onnx_name, const onnx::
   return InvalidArgument(who + " uses '" + onnx_name + "', which no node, input or initializer produces");
 }
 
-Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
+Status Importer::TranslateNodes() {
+  for (const onnx::NodeProto& node : graph_->node()) {
+    for (const std::string& out : node.output()) producers_[out] = &node;
+  }
+  for (const onnx::NodeProto& node : graph_->node()) LS_RETURN_IF_ERROR(TranslateNode(node));
+  return Status::Ok();
+}
+
+// The ops that take a sequence (onnx_sequence_ops.cc); any other given one is refused.
+bool TakesSequence(const std::string& op_type) {
+  return op_type == "SequenceInsert" || op_type == "SequenceAt" || op_type == "SequenceLength" ||
+         op_type == "SequenceErase" || op_type == "ConcatFromSequence";
+}
+
+Status Importer::TranslateNode(const onnx::NodeProto& node) {
   const std::string label = "node '" + node.name() + "' (" + node.op_type() + ")";
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return Unimplemented(label + ": operators of domain '" + node.domain() + "' are not supported");
@@ -364,6 +299,14 @@ Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
       continue;
     }
     LS_ASSIGN_OR_RETURN(std::string value, Value(in, &node));
+    if (SequenceOf(value) != nullptr && !TakesSequence(node.op_type())) {
+      if (node.op_type() == "Identity" && node.output_size() == 1) {
+        values_[node.output(0)] = value;
+        return Status::Ok();
+      }
+      return Unimplemented(label + ": input '" + in + "' is a sequence, which Lockstep resolves while loading " +
+                           "for the Sequence ops alone");
+    }
     inputs.push_back(std::move(value));
     auto spec = specs_.find(in);
     specs.push_back(spec == specs_.end() ? std::nullopt : spec->second);
@@ -372,7 +315,7 @@ Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
     if (!specs.back()) specs.back() = InferredSpec(inputs.back());
   }
   const std::string base = !node.name().empty() ? node.name() : node.output_size() > 0 ? node.output(0) : node.op_type();
-  OnnxNodeContext ctx(*this, node, opset, std::move(inputs), std::move(specs), base);
+  OnnxNodeContext ctx(*this, node, opset_, std::move(inputs), std::move(specs), base);
   std::vector<std::string> outputs;
   LS_RETURN_IF_ERROR(translator(ctx, &outputs));
   for (int k = 0; k < node.output_size(); ++k) {
@@ -389,7 +332,7 @@ Status Importer::TranslateNode(const onnx::NodeProto& node, int opset) {
 
 Status Importer::AddOutputs(Signature& sig) {
   std::set<std::string> unranked;
-  for (const onnx::ValueInfoProto& vi : proto_.graph().output()) {
+  for (const onnx::ValueInfoProto& vi : graph_->output()) {
     LS_ASSIGN_OR_RETURN(std::string value, Value(vi.name(), nullptr));
     // A signature output must be computed by a node of its own.
     const NodeDef* producer = model_.graph.FindNode(value);
@@ -401,17 +344,20 @@ Status Importer::AddOutputs(Signature& sig) {
     if (!vi.type().has_tensor_type()) return Unimplemented(what + " is not a tensor");
     StatusOr<DType> dtype = OnnxElemTypeToDType(vi.type().tensor_type().elem_type());
     if (!dtype.ok()) return dtype.status().WithPrefix(what);
+    // A body's values stay as they are computed, in float32: its node's outputs are narrowed,
+    // if ever, on their way out of the main graph.
+    if (parent_ != nullptr) *dtype = ComputeDType(*dtype);
     if (ComputeDType(*dtype) != *dtype) {
       // A half-precision output, narrowed (rounded) on the way out.
       value = UniqueName(vi.name() + "/narrow");
       model_.graph.nodes.push_back(NodeDef{value, "Cast", {values_[vi.name()]}, AttrMap{{"dtype", *dtype}}});
     }
-    TensorBinding binding{vi.name(), value, *dtype, Shape()};
+    TensorBinding binding{parent_ != nullptr ? std::to_string(sig.outputs.size()) : vi.name(), value, *dtype, Shape()};
     const std::optional<TensorSpec>& spec = specs_[vi.name()];
     if (spec) {
       binding.shape = spec->shape;
     } else {
-      unranked.insert(vi.name());
+      unranked.insert(binding.key);
     }
     sig.outputs.push_back(std::move(binding));
   }
@@ -426,18 +372,104 @@ Status Importer::AddOutputs(Signature& sig) {
   return Status::Ok();
 }
 
+StatusOr<std::string> Importer::Capture(const std::string& onnx_name, const onnx::NodeProto* consumer) {
+  LS_ASSIGN_OR_RETURN(std::string outer, parent_->Value(onnx_name, consumer));
+  if (parent_->SequenceOf(outer) != nullptr) {
+    return Unimplemented("a subgraph reads sequence '" + onnx_name + "' of the enclosing graph; Lockstep resolves " +
+                         "sequences while loading, outside control flow");
+  }
+  std::string local;
+  if (const Tensor* c = parent_->ConstantValue(outer)) {
+    // The translators in here see it as the constant it is; it is hoisted out again at the end.
+    local = AddConstant(onnx_name, *c);
+  } else {
+    std::optional<TensorSpec> spec = parent_->SpecOfValue(onnx_name, outer);
+    if (!spec) return Unimplemented("a subgraph reads '" + onnx_name + "' of the enclosing graph, whose rank is not known");
+    local = UniqueName(onnx_name);
+    model_.graph.nodes.push_back(
+        NodeDef{local, std::string(kInputOp), {}, AttrMap{{"dtype", spec->dtype}, {"shape", spec->shape}}});
+    inferred_[local] = {*spec};
+    captures_.emplace_back(local, outer);
+  }
+  values_[onnx_name] = local;
+  return local;
+}
+
+std::optional<TensorSpec> Importer::SpecOfValue(const std::string& onnx_name, const std::string& value) const {
+  if (const Tensor* c = ConstantValue(value)) return TensorSpec{c->dtype(), c->shape()};
+  auto it = specs_.find(onnx_name);
+  if (it != specs_.end() && it->second) return it->second;
+  return InferredSpec(value);
+}
+
+std::string Importer::MakeSequence(std::vector<std::string> elements) {
+  // Not a node name (those hold no ':'), so a sequence that reached a node would fail to resolve.
+  std::string value = "sequence:" + std::to_string(sequences_.size());
+  sequences_.emplace(value, std::move(elements));
+  return value;
+}
+
+StatusOr<OnnxBody> Importer::ImportBody(const onnx::GraphProto& graph,
+                                        std::vector<std::optional<TensorSpec>> input_specs) {
+  Importer body(*this, graph);
+  body.CollectSpecs();
+  LS_RETURN_IF_ERROR(body.AddInitializers());
+  Signature sig;
+  sig.name = "body";
+  LS_RETURN_IF_ERROR(body.AddBodyInputs(sig, input_specs));
+  LS_RETURN_IF_ERROR(body.TranslateNodes());
+  LS_RETURN_IF_ERROR(body.AddOutputs(sig));
+  return std::move(body).FinishBody(std::move(sig));
+}
+
+Status Importer::AddBodyInputs(Signature& sig, const std::vector<std::optional<TensorSpec>>& input_specs) {
+  for (int i = 0; i < graph_->input_size(); ++i) {
+    const onnx::ValueInfoProto& vi = graph_->input(i);
+    std::optional<TensorSpec> spec = specs_[vi.name()];
+    if (!spec && static_cast<size_t>(i) < input_specs.size()) spec = input_specs[static_cast<size_t>(i)];
+    if (!spec) return Unimplemented("subgraph input '" + vi.name() + "' has no shape (its rank must be known)");
+    const std::string name = UniqueName(vi.name());
+    model_.graph.nodes.push_back(
+        NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", spec->dtype}, {"shape", spec->shape}}});
+    values_[vi.name()] = name;
+    inferred_[name] = {*spec};
+    sig.inputs.push_back(TensorBinding{std::to_string(i), name, spec->dtype, spec->shape});
+  }
+  return Status::Ok();
+}
+
+// The body's constants become inputs, their weights constants of the enclosing graph, so
+// that the body is a function of its inputs alone (attr.h's SubgraphAttr).
+StatusOr<OnnxBody> Importer::FinishBody(Signature sig) && {
+  OnnxBody body;
+  for (NodeDef& node : model_.graph.nodes) {
+    if (node.op != kConstOp) continue;
+    const Tensor& weight = model_.weights.at(std::get<std::string>(node.attrs.values().at("weight")));
+    node.op = std::string(kInputOp);
+    node.attrs = AttrMap{{"dtype", weight.dtype()}, {"shape", weight.shape()}};
+    sig.inputs.push_back(TensorBinding{std::to_string(sig.inputs.size()), node.name, weight.dtype(), weight.shape()});
+    body.captures.push_back(parent_->AddConstant(node.name, weight));
+  }
+  for (const auto& [input, outer] : captures_) {
+    const TensorSpec spec = *InferredSpec(input);
+    sig.inputs.push_back(TensorBinding{std::to_string(sig.inputs.size()), input, spec.dtype, spec.shape});
+    body.captures.push_back(outer);
+  }
+  model_.graph.signatures.push_back(std::move(sig));
+  body.graph = std::make_shared<const Graph>(std::move(model_.graph));
+  return body;
+}
+
 StatusOr<Model> Importer::Run() && {
-  LS_ASSIGN_OR_RETURN(int opset, DefaultOpset());
+  LS_ASSIGN_OR_RETURN(opset_, DefaultOpset());
+  const int opset = opset_;
   LS_RETURN_IF_ERROR(CheckAndInfer());
   LS_RETURN_IF_ERROR(AddInitializers());
   Signature sig;
   sig.name = std::string(kDefaultSignature);
   sig.method_name = "tensorflow/serving/predict";
   LS_RETURN_IF_ERROR(AddInputs(sig));
-  for (const onnx::NodeProto& node : proto_.graph().node()) {
-    for (const std::string& out : node.output()) producers_[out] = &node;
-  }
-  for (const onnx::NodeProto& node : proto_.graph().node()) LS_RETURN_IF_ERROR(TranslateNode(node, opset));
+  LS_RETURN_IF_ERROR(TranslateNodes());
   LS_RETURN_IF_ERROR(AddOutputs(sig));
   model_.graph.signatures.push_back(std::move(sig));
   model_.graph.metadata["format"] = "onnx";

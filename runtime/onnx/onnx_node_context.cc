@@ -96,6 +96,13 @@ StatusOr<std::optional<std::vector<int64_t>>> OnnxNodeContext::IntsAttr(const st
   return std::optional<std::vector<int64_t>>(std::vector<int64_t>(a->ints().begin(), a->ints().end()));
 }
 
+StatusOr<const onnx::GraphProto*> OnnxNodeContext::GraphAttr(const std::string& name) const {
+  const AttributeProto* a = FindAttr(name);
+  if (a == nullptr) return Error("attribute '" + name + "' is missing");
+  if (a->type() != AttributeProto::GRAPH || !a->has_g()) return Error("attribute '" + name + "' is not a graph");
+  return &a->g();
+}
+
 StatusOr<const onnx::TensorProto*> OnnxNodeContext::TensorAttr(const std::string& name) const {
   const AttributeProto* a = FindAttr(name);
   if (a == nullptr) return static_cast<const onnx::TensorProto*>(nullptr);

@@ -305,8 +305,14 @@ bool RunTimeAxes(const OnnxNodeContext& ctx) {
   return ctx.HasInput(1) && ctx.ConstantInput(1) == nullptr && !ctx.HasAttr("axes");
 }
 
-template <const char* kOp>
+template <const char* kReduceOp>
 Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  // Sums of integers (a count of true values, as scripted PyTorch writes any() and all()) are
+  // IntegerSum's; Sum is the differentiable one, of reals.
+  const auto& spec = ctx.InputSpec(0);
+  const bool integer_sum = std::string_view(kReduceOp) == "Sum" && spec &&
+                           (spec->dtype == DType::kInt32 || spec->dtype == DType::kInt64);
+  const std::string kOp = integer_sum ? "IntegerSum" : kReduceOp;
   LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
   LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
   if (RunTimeAxes(ctx)) {
@@ -549,6 +555,10 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Softsign", Direct<kSoftsign>}, {"Tan", Direct<kTan>}, {"Asin", Direct<kAsin>}, {"Acos", Direct<kAcos>},
       {"Atan", Direct<kAtan>}, {"Sinh", Direct<kSinh>}, {"Cosh", Direct<kCosh>}, {"Asinh", Direct<kAsinh>},
       {"Acosh", Direct<kAcosh>}, {"Atanh", Direct<kAtanh>},
+      {"If", If}, {"Loop", Loop}, {"Scan", Scan}, {"SequenceEmpty", SequenceEmpty},
+      {"SequenceConstruct", SequenceConstruct}, {"SequenceInsert", SequenceInsert}, {"SequenceErase", SequenceErase},
+      {"SequenceAt", SequenceAt}, {"SequenceLength", SequenceLength}, {"SplitToSequence", SplitToSequence},
+      {"ConcatFromSequence", ConcatFromSequence},
       {"ReduceSumSquare", ComposedReduce<kMul, kNone>}, {"ReduceL1", ComposedReduce<kAbs, kNone>},
       {"ReduceL2", ComposedReduce<kMul, kSqrt>}, {"ReduceLogSum", ComposedReduce<kNone, kLog>},
       {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>}, {"Mod", Mod}, {"Trilu", Trilu}, {"EyeLike", EyeLike},

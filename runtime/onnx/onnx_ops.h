@@ -18,6 +18,15 @@
 
 namespace lockstep {
 
+// A control-flow body as the importer translated it: a graph of one signature whose first
+// inputs are the ONNX subgraph's own, in order, followed by one input per value it reads of
+// the enclosing graphs (a weight of its own, hoisted out, or an outer value): `captures` names
+// those outer values, which the node that runs the body passes as its trailing inputs.
+struct OnnxBody {
+  SubgraphAttr graph;
+  std::vector<std::string> captures;
+};
+
 // Where translators put what they make; the importer implements it.
 class OnnxGraphSink {
  public:
@@ -34,6 +43,18 @@ class OnnxGraphSink {
   // an initializer), and the Lockstep value it was translated into (empty if none yet).
   virtual const onnx::NodeProto* Producer(const std::string& onnx_name) const = 0;
   virtual std::string Translated(const std::string& onnx_name) const = 0;
+
+  // Translates a subgraph (If's branches, Loop's and Scan's bodies). `input_specs`: what the
+  // node knows of each of the subgraph's inputs, for those whose type the model leaves out.
+  virtual StatusOr<OnnxBody> ImportBody(const onnx::GraphProto& graph,
+                                        std::vector<std::optional<TensorSpec>> input_specs) = 0;
+
+  // Sequences are resolved while importing: a sequence value stands for a list of tensor
+  // values, known when the model loads (positions must be constants). MakeSequence returns a
+  // value that stands for `elements`; SequenceOf returns the list behind a value, or null when
+  // the value is a tensor.
+  virtual std::string MakeSequence(std::vector<std::string> elements) = 0;
+  virtual const std::vector<std::string>* SequenceOf(const std::string& value) const = 0;
 };
 
 class OnnxNodeContext {
@@ -79,6 +100,8 @@ class OnnxNodeContext {
   // Absent: nullopt.
   StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const std::string& name) const;
   StatusOr<const onnx::TensorProto*> TensorAttr(const std::string& name) const;
+  // A subgraph attribute (a branch, a body); absent is an error.
+  StatusOr<const onnx::GraphProto*> GraphAttr(const std::string& name) const;
   // Every attribute as it is, for ops whose Lockstep attrs are ONNX's (same names, int64 for
   // INT, double for FLOAT, strings, int lists): an attribute of another type is refused.
   StatusOr<AttrMap> PlainAttrs() const;

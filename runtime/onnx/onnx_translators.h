@@ -1,6 +1,5 @@
-// Internal to runtime/onnx/: the translators of onnx_array_ops.cc, onnx_nn_ops.cc,
-// onnx_norm_ops.cc, onnx_quant_ops.cc, onnx_recurrent_ops.cc, onnx_signal_ops.cc, onnx_window_ops.cc and
-// onnx_image_ops.cc that the table in onnx_ops.cc lists, and helpers the files share.
+// Internal to runtime/onnx/: the translators of the onnx_*_ops.cc files that the table in
+// onnx_ops.cc lists, and helpers the files share.
 #pragma once
 
 #include <string>
@@ -35,6 +34,12 @@ Status ShapeOp(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConstantOfShape(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Slice(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// Slices of `x` along `axis` of the given sizes, or of sizes `sizes_value` holds at run time
+// (`parts` of them): Split's and SplitToSequence's.
+std::vector<std::string> SplitBySizes(OnnxNodeContext& ctx, const std::string& x, int64_t axis,
+                                      const std::vector<int64_t>& sizes);
+std::vector<std::string> SplitByRunTimeSizes(OnnxNodeContext& ctx, const std::string& x, const std::string& sizes_value,
+                                             int64_t axis, int64_t parts);
 Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status StringNormalizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_nn_ops.cc
@@ -69,6 +74,19 @@ Status QLinearMatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConvInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status QLinearConv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status BitShift(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_control_flow_ops.cc
+Status If(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Loop(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Scan(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// onnx_sequence_ops.cc: sequences resolved while importing (OnnxGraphSink::MakeSequence)
+Status SequenceEmpty(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SequenceConstruct(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SequenceInsert(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SequenceErase(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SequenceAt(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SequenceLength(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status SplitToSequence(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ConcatFromSequence(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_recurrent_ops.cc: RNN, GRU, LSTM
 Status Recurrent(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_window_ops.cc

@@ -78,6 +78,8 @@ void RegisterRecurrentOps(OpRegistry& registry);
 void RegisterResizeOps(OpRegistry& registry);
 // StringNormalizer: ONNX's stopword removal and case change of strings.
 void RegisterStringOps(OpRegistry& registry);
+// If, Loop, Scan: control flow over bodies held in attributes.
+void RegisterControlFlowOps(OpRegistry& registry);
 
 inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterMathOps(registry);
@@ -111,6 +113,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterSignalOps(registry);
   RegisterRecurrentOps(registry);
   RegisterStringOps(registry);
+  RegisterControlFlowOps(registry);
 }
 
 }  // namespace lockstep

@@ -1,10 +1,11 @@
-// Max, Min and Prod: reductions with Sum's attrs (reduction.h: "axes", absent = every axis and
+// Max, Min, Prod and IntegerSum: reductions with Sum's attrs (reduction.h: "axes", absent = every axis and
 // an empty list = none; "keep_dims"), over float32, float64, int32 and int64, for imported
-// ONNX graphs (ReduceMax, ReduceMin, ReduceProd). Not differentiated.
+// ONNX graphs (ReduceMax, ReduceMin, ReduceProd, and ReduceSum of integers: Sum is of reals,
+// and differentiated). Not differentiated.
 //
 // Reducing nothing gives the operation's identity, as ONNX says: Max gives -inf (the lowest
-// integer), Min +inf (the highest), Prod 1. A NaN anywhere in the reduced elements makes the
-// result NaN, as numpy's. Integer products wrap (two's complement), with no undefined
+// integer), Min +inf (the highest), Prod 1, IntegerSum 0. A NaN anywhere in the reduced elements makes the
+// result NaN, as numpy's. Integer sums and products wrap (two's complement), with no undefined
 // behaviour. Each output is combined in a fixed order, whatever the thread count.
 #include <algorithm>
 #include <cmath>
@@ -22,13 +23,14 @@
 namespace lockstep {
 namespace {
 
-enum class Reduction { kMax, kMin, kProd };
+enum class Reduction { kMax, kMin, kProd, kIntegerSum };
 
 constexpr std::string_view ReductionName(Reduction r) {
   switch (r) {
     case Reduction::kMax: return "Max";
     case Reduction::kMin: return "Min";
     case Reduction::kProd: return "Prod";
+    case Reduction::kIntegerSum: return "IntegerSum";
   }
   return "";
 }
@@ -38,6 +40,8 @@ T IdentityOf() {
   using L = std::numeric_limits<T>;
   if constexpr (R == Reduction::kProd) {
     return T(1);
+  } else if constexpr (R == Reduction::kIntegerSum) {
+    return T(0);
   } else if constexpr (R == Reduction::kMax) {
     return L::has_infinity ? -L::infinity() : L::lowest();
   } else {
@@ -63,6 +67,9 @@ T Combine(T acc, T v) {
     } else {
       return acc * v;
     }
+  } else if constexpr (R == Reduction::kIntegerSum) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v));
   } else if constexpr (R == Reduction::kMax) {
     return v > acc || IsNaN(v) ? v : acc;  // once acc is NaN, nothing compares above it
   } else {
@@ -70,15 +77,17 @@ T Combine(T acc, T v) {
   }
 }
 
+template <Reduction R>
 bool IsReducible(DType d) {
+  if constexpr (R == Reduction::kIntegerSum) return d == DType::kInt32 || d == DType::kInt64;
   return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kInt32 || d == DType::kInt64;
 }
 
 template <Reduction R>
 StatusOr<Shape> ReduceShape(const AttrMap& attrs, const TensorSpec& in, Shape* kept, const Tensor* axes = nullptr) {
-  if (!IsReducible(in.dtype)) {
-    return InvalidArgument(Str(ReductionName(R)) + ": dtype " + Str(DTypeName(in.dtype)) +
-                           " is not supported (float32, float64, int32, int64)");
+  if (!IsReducible<R>(in.dtype)) {
+    return InvalidArgument(Str(ReductionName(R)) + ": dtype " + Str(DTypeName(in.dtype)) + " is not supported (" +
+                           (R == Reduction::kIntegerSum ? "int32, int64" : "float32, float64, int32, int64") + ")");
   }
   return ReductionShape(ReductionName(R), attrs, in.shape, kept, axes);
 }
@@ -155,12 +164,17 @@ Status ReduceKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(Shape out_shape, ReduceShape<R>(ctx.attrs(), {x.dtype(), x.shape()}, &kept, AxesInput(ctx)));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
   switch (x.dtype()) {
-    case DType::kFloat32: return RunReduce<R, float>(ctx.pool(), x, kept, *out);
-    case DType::kFloat64: return RunReduce<R, double>(ctx.pool(), x, kept, *out);
+    case DType::kFloat32:
+      if constexpr (R != Reduction::kIntegerSum) return RunReduce<R, float>(ctx.pool(), x, kept, *out);
+      break;
+    case DType::kFloat64:
+      if constexpr (R != Reduction::kIntegerSum) return RunReduce<R, double>(ctx.pool(), x, kept, *out);
+      break;
     case DType::kInt32: return RunReduce<R, int32_t>(ctx.pool(), x, kept, *out);
     case DType::kInt64: return RunReduce<R, int64_t>(ctx.pool(), x, kept, *out);
-    default: return Internal(Str(ReductionName(R)) + ": unexpected dtype");
+    default: break;
   }
+  return Internal(Str(ReductionName(R)) + ": unexpected dtype");
 }
 
 template <Reduction R>
@@ -176,6 +190,7 @@ void RegisterReduceOps(OpRegistry& registry) {
   (void)registry.Register(ReduceDef<Reduction::kMax>());
   (void)registry.Register(ReduceDef<Reduction::kMin>());
   (void)registry.Register(ReduceDef<Reduction::kProd>());
+  (void)registry.Register(ReduceDef<Reduction::kIntegerSum>());
 }
 
 }  // namespace lockstep

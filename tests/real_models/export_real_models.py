@@ -129,9 +129,43 @@ class GptStyle(nn.Module):
         return self.ln(x) @ self.tok.weight.t()
 
 
+class GreedyDecoder(nn.Module):
+    """A recurrent decoder that feeds back its own arg max for a number of steps given at run
+    time, and stops early once every row has emitted the end token; a finished row scores 0.
+    Exported through torch.jit.script, as search loops are: a Loop with a trip count and a
+    condition, Ifs inside it, and a carried value that grows each step (the scores)."""
+
+    def __init__(self, vocab: int = 64, d: int = 48, eos: int = 52):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.wx = nn.Linear(d, d)
+        self.wh = nn.Linear(d, d)
+        self.out = nn.Linear(d, vocab)
+        self.eos = eos
+
+    def forward(self, h0: torch.Tensor, first_token: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        h = h0
+        tok = first_token
+        scores = torch.zeros(h0.shape[0], 0)
+        done = torch.zeros(h0.shape[0], dtype=torch.bool)
+        i = 0
+        while i < int(steps) and not bool(done.all()):
+            h = torch.tanh(self.wx(self.emb(tok)) + self.wh(h))
+            best = self.out(h).max(-1)
+            if bool(done.any()):
+                picked = torch.where(done, torch.zeros_like(best.values), best.values)
+            else:
+                picked = best.values
+            scores = torch.cat([scores, picked.unsqueeze(1)], 1)
+            tok = best.indices
+            done = done | (tok == self.eos)
+            i += 1
+        return scores
+
+
 # ---------------------------------------------------------------------------------------------
 # The list: name -> (constructor, opset, inputs [(name, shape, kind)], output names, set)
-# kind: "image" (float, standard normal), "ids:N" (int64 in [0, N)), "mask" (int64 ones with the
+# kind: "image" (float, standard normal), "ids:N" (int64 in [0, N)), "count:N" (an int64 scalar N), "mask" (int64 ones with the
 # last quarter of the second row zero), "zeros" (int64 zeros).
 
 tv = torchvision.models
@@ -183,12 +217,19 @@ MODELS = {
                    [("input_ids", [2, 16], "ids:1000"), ("attention_mask", [2, 16], "mask"),
                     ("token_type_ids", [2, 16], "zeros")], ["logits"], "ci"),
     "gpt_style": (lambda: GptStyle(), 14, [("input_ids", [2, 16], "ids:1000")], ["logits"], "ci"),
+    "greedy_decoder": (lambda: GreedyDecoder(), 14,
+                       [("h0", [2, 48], "image"), ("first_token", [2], "ids:64"), ("steps", [], "count:12")],
+                       ["scores"], "ci"),
 }
+
+WRITTEN_HERE = ("bert_style", "gpt_style", "greedy_decoder")
 
 
 def make_input(shape, kind, rng):
     if kind == "image":
         return rng.standard_normal(shape).astype(np.float32)
+    if kind.startswith("count:"):
+        return np.array(int(kind[6:]), dtype=np.int64)
     if kind.startswith("ids:"):
         return rng.integers(0, int(kind[4:]), size=shape).astype(np.int64)
     if kind == "mask":
@@ -208,12 +249,15 @@ def export_one(name, outdir):
     rng = np.random.default_rng(sum(map(ord, name)))
     values = [make_input(shape, kind, rng) for _, shape, kind in inputs]
     tensors = tuple(torch.from_numpy(v) for v in values)
-    dynamic = {n: {0: "batch"} for n, _, _ in inputs}
+    dynamic = {n: {0: "batch"} for n, shape, _ in inputs if shape}
     for n in outputs:
         dynamic[n] = {0: "batch"}
     if name in ("bert_style", "gpt_style"):  # the sequence too
         for n, _, _ in inputs:
             dynamic[n] = {0: "batch", 1: "seq"}
+    if name == "greedy_decoder":  # the steps taken too
+        dynamic["scores"] = {0: "batch", 1: "steps"}
+        model = torch.jit.script(model)
     folder = os.path.join(outdir, name)
     os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
     path = os.path.join(folder, "model.onnx")
@@ -234,7 +278,7 @@ def export_one(name, outdir):
     with open(os.path.join(folder, "test_data_set_0", "output_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(y, outputs[0]).SerializeToString())
     with open(os.path.join(folder, "info.json"), "w") as f:
-        written_here = name in ("bert_style", "gpt_style")
+        written_here = name in WRITTEN_HERE
         source = ("written here, PyTorch " if written_here else "torchvision " + torchvision.__version__ + ", PyTorch ")
         json.dump({"name": name, "source": source + torch.__version__, "opset": opset,
                    "inputs": {n: list(s) for n, s, _ in inputs}, "graph_inputs": graph_inputs}, f, indent=1)

@@ -1,0 +1,155 @@
+// If, Loop and Scan: each subgraph becomes a body (OnnxGraphSink::ImportBody) held in an
+// attribute of the runtime's op of the same name (runtime/ops/control_flow_ops.cc), and what a
+// body reads of the enclosing graph becomes the node's trailing inputs. Scan's axes other than
+// the first are moved there and back with Transposes around the node, so the runtime's Scan
+// walks axis 0 only.
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/onnx/onnx_translators.h"
+
+namespace lockstep::onnx_import {
+namespace {
+
+void AddOutputs(const std::string& node, int count, std::vector<std::string>* outputs) {
+  for (int k = 0; k < count; ++k) outputs->push_back(k == 0 ? node : node + ":" + std::to_string(k));
+}
+
+const Signature& BodySignature(const OnnxBody& body) { return body.graph->signatures[0]; }
+
+// The permutation that moves axis `from` of a rank-`rank` value to position `to`, the others
+// keeping their order.
+std::vector<int64_t> MoveAxis(int rank, int from, int to) {
+  std::vector<int64_t> perm;
+  for (int d = 0; d < rank; ++d) {
+    if (d != from) perm.push_back(d);
+  }
+  perm.insert(perm.begin() + to, from);
+  return perm;
+}
+
+StatusOr<int> NormalizedAxis(const OnnxNodeContext& ctx, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.Error("axis " + std::to_string(axis) + " is outside a value of rank " + std::to_string(rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+}  // namespace
+
+Status If(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(const onnx::GraphProto* then_graph, ctx.GraphAttr("then_branch"));
+  LS_ASSIGN_OR_RETURN(const onnx::GraphProto* else_graph, ctx.GraphAttr("else_branch"));
+  if (then_graph->output_size() != else_graph->output_size()) {
+    return ctx.Error("the branches give " + std::to_string(then_graph->output_size()) + " and " +
+                     std::to_string(else_graph->output_size()) + " outputs");
+  }
+  StatusOr<OnnxBody> then_body = ctx.sink().ImportBody(*then_graph, {});
+  if (!then_body.ok()) return then_body.status().WithPrefix("node '" + ctx.node().name() + "' (If) then_branch");
+  StatusOr<OnnxBody> else_body = ctx.sink().ImportBody(*else_graph, {});
+  if (!else_body.ok()) return else_body.status().WithPrefix("node '" + ctx.node().name() + "' (If) else_branch");
+  std::vector<std::string> inputs{ctx.input(0)};
+  inputs.insert(inputs.end(), then_body->captures.begin(), then_body->captures.end());
+  inputs.insert(inputs.end(), else_body->captures.begin(), else_body->captures.end());
+  const int n = then_graph->output_size();
+  const std::string node = ctx.Emit("If", std::move(inputs),
+                                    AttrMap{{"then_branch", then_body->graph},
+                                            {"else_branch", else_body->graph},
+                                            {"num_outputs", int64_t{n}}});
+  AddOutputs(node, n, outputs);
+  return Status::Ok();
+}
+
+Status Loop(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(const onnx::GraphProto* graph, ctx.GraphAttr("body"));
+  const size_t carried = ctx.num_inputs() < 2 ? 0 : ctx.num_inputs() - 2;
+  if (graph->input_size() != static_cast<int>(2 + carried) || graph->output_size() < static_cast<int>(1 + carried)) {
+    return ctx.Error("the body takes " + std::to_string(graph->input_size()) + " inputs and gives " +
+                     std::to_string(graph->output_size()) + " outputs for " + std::to_string(carried) +
+                     " carried values");
+  }
+  std::vector<std::optional<TensorSpec>> specs{TensorSpec{DType::kInt64, Shape{}}, TensorSpec{DType::kBool, Shape{}}};
+  for (size_t k = 0; k < carried; ++k) specs.push_back(ctx.InputSpec(2 + k));
+  StatusOr<OnnxBody> body = ctx.sink().ImportBody(*graph, std::move(specs));
+  if (!body.ok()) return body.status().WithPrefix("node '" + ctx.node().name() + "' (Loop) body");
+  std::vector<std::string> inputs;
+  if (ctx.HasInput(0)) inputs.push_back(ctx.input(0));
+  if (ctx.HasInput(1)) inputs.push_back(ctx.input(1));
+  for (size_t k = 0; k < carried; ++k) {
+    if (!ctx.HasInput(2 + k)) return ctx.Unsupported("an omitted carried value");
+    inputs.push_back(ctx.input(2 + k));
+  }
+  inputs.insert(inputs.end(), body->captures.begin(), body->captures.end());
+  const int n = graph->output_size() - 1;
+  const std::string node = ctx.Emit("Loop", std::move(inputs),
+                                    AttrMap{{"body", body->graph},
+                                            {"has_trip_count", ctx.HasInput(0)},
+                                            {"has_condition", ctx.HasInput(1)},
+                                            {"num_carried", static_cast<int64_t>(carried)},
+                                            {"num_outputs", int64_t{n}}});
+  AddOutputs(node, n, outputs);
+  return Status::Ok();
+}
+
+Status Scan(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.opset() < 9) return ctx.Unsupported("Scan before opset 9 (sequence_lens and a batch axis)");
+  LS_ASSIGN_OR_RETURN(const onnx::GraphProto* graph, ctx.GraphAttr("body"));
+  LS_ASSIGN_OR_RETURN(int64_t scans, ctx.IntAttr("num_scan_inputs", -1));
+  const auto total = static_cast<int64_t>(ctx.num_inputs());
+  if (scans < 1 || scans > total || graph->input_size() != total) {
+    return ctx.Error("num_scan_inputs " + std::to_string(scans) + " does not fit " + std::to_string(total) +
+                     " inputs and a body of " + std::to_string(graph->input_size()));
+  }
+  const auto states = static_cast<size_t>(total - scans);
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> input_axes, ctx.IntsAttr("scan_input_axes"));
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> input_directions, ctx.IntsAttr("scan_input_directions"));
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> output_axes, ctx.IntsAttr("scan_output_axes"));
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> output_directions, ctx.IntsAttr("scan_output_directions"));
+  if (input_axes && input_axes->size() != static_cast<size_t>(scans)) return ctx.Error("one scan_input_axes per scan input");
+
+  std::vector<std::string> inputs;
+  std::vector<std::optional<TensorSpec>> specs;
+  for (size_t k = 0; k < states; ++k) {
+    inputs.push_back(ctx.input(k));
+    specs.push_back(ctx.InputSpec(k));
+  }
+  for (size_t k = 0; k < static_cast<size_t>(scans); ++k) {
+    LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(states + k));
+    LS_ASSIGN_OR_RETURN(int axis, NormalizedAxis(ctx, input_axes ? (*input_axes)[k] : 0, rank));
+    std::string x = ctx.input(states + k);
+    if (axis != 0) {
+      x = ctx.Emit("Transpose", {x}, AttrMap{{"perm", MoveAxis(rank, axis, 0)}}, "scan_input_" + std::to_string(k));
+    }
+    inputs.push_back(x);
+    TensorSpec slice{ctx.InputSpec(states + k)->dtype, Shape()};
+    for (int d = 0; d < rank; ++d) {
+      if (d != axis) slice.shape.AddDim(ctx.InputSpec(states + k)->shape.dim(d));
+    }
+    specs.push_back(slice);
+  }
+  StatusOr<OnnxBody> body = ctx.sink().ImportBody(*graph, std::move(specs));
+  if (!body.ok()) return body.status().WithPrefix("node '" + ctx.node().name() + "' (Scan) body");
+  inputs.insert(inputs.end(), body->captures.begin(), body->captures.end());
+  const int n = graph->output_size();
+  const size_t scan_outputs = static_cast<size_t>(n) - states;
+  if (output_axes && output_axes->size() != scan_outputs) return ctx.Error("one scan_output_axes per scan output");
+  AttrMap attrs{{"body", body->graph},
+                {"num_states", static_cast<int64_t>(states)},
+                {"num_scan_inputs", scans},
+                {"num_outputs", int64_t{n}}};
+  if (input_directions) attrs.Set("scan_input_directions", *input_directions);
+  if (output_directions) attrs.Set("scan_output_directions", *output_directions);
+  const std::string node = ctx.Emit("Scan", std::move(inputs), std::move(attrs));
+  AddOutputs(node, n, outputs);
+  for (size_t k = 0; k < scan_outputs && output_axes; ++k) {
+    const int rank = BodySignature(*body).outputs[states + k].shape.rank() + 1;
+    LS_ASSIGN_OR_RETURN(int axis, NormalizedAxis(ctx, (*output_axes)[k], rank));
+    if (axis == 0) continue;
+    std::string& out = (*outputs)[states + k];
+    out = ctx.Emit("Transpose", {out}, AttrMap{{"perm", MoveAxis(rank, 0, axis)}}, "scan_output_" + std::to_string(k));
+  }
+  return Status::Ok();
+}
+
+}  // namespace lockstep::onnx_import
