@@ -16,6 +16,16 @@ Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+Status MelWeightMatrix(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t type, ctx.IntAttr("output_datatype", onnx::TensorProto::FLOAT));
+  StatusOr<DType> dtype = OnnxElemTypeToDType(static_cast<int32_t>(type));
+  if (!dtype.ok()) return ctx.Unsupported("output_datatype " + OnnxElemTypeName(static_cast<int32_t>(type)));
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < 5; ++i) inputs.push_back(ctx.input(i));
+  outputs->push_back(ctx.Emit("MelWeightMatrix", std::move(inputs), AttrMap{{"dtype", ComputeDType(*dtype)}}));
+  return Status::Ok();
+}
+
 Status Dft(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
   std::vector<std::string> inputs{ctx.input(0)};

@@ -65,6 +65,7 @@ Status Lrn(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Dft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Stft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status MelWeightMatrix(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_quant_ops.cc
 Status QuantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status DequantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
@@ -97,5 +98,12 @@ Status AveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status GlobalAveragePool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status GlobalMaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status MaxUnpool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+// `value`, of shape `dims` (one of them -1 at most), with `zeros` zeros after each element along
+// `axis` and those after the last cut off (a stride's or a dilation's gaps); updates dims[axis].
+std::string InsertZeros(OnnxNodeContext& ctx, std::string value, std::vector<int64_t>& dims, int axis, int64_t zeros,
+                        const std::string& tag);
+// onnx_conv3d_ops.cc
+Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 
 }  // namespace lockstep::onnx_import

@@ -10,169 +10,10 @@
 
 #include "runtime/import/dilated_filter.h"
 #include "runtime/onnx/onnx_translators.h"
+#include "runtime/onnx/onnx_window.h"
 
 namespace lockstep::onnx_import {
 namespace {
-
-const std::vector<int64_t> kToNhwc{0, 2, 3, 1};
-const std::vector<int64_t> kToNchw{0, 3, 1, 2};
-
-std::string Ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-bool AllOnes(const std::vector<int64_t>& v) {
-  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
-}
-
-std::string IntsConstant(OnnxNodeContext& ctx, std::vector<int64_t> values, std::string_view suffix) {
-  const int64_t n = static_cast<int64_t>(values.size());
-  return ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{n}, std::move(values)), suffix);
-}
-
-// How a convolution or pool is padded, in the terms of Lockstep's NHWC window ops: SAME or
-// VALID, after an explicit Pad node where ONNX's pads are neither (or where SAME's would
-// average differently).
-struct Padding {
-  std::string mode;           // "SAME" or "VALID"
-  std::vector<int64_t> pads;  // non-empty: pad the NC... input by these (Pad's begins, then ends)
-};
-
-// The geometry of one window op as read from the node, over its spatial dimensions: two for a
-// 2-D op and for a 1-D one ([N, C, L], read as [N, C, 1, L]), three for a 3-D one.
-struct Window {
-  bool one_d = false;
-  std::vector<int64_t> image;    // -1 where unknown
-  std::vector<int64_t> kernel;
-  std::vector<int64_t> strides;
-  std::vector<int64_t> dilations;
-
-  size_t dims() const { return image.size(); }
-  // The window's extent, its taps spread by the dilations.
-  int64_t extent(size_t d) const { return (kernel[d] - 1) * dilations[d] + 1; }
-};
-
-// Window attributes are bounded before ONNX's shape inference sees them (onnx_model.cc), so
-// extents and products of them here cannot overflow.
-StatusOr<Window> ReadWindow(const OnnxNodeContext& ctx, std::vector<int64_t> kernel, int max_spatial) {
-  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
-  if (rank < 3 || rank > 2 + max_spatial) {
-    return ctx.Unsupported("only " + std::string(max_spatial == 3 ? "1-D, 2-D and 3-D" : "1-D and 2-D") +
-                           " windows are supported (input rank " + std::to_string(rank) + ")");
-  }
-  const size_t spatial = static_cast<size_t>(rank - 2);
-  Window w;
-  w.one_d = spatial == 1;
-  const Shape& x = ctx.InputSpec(0)->shape;
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> k, ctx.IntsAttr("kernel_shape"));
-  if (k) kernel = *k;
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> s, ctx.IntsAttr("strides"));
-  std::vector<int64_t> strides = s ? *s : std::vector<int64_t>(kernel.size(), 1);
-  if (kernel.size() != spatial || strides.size() != spatial) {
-    return ctx.Error("kernel_shape " + Ints(kernel) + " and strides " + Ints(strides) + " do not fit the input's rank");
-  }
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d, ctx.IntsAttr("dilations"));
-  std::vector<int64_t> dilations = d ? *d : std::vector<int64_t>(spatial, 1);
-  if (dilations.size() != spatial || std::any_of(dilations.begin(), dilations.end(), [](int64_t v) { return v < 1; })) {
-    return ctx.Error("dilations " + Ints(dilations) + " do not fit the input's rank");
-  }
-  for (size_t i = 0; i < spatial; ++i) w.image.push_back(x.dim(static_cast<int>(2 + i)));
-  auto lift = [&](std::vector<int64_t> v) { return w.one_d ? std::vector<int64_t>{1, v[0]} : v; };
-  w.image = w.one_d ? std::vector<int64_t>{1, w.image[0]} : w.image;
-  w.kernel = lift(kernel);
-  w.strides = lift(strides);
-  w.dilations = lift(dilations);
-  return w;
-}
-
-// The node's `pads` attribute, [begins..., ends...] over the window's dimensions (zeros when
-// absent).
-StatusOr<std::vector<int64_t>> ReadPads(const OnnxNodeContext& ctx, const Window& w) {
-  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.IntsAttr("pads"));
-  if (!given) return std::vector<int64_t>(2 * w.dims(), 0);
-  const size_t spatial = w.one_d ? 1 : w.dims();
-  if (given->size() != 2 * spatial) return ctx.Error("pads " + Ints(*given) + " do not fit the input's rank");
-  return w.one_d ? std::vector<int64_t>{0, (*given)[0], 0, (*given)[1]} : *given;
-}
-
-// ONNX's pads, auto_pad and (for pools) ceil_mode as Lockstep padding. `same_allowed`: whether
-// padding equal to SAME's may run as SAME (not for an average that counts the padding, nor for
-// a window op that is not one NHWC op).
-StatusOr<Padding> ReadPadding(const OnnxNodeContext& ctx, const Window& w, bool same_allowed, bool ceil_mode) {
-  LS_ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttr("auto_pad", "NOTSET"));
-  const size_t n = w.dims();
-  std::vector<int64_t> pads(2 * n, 0);  // begins, then ends
-  auto same_pads = [&](bool lower) -> Status {
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("explicit SAME padding of an image whose size is unknown until run time");
-      const int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-      const int64_t total = std::max<int64_t>((out - 1) * w.strides[d] + w.extent(d) - in, 0);
-      pads[d] = lower ? total - total / 2 : total / 2;
-      pads[n + d] = total - pads[d];
-    }
-    return Status::Ok();
-  };
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    if (auto_pad == "SAME_UPPER" && same_allowed && !ceil_mode) return Padding{"SAME", {}};
-    LS_RETURN_IF_ERROR(same_pads(auto_pad == "SAME_LOWER"));
-  } else if (auto_pad == "NOTSET") {
-    LS_ASSIGN_OR_RETURN(pads, ReadPads(ctx, w));
-  } else if (auto_pad != "VALID") {
-    return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-  }
-  for (int64_t p : pads) {
-    if (p < 0) return ctx.Error("pads must not be negative, got " + Ints(pads));
-  }
-  if (ceil_mode) {
-    // The last window may start inside the image and run past its end: pad the end so that it
-    // fits (what it covers there is never the maximum).
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("ceil_mode for an image whose size is unknown until run time");
-      const int64_t span = in + pads[d] + pads[n + d] - w.extent(d);
-      if (span < 0) continue;
-      const int64_t out = (span + w.strides[d] - 1) / w.strides[d] + 1;
-      pads[n + d] += std::max<int64_t>((out - 1) * w.strides[d] + w.extent(d) - (in + pads[d] + pads[n + d]), 0);
-    }
-  }
-  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return Padding{"VALID", {}};
-  if (same_allowed) {
-    const std::vector<int64_t> given = pads;
-    if (same_pads(false).ok() && pads == given) return Padding{"SAME", {}};
-    pads = given;
-  }
-  // Pad's form: every axis's begin, then every axis's end; N and C are not padded.
-  std::vector<int64_t> all(2 * (n + 2), 0);
-  for (size_t d = 0; d < n; ++d) {
-    all[2 + d] = pads[d];
-    all[n + 4 + d] = pads[n + d];
-  }
-  return Padding{"VALID", std::move(all)};
-}
-
-// x (NC... , or NCL as NC1L) padded as `padding` says.
-std::string Padded(OnnxNodeContext& ctx, const Window& w, const Padding& padding, double pad_value) {
-  std::string x = ctx.input(0);
-  if (w.one_d) x = ctx.Emit("ExpandDims", {x}, AttrMap{{"axis", int64_t{2}}}, "as_2d");
-  if (padding.pads.empty()) return x;
-  const std::string pads = IntsConstant(ctx, padding.pads, "pads");
-  return ctx.Emit("Pad", {x, pads}, AttrMap{{"mode", std::string("constant")}, {"value", pad_value}}, "pad");
-}
-
-// x padded, then moved to NHWC.
-std::string ToNhwc(OnnxNodeContext& ctx, const Window& w, const Padding& padding, double pad_value) {
-  return ctx.Emit("Transpose", {Padded(ctx, w, padding, pad_value)}, AttrMap{{"perm", kToNhwc}}, "nhwc");
-}
-
-// y (NHWC) back to NCHW, or to NCL for a 1-D op.
-std::string FromNhwc(OnnxNodeContext& ctx, const Window& w, const std::string& y) {
-  if (!w.one_d) return ctx.Emit("Transpose", {y}, AttrMap{{"perm", kToNchw}});
-  const std::string nchw = ctx.Emit("Transpose", {y}, AttrMap{{"perm", kToNchw}}, "nchw");
-  return ctx.Emit("Squeeze", {nchw}, AttrMap{{"axes", std::vector<int64_t>{2}}});
-}
 
 AttrMap PoolAttrs(std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> dilations,
                   const std::string& padding) {
@@ -270,12 +111,24 @@ constexpr char kMax[] = "Max";
 
 // The filter (input 1) with rank 4 (a 1-D one given a height of 1) and, where dilated, spread
 // (runtime/import/dilated_filter.h): so a dilated filter must be a constant.
+// A filter computed at run time (a graph input, a dequantized weight), spread by nodes. `f` is
+// [M, C, KH, KW] of a known shape.
+StatusOr<std::string> SpreadFilterAtRunTime(OnnxNodeContext& ctx, const Window& w, std::string f) {
+  std::vector<int64_t> dims(ctx.InputSpec(1)->shape.dims().begin(), ctx.InputSpec(1)->shape.dims().end());
+  if (w.one_d) dims.insert(dims.begin() + 2, 1);
+  for (int axis = 2; axis < 4; ++axis) {
+    const int64_t d = w.dilations[static_cast<size_t>(axis - 2)];
+    if (d > 1) f = InsertZeros(ctx, f, dims, axis, d - 1, "filter_dilated_" + std::to_string(axis));
+  }
+  return f;
+}
+
 StatusOr<std::string> SpreadFilter(OnnxNodeContext& ctx, const Window& w) {
   std::string f = ctx.input(1);
   if (w.one_d) f = ctx.Emit("ExpandDims", {f}, AttrMap{{"axis", int64_t{2}}}, "filter_2d");
   if (AllOnes(w.dilations)) return f;
   const Tensor* constant = ctx.ConstantInput(1);
-  if (constant == nullptr) return ctx.Unsupported("dilations " + Ints(w.dilations) + " of a filter that is not a constant");
+  if (constant == nullptr) return SpreadFilterAtRunTime(ctx, w, f);
   const Shape& fs = constant->shape();
   const Tensor filter = w.one_d ? constant->Reshaped(Shape{fs.dim(0), fs.dim(1), 1, fs.dim(2)}) : *constant;
   StatusOr<Tensor> spread = DilateFilter(filter, 2, w.dilations[0], w.dilations[1]);
@@ -283,98 +136,28 @@ StatusOr<std::string> SpreadFilter(OnnxNodeContext& ctx, const Window& w) {
   return ctx.EmitConstant(std::move(*spread), "filter_dilated");
 }
 
-// The window of a convolution: its kernel is the filter's spatial dimensions (input 1, whose
-// shape must be known), which kernel_shape may repeat but not contradict.
-StatusOr<Window> ReadFilterWindow(const OnnxNodeContext& ctx, int max_spatial = 2) {
-  const auto& w_spec = ctx.InputSpec(1);
-  if (!w_spec || !w_spec->shape.IsFullyDefined()) return ctx.Unsupported("a filter whose shape is unknown until run time");
-  const Shape& fs = w_spec->shape;
-  if (fs.rank() < 3) return ctx.Error("the filter must have rank 3 or 4, got " + fs.ToString());
-  const std::vector<int64_t> kernel(fs.dims().begin() + 2, fs.dims().end());
-  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, kernel, max_spatial));
-  if ((w.one_d ? std::vector<int64_t>{w.kernel[1]} : w.kernel) != kernel) {
-    return ctx.Error("kernel_shape does not match the filter " + fs.ToString());
-  }
-  return w;
-}
-
-// A 2-D Conv node of `node`'s group, with `w`'s (H, W) strides and dilations, unpadded.
-onnx::NodeProto PlaneConvNode(const onnx::NodeProto& node, const Window& w, int64_t group) {
-  onnx::NodeProto plane;
-  plane.set_op_type("Conv");
-  plane.set_name(node.name());
-  auto ints = [&](const char* name, std::vector<int64_t> values) {
-    onnx::AttributeProto* a = plane.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
-  };
-  ints("kernel_shape", {w.kernel[1], w.kernel[2]});
-  ints("strides", {w.strides[1], w.strides[2]});
-  ints("dilations", {w.dilations[1], w.dilations[2]});
-  onnx::AttributeProto* g = plane.add_attribute();
-  g->set_name("group");
-  g->set_type(onnx::AttributeProto::INT);
-  g->set_i(group);
-  return plane;
-}
-
-// A 3-D convolution as a sum of 2-D ones, one per depth tap k of the filter: output depth o
-// reads input depth o * stride + k * dilation, so the input's depth slices for tap k, batched
-// as [N * D', C, H, W], convolve over (H, W) with the filter's slice k (the 2-D translator
-// doing groups, dilations and strides), and the taps' results add up.
-Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx, 3));
-  const Shape& fs = ctx.InputSpec(1)->shape;
-  const int64_t channels = ctx.InputSpec(0)->shape.dim(1), m = fs.dim(0);
-  LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
-  if (group < 1 || channels < 0 || channels % group != 0 || fs.dim(1) * group != channels) {
-    return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
-                     " input channels and the filter " + fs.ToString());
-  }
+// The pool and where each maximum lies (MaxPoolWithIndices, NCHW): for graphs that unpool.
+Status MaxPoolWithIndices(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, {}, 3));
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, false, false));
-  std::vector<int64_t> padded(3), out(3);
-  for (size_t d = 0; d < 3; ++d) {
-    if (w.image[d] < 0) return ctx.Unsupported("a 3-D convolution of an image whose size is unknown until run time");
-    padded[d] = w.image[d] + (padding.pads.empty() ? 0 : padding.pads[2 + d] + padding.pads[7 + d]);
-    if (padded[d] < w.extent(d)) return ctx.Error("the filter is larger than the padded input " + Ints(padded));
-    out[d] = (padded[d] - w.extent(d)) / w.strides[d] + 1;
+  LS_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
+  LS_ASSIGN_OR_RETURN(int64_t storage_order, ctx.IntAttr("storage_order", 0));
+  // Back from the window's 2-D reading of a 1-D pool; pads from Pad's form (N, C, spatial...).
+  const size_t n = w.dims(), first = w.one_d ? 1 : 0;
+  std::vector<int64_t> begins, ends;
+  for (size_t d = first; d < n; ++d) {
+    begins.push_back(padding.pads.empty() ? 0 : padding.pads[2 + d]);
+    ends.push_back(padding.pads.empty() ? 0 : padding.pads[n + 4 + d]);
   }
-  const std::string x = Padded(ctx, w, padding, 0.0);
-  const onnx::NodeProto plane = PlaneConvNode(ctx.node(), w, group);
-  const DType dtype = ctx.InputSpec(0)->dtype;
-  std::string sum;
-  for (int64_t k = 0; k < w.kernel[0]; ++k) {
-    const std::string tag = "tap_" + std::to_string(k);
-    std::vector<int64_t> depths(static_cast<size_t>(out[0]));
-    for (int64_t o = 0; o < out[0]; ++o) depths[static_cast<size_t>(o)] = o * w.strides[0] + k * w.dilations[0];
-    const std::string slices = ctx.Emit("Gather", {x, IntsConstant(ctx, std::move(depths), tag + "/depths")},
-                                        AttrMap{{"axis", int64_t{2}}}, tag + "/slices");
-    const std::string batched = ctx.Emit(
-        "Reshape",
-        {ctx.Emit("Transpose", {slices}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}, tag + "/depth_major")},
-        AttrMap{{"shape", std::vector<int64_t>{-1, channels, padded[1], padded[2]}}}, tag + "/planes");
-    const std::string filter = ctx.Emit("Gather", {ctx.input(1), ctx.EmitConstant(Tensor::Scalar<int64_t>(k), tag + "/k")},
-                                        AttrMap{{"axis", int64_t{2}}}, tag + "/filter");
-    OnnxNodeContext as_2d =
-        ctx.WithNode(plane, {batched, filter},
-                     {TensorSpec{dtype, Shape{-1, channels, padded[1], padded[2]}},
-                      TensorSpec{dtype, Shape{m, fs.dim(1), fs.dim(3), fs.dim(4)}}},
-                     tag);
-    std::vector<std::string> y;
-    LS_RETURN_IF_ERROR(Conv(as_2d, &y));
-    sum = sum.empty() ? y.at(0) : ctx.Emit("Add", {sum, y.at(0)}, {}, tag + "/sum");
-  }
-  const std::string volume =
-      ctx.Emit("Reshape", {sum}, AttrMap{{"shape", std::vector<int64_t>{-1, out[0], m, out[1], out[2]}}}, "volume");
-  std::string y = ctx.Emit("Transpose", {volume}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}},
-                           ctx.HasInput(2) ? "ncdhw" : "");
-  if (ctx.HasInput(2)) {
-    const std::string bias =
-        ctx.Emit("Reshape", {ctx.input(2)}, AttrMap{{"shape", std::vector<int64_t>{1, m, 1, 1, 1}}}, "bias_5d");
-    y = ctx.Emit("Add", {y, bias});
-  }
-  outputs->push_back(y);
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  const auto spatial = [&](const std::vector<int64_t>& v) { return std::vector<int64_t>(v.begin() + first, v.end()); };
+  const std::string node =
+      ctx.Emit("MaxPoolWithIndices", {ctx.input(0)},
+               AttrMap{{"kernel_shape", spatial(w.kernel)}, {"strides", spatial(w.strides)},
+                       {"dilations", spatial(w.dilations)}, {"pads", begins}, {"ceil_mode", ceil_mode != 0},
+                       {"storage_order", storage_order}});
+  outputs->push_back(node);
+  outputs->push_back(node + ":1");
   return Status::Ok();
 }
 
@@ -386,8 +169,10 @@ Status MaxPool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const auto& spec = ctx.InputSpec(0);
   const bool narrow = spec && (spec->dtype == DType::kUInt8 || spec->dtype == DType::kInt8 ||
                                spec->dtype == DType::kUInt16 || spec->dtype == DType::kInt16);
+  const bool with_indices = ctx.node().output_size() > 1 && !ctx.node().output(1).empty();
+  if (with_indices && narrow) return ctx.Unsupported("the Indices output of an integer MaxPool");
+  if (with_indices) return MaxPoolWithIndices(ctx, outputs);
   if (!narrow) return Pool<true>(ctx, outputs);
-  if (ctx.node().output_size() > 1) return ctx.Unsupported("the Indices output of an integer MaxPool");
   const std::string wide = ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", DType::kFloat32}}, "f32");
   OnnxNodeContext as_float = ctx.WithInputs({wide}, {TensorSpec{DType::kFloat32, spec->shape}}, "f32_pool");
   std::vector<std::string> pooled;
@@ -467,6 +252,7 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 // from its end (zeros added where that is negative), then the bias. The filter [C, M, KH, KW]
 // goes to [KH, KW, M, C].
 Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.InputSpec(0) && ctx.InputSpec(0)->shape.rank() == 5) return ConvTranspose3D(ctx, outputs);
   LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx));
   const Shape& fs = ctx.InputSpec(1)->shape;
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));

@@ -21,6 +21,8 @@ void RegisterConvOps(OpRegistry& registry);
 void RegisterDepthwiseConvOps(OpRegistry& registry);
 // MaxPool2D, AvgPool2D and their gradients, MaxPool2DGrad and AvgPool2DGrad.
 void RegisterPoolOps(OpRegistry& registry);
+// MaxPoolWithIndices: ONNX's MaxPool with its Indices output (NCHW, 1-D to 3-D).
+void RegisterPoolIndicesOps(OpRegistry& registry);
 // Identity, Reshape, Flatten, Squeeze, ExpandDims, Unsqueeze and SqueezeAxes (axes an input),
 // Concat, Cast, ArgMax, ArgMin, Gather (and
 // GatherGrad), OneHot.
@@ -89,6 +91,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterConvOps(registry);
   RegisterDepthwiseConvOps(registry);
   RegisterPoolOps(registry);
+  RegisterPoolIndicesOps(registry);
   RegisterArrayOps(registry);
   RegisterGradientOps(registry);
   RegisterLossOps(registry);

@@ -6,12 +6,17 @@
 //     values, truncated or zero-padded to dft_length, the inverse scaled by 1 / n, onesided
 //     keeping the first n / 2 + 1 bins; complex out ([..., 2]);
 //   STFT(signal [batch, length, 1 | 2], frame_step, window?, frame_length?; attr onesided = 1):
-//     the DFT of each windowed frame -> [batch, frames, bins, 2].
+//     the DFT of each windowed frame -> [batch, frames, bins, 2];
+//   MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz;
+//     attr dtype): the triangular filters that map dft_length / 2 + 1 spectrogram bins to
+//     num_mel_bins mel bins, by ONNX's formula (edges on the mel scale, floored to bins).
 // Transforms are computed directly (O(n²) per transform, in double): exact to float32, and as
 // fast as these ops need to be beside the convolutions that follow them. float32 and float64.
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <numbers>
+#include <vector>
 #include <string>
 
 #include "runtime/op_registry.h"
@@ -218,6 +223,83 @@ Status StftKernel(KernelContext& ctx) {
   });
 }
 
+// ---- MelWeightMatrix ----
+
+StatusOr<double> ReadHertz(const Tensor& t, std::string_view what) {
+  if (!IsReal(t.dtype()) || t.num_elements() != 1) {
+    return InvalidArgument("MelWeightMatrix: " + Str(what) + " must be one float32 or float64");
+  }
+  const double v = t.dtype() == DType::kFloat32 ? double{t.data<float>()[0]} : t.data<double>()[0];
+  if (!std::isfinite(v) || v < 0) return InvalidArgument("MelWeightMatrix: " + Str(what) + " must be finite and >= 0");
+  return v;
+}
+
+StatusOr<std::vector<TensorSpec>> InferMelWeightMatrix(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("MelWeightMatrix", ctx.inputs.size(), 5, 5));
+  LS_ASSIGN_OR_RETURN(DType dtype, ctx.attrs.GetDType("dtype"));
+  LS_RETURN_IF_ERROR(CheckReal("MelWeightMatrix", "attr 'dtype'", dtype));
+  int64_t bins = -1, mels = -1;
+  if (const Tensor* t = ctx.value(0)) {
+    LS_ASSIGN_OR_RETURN(mels, ReadCount("MelWeightMatrix", "num_mel_bins", *t));
+  }
+  if (const Tensor* t = ctx.value(1)) {
+    LS_ASSIGN_OR_RETURN(int64_t length, ReadCount("MelWeightMatrix", "dft_length", *t));
+    bins = length / 2 + 1;
+  }
+  return Single(dtype, Shape{bins, mels});
+}
+
+Status MelWeightMatrixKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(int64_t mels, ReadCount("MelWeightMatrix", "num_mel_bins", ctx.input(0)));
+  LS_ASSIGN_OR_RETURN(int64_t length, ReadCount("MelWeightMatrix", "dft_length", ctx.input(1)));
+  LS_ASSIGN_OR_RETURN(int64_t rate, ReadCount("MelWeightMatrix", "sample_rate", ctx.input(2)));
+  LS_ASSIGN_OR_RETURN(double lower, ReadHertz(ctx.input(3), "lower_edge_hertz"));
+  LS_ASSIGN_OR_RETURN(double upper, ReadHertz(ctx.input(4), "upper_edge_hertz"));
+  LS_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
+  LS_RETURN_IF_ERROR(CheckReal("MelWeightMatrix", "attr 'dtype'", dtype));
+  if (rate < 1) return InvalidArgument("MelWeightMatrix: sample_rate must be positive");
+  const int64_t bins = length / 2 + 1;
+  if (bins * mels > (int64_t{1} << 28)) return InvalidArgument("MelWeightMatrix: the matrix would be too large");
+  // The mel-bin edges, equally spaced in mels over num_mel_bins + 2 steps, as spectrogram bins.
+  const auto mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
+  const double low = mel(lower);
+  const double step = (mel(upper) - low) / static_cast<double>(mels + 2);
+  std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + low) / 2595.0) - 1.0);
+    edge[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(length + 1) * hz / static_cast<double>(rate)));
+  }
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dtype, Shape{bins, mels}));
+  return DispatchReal(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* w = out->mutable_data<T>().data();
+    std::fill_n(w, bins * mels, T(0));
+    const auto set = [&](int64_t bin, int64_t m, double v) -> Status {
+      if (bin < 0 || bin >= bins) {
+        return InvalidArgument("MelWeightMatrix: the band edges run past the " + std::to_string(bins) +
+                               " spectrogram bins (upper_edge_hertz above half the sample rate?)");
+      }
+      w[bin * mels + m] = static_cast<T>(v);
+      return Status::Ok();
+    };
+    for (int64_t m = 0; m < mels; ++m) {
+      const int64_t left = edge[static_cast<size_t>(m)], center = edge[static_cast<size_t>(m + 1)],
+                    right = edge[static_cast<size_t>(m + 2)];
+      if (center == left) {
+        LS_RETURN_IF_ERROR(set(center, m, 1.0));
+      } else {
+        for (int64_t j = left; j <= center; ++j) {
+          LS_RETURN_IF_ERROR(set(j, m, static_cast<double>(j - left) / static_cast<double>(center - left)));
+        }
+      }
+      for (int64_t j = center; j < right; ++j) {
+        LS_RETURN_IF_ERROR(set(j, m, static_cast<double>(right - j) / static_cast<double>(right - center)));
+      }
+    }
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 void RegisterSignalOps(OpRegistry& registry) {
@@ -230,6 +312,7 @@ void RegisterSignalOps(OpRegistry& registry) {
   dft.max_inputs = 2;
   (void)registry.Register(std::move(dft));
   (void)registry.Register(SimpleOpDef("STFT", 4, InferStft, StftKernel));
+  (void)registry.Register(SimpleOpDef("MelWeightMatrix", 5, InferMelWeightMatrix, MelWeightMatrixKernel));
 }
 
 }  // namespace lockstep

@@ -92,6 +92,10 @@ std::vector<OpCase> Cases() {
       {"Conv2D", {kImage, kImage}, conv},
       {"DepthwiseConv2D", {kImage, kImage}, conv},
       {"MaxPool2D", {kImage}, pool},
+      {"MaxPoolWithIndices", {kImage},
+       {AttrMap{{"kernel_shape", std::vector<int64_t>{2, 2}}},
+        AttrMap{{"kernel_shape", std::vector<int64_t>{2, 1}}, {"strides", std::vector<int64_t>{2, 1}},
+                {"pads", std::vector<int64_t>{1, 0, 0, 1}}, {"ceil_mode", true}, {"storage_order", int64_t{1}}}}},
       {"AvgPool2D", {kImage}, pool},
       // Element-wise ops (elementwise_ops.cc) and the integer side of the arithmetic. Integer
       // Div is left out: random divisors include zeros.
@@ -143,6 +147,7 @@ std::vector<OpCase> Cases() {
       {"Max", {kAnyFloat}, reduce},
       {"Min", {kAnyInt64}, reduce},
       {"Prod", {kAnyDouble}, reduce},
+      {"IntegerSum", {kAnyInt64}, reduce},
       {"ArgMin", {kAnyFloat}, {AttrMap{}, AttrMap{{"axis", int64_t{0}}, {"keep_dims", true}}}},
       {"Gather", {{DType::kFloat32, 1, 3}, {DType::kInt64, 0, 2}},
        {AttrMap{{"axis", int64_t{1}}}, AttrMap{{"axis", int64_t{-1}}}}, /*value_checks=*/true},
