@@ -395,4 +395,26 @@ Status StringNormalizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs)
   return Status::Ok();
 }
 
+// TfIdfVectorizer: ONNX's attributes as they are, the weights as doubles. Pools of strings
+// are refused: Lockstep's string tensors serve text preprocessing, not n-gram tables.
+Status TfIdfVectorizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  AttrMap attrs;
+  for (const onnx::AttributeProto& a : ctx.node().attribute()) {
+    if (a.name() == "pool_strings") return ctx.Unsupported("n-grams of strings (pool_strings)");
+    if (a.name() == "weights") {
+      attrs.Set("weights", std::vector<double>(a.floats().begin(), a.floats().end()));
+    } else if (a.type() == onnx::AttributeProto::INTS) {
+      attrs.Set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    } else if (a.type() == onnx::AttributeProto::INT) {
+      attrs.Set(a.name(), int64_t{a.i()});
+    } else if (a.type() == onnx::AttributeProto::STRING) {
+      attrs.Set(a.name(), a.s());
+    } else {
+      return ctx.Error("attribute '" + a.name() + "' has an unexpected type");
+    }
+  }
+  outputs->push_back(ctx.Emit("TfIdfVectorizer", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
 }  // namespace lockstep::onnx_import

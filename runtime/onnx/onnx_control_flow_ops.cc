@@ -2,7 +2,9 @@
 // attribute of the runtime's op of the same name (runtime/ops/control_flow_ops.cc), and what a
 // body reads of the enclosing graph becomes the node's trailing inputs. Scan's axes other than
 // the first are moved there and back with Transposes around the node, so the runtime's Scan
-// walks axis 0 only.
+// walks axis 0 only. Scan of opset 8, whose every input has a batch axis first (and its scan
+// inputs the sequence second), is a Scan over the batch whose body is the Scan over the
+// sequence.
 #include <string>
 #include <vector>
 
@@ -92,8 +94,82 @@ Status Loop(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// Opset 8: inputs (sequence_lens?, states..., scan inputs...), each with the batch first; the
+// body sees one batch row. The node becomes Scan(states..., scan inputs..., captures...) over
+// the batch, with no states of its own, whose body runs Scan(row's states, row's scan
+// inputs, captures) over the sequence with the ONNX body.
+Status ScanOverBatch(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  if (ctx.HasInput(0)) return ctx.Unsupported("sequence_lens (rows of different lengths) in a Scan of opset 8");
+  LS_ASSIGN_OR_RETURN(const onnx::GraphProto* graph, ctx.GraphAttr("body"));
+  LS_ASSIGN_OR_RETURN(int64_t scans, ctx.IntAttr("num_scan_inputs", -1));
+  const auto total = static_cast<int64_t>(ctx.num_inputs()) - 1;
+  if (scans < 1 || scans > total || graph->input_size() != total) {
+    return ctx.Error("num_scan_inputs " + std::to_string(scans) + " does not fit " + std::to_string(total) +
+                     " inputs and a body of " + std::to_string(graph->input_size()));
+  }
+  LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> directions, ctx.IntsAttr("directions"));
+  // What the body sees: each input without its batch axis, and a scan input's row without its
+  // sequence axis too.
+  std::vector<std::optional<TensorSpec>> row_specs, step_specs;
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    const auto& spec = ctx.InputSpec(k);
+    const bool scan_input = k > static_cast<size_t>(total - scans);
+    if (!spec || spec->shape.rank() < (scan_input ? 2 : 1)) return ctx.Error("input " + std::to_string(k) + " has no batch axis");
+    TensorSpec row{spec->dtype, Shape()}, step{spec->dtype, Shape()};
+    for (int d = 1; d < spec->shape.rank(); ++d) {
+      row.shape.AddDim(spec->shape.dim(d));
+      if (!scan_input || d > 1) step.shape.AddDim(spec->shape.dim(d));
+    }
+    row_specs.push_back(row);
+    step_specs.push_back(step);
+  }
+  StatusOr<OnnxBody> body = ctx.sink().ImportBody(*graph, step_specs);
+  if (!body.ok()) return body.status().WithPrefix("node '" + ctx.node().name() + "' (Scan) body");
+  const Signature& inner_sig = BodySignature(*body);
+  const auto states = static_cast<size_t>(total - scans);
+  const int n = graph->output_size();
+
+  // The body over the batch: its inputs are a row of each input, then the captures.
+  Graph row;
+  Signature sig{"body", "", {}, {}};
+  std::vector<std::string> scan_inputs;
+  for (size_t k = 0; k < inner_sig.inputs.size(); ++k) {
+    const std::string name = "input_" + std::to_string(k);
+    const TensorSpec spec = k < row_specs.size() ? *row_specs[k] : TensorSpec{inner_sig.inputs[k].dtype, inner_sig.inputs[k].shape};
+    row.nodes.push_back(NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", spec.dtype}, {"shape", spec.shape}}});
+    sig.inputs.push_back(TensorBinding{std::to_string(k), name, spec.dtype, spec.shape});
+    scan_inputs.push_back(name);
+  }
+  AttrMap attrs{{"body", body->graph},
+                {"num_states", static_cast<int64_t>(states)},
+                {"num_scan_inputs", scans},
+                {"num_outputs", int64_t{n}}};
+  if (directions) attrs.Set("scan_input_directions", *directions);
+  row.nodes.push_back(NodeDef{"scan", "Scan", std::move(scan_inputs), std::move(attrs)});
+  for (int k = 0; k < n; ++k) {
+    const TensorBinding& out = inner_sig.outputs[static_cast<size_t>(k)];
+    Shape shape;
+    if (static_cast<size_t>(k) >= states) shape.AddDim(row_specs[states]->shape.dim(0));  // the sequence
+    for (int64_t d : out.shape.dims()) shape.AddDim(d);
+    sig.outputs.push_back(TensorBinding{std::to_string(k), k == 0 ? std::string("scan") : "scan:" + std::to_string(k),
+                                        out.dtype, shape});
+  }
+  row.signatures.push_back(std::move(sig));
+
+  std::vector<std::string> inputs;
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) inputs.push_back(ctx.input(k));
+  inputs.insert(inputs.end(), body->captures.begin(), body->captures.end());
+  const std::string node = ctx.Emit("Scan", std::move(inputs),
+                                    AttrMap{{"body", std::make_shared<const Graph>(std::move(row))},
+                                            {"num_states", int64_t{0}},
+                                            {"num_scan_inputs", static_cast<int64_t>(total)},
+                                            {"num_outputs", int64_t{n}}});
+  AddOutputs(node, n, outputs);
+  return Status::Ok();
+}
+
 Status Scan(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
-  if (ctx.opset() < 9) return ctx.Unsupported("Scan before opset 9 (sequence_lens and a batch axis)");
+  if (ctx.opset() < 9) return ScanOverBatch(ctx, outputs);
   LS_ASSIGN_OR_RETURN(const onnx::GraphProto* graph, ctx.GraphAttr("body"));
   LS_ASSIGN_OR_RETURN(int64_t scans, ctx.IntAttr("num_scan_inputs", -1));
   const auto total = static_cast<int64_t>(ctx.num_inputs());

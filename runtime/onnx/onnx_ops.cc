@@ -559,7 +559,7 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"SequenceConstruct", SequenceConstruct}, {"SequenceInsert", SequenceInsert}, {"SequenceErase", SequenceErase},
       {"SequenceAt", SequenceAt}, {"SequenceLength", SequenceLength}, {"SplitToSequence", SplitToSequence},
       {"ConcatFromSequence", ConcatFromSequence},
-      {"MelWeightMatrix", MelWeightMatrix},
+      {"MelWeightMatrix", MelWeightMatrix}, {"TfIdfVectorizer", TfIdfVectorizer},
       {"ReduceSumSquare", ComposedReduce<kMul, kNone>}, {"ReduceL1", ComposedReduce<kAbs, kNone>},
       {"ReduceL2", ComposedReduce<kMul, kSqrt>}, {"ReduceLogSum", ComposedReduce<kNone, kLog>},
       {"Where", Direct<kWhere>}, {"Xor", Binary<kXor>}, {"Mod", Mod}, {"Trilu", Trilu}, {"EyeLike", EyeLike},

@@ -42,6 +42,7 @@ std::vector<std::string> SplitByRunTimeSizes(OnnxNodeContext& ctx, const std::st
                                              int64_t axis, int64_t parts);
 Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status StringNormalizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status TfIdfVectorizer(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_nn_ops.cc
 Status Gemm(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status MatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

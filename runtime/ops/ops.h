@@ -80,6 +80,10 @@ void RegisterRecurrentOps(OpRegistry& registry);
 void RegisterResizeOps(OpRegistry& registry);
 // StringNormalizer: ONNX's stopword removal and case change of strings.
 void RegisterStringOps(OpRegistry& registry);
+// Cast: every dtype to every other, strings included.
+void RegisterCastOps(OpRegistry& registry);
+// TfIdfVectorizer: ONNX's n-gram counts of integer tokens.
+void RegisterTfIdfOps(OpRegistry& registry);
 // If, Loop, Scan: control flow over bodies held in attributes.
 void RegisterControlFlowOps(OpRegistry& registry);
 
@@ -117,6 +121,8 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterRecurrentOps(registry);
   RegisterStringOps(registry);
   RegisterControlFlowOps(registry);
+  RegisterTfIdfOps(registry);
+  RegisterCastOps(registry);
 }
 
 }  // namespace lockstep

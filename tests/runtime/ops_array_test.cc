@@ -260,9 +260,35 @@ TEST(OpsArrayTest, CastSameDTypeStringsAndErrors) {
   Tensor same = RunOk("Cast", {g}, {{"dtype", DType::kFloat32}}).at(0);
   EXPECT_TRUE(same.BitwiseEqual(g));
   ExpectError(RunOp("Cast", std::vector<Tensor>{s}, {{"dtype", DType::kFloat32}}).status(),
-              StatusCode::kInvalidArgument, "cannot cast string to float32");
+              StatusCode::kInvalidArgument, "'x' is not a number");
   ExpectError(RunOp("Cast", std::vector<Tensor>{g}).status(), StatusCode::kInvalidArgument,
               "dtype");
+}
+
+TEST(OpsArrayTest, CastBetweenNumbersAndStrings) {
+  Tensor f = Tensor::FromVector<float>({6}, {0.1f, -2.5f, 1e-5f, 3e20f, kNaN, -kInf});
+  Tensor text = RunOk("Cast", {f}, {{"dtype", DType::kString}}).at(0);
+  EXPECT_EQ(std::vector<std::string>(text.data<std::string>().begin(), text.data<std::string>().end()),
+            (std::vector<std::string>{"0.1", "-2.5", "1e-05", "3e+20", "nan", "-inf"}));
+  // Every float reads back as itself, in its shortest form.
+  Tensor back = RunOk("Cast", {text}, {{"dtype", DType::kFloat32}}).at(0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(back.data<float>()[i], f.data<float>()[i]) << i;
+  EXPECT_TRUE(std::isnan(back.data<float>()[4]));
+  EXPECT_EQ(back.data<float>()[5], -kInf);
+  Tensor words = Tensor::FromVector<std::string>({5}, {"+INF", "NaN", "42", "-7.9", "9007199254740993"});
+  Tensor ints = RunOk("Cast", {words}, {{"dtype", DType::kInt64}}).at(0);
+  EXPECT_EQ(ints.data<int64_t>()[0], std::numeric_limits<int64_t>::max());  // saturated, as floats cast
+  EXPECT_EQ(ints.data<int64_t>()[1], 0);                                     // NaN, as floats cast
+  EXPECT_EQ(ints.data<int64_t>()[2], 42);
+  EXPECT_EQ(ints.data<int64_t>()[3], -7);                                    // truncated
+  EXPECT_EQ(ints.data<int64_t>()[4], 9007199254740993);                      // exact, not through double
+  Tensor flags = Tensor::FromVector<bool>({2}, {true, false});
+  Tensor flag_text = RunOk("Cast", {flags}, {{"dtype", DType::kString}}).at(0);
+  EXPECT_EQ(flag_text.data<std::string>()[0], "True");
+  ExpectError(RunOp("Cast", std::vector<Tensor>{Tensor::FromVector<std::string>({1}, {"1.5x"})},
+                    {{"dtype", DType::kFloat64}})
+                  .status(),
+              StatusCode::kInvalidArgument, "'1.5x' is not a number");
 }
 
 // ---- ArgMax ----
