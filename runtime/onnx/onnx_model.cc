@@ -403,8 +403,9 @@ std::optional<TensorSpec> Importer::SpecOfValue(const std::string& onnx_name, co
 }
 
 std::string Importer::MakeSequence(std::vector<std::string> elements) {
-  // Not a node name (those hold no ':'), so a sequence that reached a node would fail to resolve.
-  std::string value = "sequence:" + std::to_string(sequences_.size());
+  // Neither a node's name (those hold no ':') nor one of its outputs ("node:1"), so it stands
+  // for no tensor, and a sequence that reached a node would fail to resolve.
+  std::string value = "sequence:#" + std::to_string(sequences_.size());
   sequences_.emplace(value, std::move(elements));
   return value;
 }
