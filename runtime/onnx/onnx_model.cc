@@ -129,15 +129,12 @@ class Importer final : public OnnxGraphSink {
 };
 
 std::optional<TensorSpec> Importer::InferredSpec(const std::string& value) const {
-  std::string_view node = value;
-  size_t output = 0;
-  if (const size_t colon = value.rfind(':'); colon != std::string::npos) {
-    node = std::string_view(value).substr(0, colon);
-    output = static_cast<size_t>(std::stoul(value.substr(colon + 1)));
-  }
-  auto it = inferred_.find(node);
-  if (it == inferred_.end() || output >= it->second.size()) return std::nullopt;
-  return it->second[output];
+  // A sequence's stand-in (MakeSequence) is no tensor, and no "node:k" reference.
+  StatusOr<TensorRef> ref = ParseTensorRef(value);
+  if (!ref.ok()) return std::nullopt;
+  auto it = inferred_.find(ref->node);
+  if (it == inferred_.end() || static_cast<size_t>(ref->index) >= it->second.size()) return std::nullopt;
+  return it->second[static_cast<size_t>(ref->index)];
 }
 
 std::string Importer::UniqueName(const std::string& base) {
