@@ -72,7 +72,13 @@ Status Loop(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
                      " carried values");
   }
   std::vector<std::optional<TensorSpec>> specs{TensorSpec{DType::kInt64, Shape{}}, TensorSpec{DType::kBool, Shape{}}};
-  for (size_t k = 0; k < carried; ++k) specs.push_back(ctx.InputSpec(2 + k));
+  // A carried value may change shape from one iteration to the next (a sequence of tokens that
+  // grows): its rank is the initial value's, its dimensions are known only at run time.
+  for (size_t k = 0; k < carried; ++k) {
+    std::optional<TensorSpec> spec = ctx.InputSpec(2 + k);
+    for (int d = 0; spec && d < spec->shape.rank(); ++d) spec->shape.set_dim(d, Shape::kUnknownDim);
+    specs.push_back(std::move(spec));
+  }
   StatusOr<OnnxBody> body = ctx.sink().ImportBody(*graph, std::move(specs));
   if (!body.ok()) return body.status().WithPrefix("node '" + ctx.node().name() + "' (Loop) body");
   std::vector<std::string> inputs;

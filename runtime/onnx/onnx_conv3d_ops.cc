@@ -124,6 +124,9 @@ Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> output_shape, ctx.IntsAttr("output_shape"));
   LS_ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttr("auto_pad", "NOTSET"));
   if (output_shape && output_shape->size() != 3) return ctx.Error("output_shape does not have 3 values");
+  for (int64_t v : output_shape.value_or(std::vector<int64_t>{})) {
+    if (v < 1 || v > (int64_t{1} << 30)) return ctx.Error("output_shape " + std::to_string(v) + " is out of range");
+  }
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
     return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   }

@@ -424,7 +424,15 @@ Status Importer::AddBodyInputs(Signature& sig, const std::vector<std::optional<T
   for (int i = 0; i < graph_->input_size(); ++i) {
     const onnx::ValueInfoProto& vi = graph_->input(i);
     std::optional<TensorSpec> spec = specs_[vi.name()];
-    if (!spec && static_cast<size_t>(i) < input_specs.size()) spec = input_specs[static_cast<size_t>(i)];
+    const std::optional<TensorSpec> given =
+        static_cast<size_t>(i) < input_specs.size() ? input_specs[static_cast<size_t>(i)] : std::nullopt;
+    if (!spec) {
+      spec = given;
+    } else if (given && given->shape.rank() == spec->shape.rank()) {
+      for (int d = 0; d < spec->shape.rank(); ++d) {
+        if (spec->shape.dim(d) != given->shape.dim(d)) spec->shape.set_dim(d, Shape::kUnknownDim);
+      }
+    }
     if (!spec) return Unimplemented("subgraph input '" + vi.name() + "' has no shape (its rank must be known)");
     const std::string name = UniqueName(vi.name());
     model_.graph.nodes.push_back(

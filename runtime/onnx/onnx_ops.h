@@ -45,7 +45,8 @@ class OnnxGraphSink {
   virtual std::string Translated(const std::string& onnx_name) const = 0;
 
   // Translates a subgraph (If's branches, Loop's and Scan's bodies). `input_specs`: what the
-  // node knows of each of the subgraph's inputs, for those whose type the model leaves out.
+  // node knows of each of the subgraph's inputs (nullopt: nothing); where the subgraph declares
+  // an input's type too, the dimensions the two disagree on are known only at run time.
   virtual StatusOr<OnnxBody> ImportBody(const onnx::GraphProto& graph,
                                         std::vector<std::optional<TensorSpec>> input_specs) = 0;
 

@@ -101,19 +101,27 @@ Status SplitToSequence(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
     elements = SplitByRunTimeSizes(ctx, ctx.input(0), ctx.input(1), axis, split->shape.dim(0));
   } else {
     if (dim < 0) return ctx.Unsupported("splitting a dimension unknown until run time into a sequence");
+    // Every part is a few nodes: a model may not ask for millions of them.
+    constexpr int64_t kMaxParts = int64_t{1} << 16;
     std::vector<int64_t> sizes;
     if (!ctx.HasInput(1)) {
+      if (dim > kMaxParts) return ctx.Unsupported("a sequence of more than 2^16 parts");
       sizes.assign(static_cast<size_t>(dim), 1);
     } else {
       LS_ASSIGN_OR_RETURN(sizes, ctx.ConstantInts(1, "split"));
       if (ctx.ConstantInput(1)->shape().rank() == 0) {
         const int64_t chunk = sizes[0];
         if (chunk <= 0) return ctx.Error("split " + std::to_string(chunk) + " is not positive");
+        if (dim / chunk > kMaxParts) return ctx.Unsupported("a sequence of more than 2^16 parts");
         sizes.clear();
         for (int64_t done = 0; done < dim; done += chunk) sizes.push_back(std::min(chunk, dim - done));
       }
+      if (static_cast<int64_t>(sizes.size()) > kMaxParts) return ctx.Unsupported("a sequence of more than 2^16 parts");
       int64_t total = 0;
-      for (int64_t n : sizes) total += n;
+      for (int64_t n : sizes) {
+        if (n < 0 || n > dim || total > dim) return ctx.Error("split sizes must not be negative nor exceed " + std::to_string(dim));
+        total += n;
+      }
       if (total != dim) return ctx.Error("split sizes add to " + std::to_string(total) + ", not " + std::to_string(dim));
     }
     elements = SplitBySizes(ctx, ctx.input(0), axis, sizes);

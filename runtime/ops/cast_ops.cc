@@ -34,8 +34,8 @@ namespace {
 // Casting to the same dtype copies, for every dtype including string. Numbers become strings
 // in their shortest form that reads back the same ("0.1", "1e-05", "nan", "inf"; booleans
 // "True" and "False", as numpy writes them); strings become numbers as C++'s from_chars reads
-// them (a leading '+' allowed, "NaN" and "INF" in any case), then as a cast of that value, and
-// a string that is not a number fails the run naming it.
+// them (a leading '+' allowed, "NaN" and "INF" in any case; "True" and "False" for booleans),
+// then as a cast of that value, and a string that is not a number fails the run naming it.
 
 bool IsCastable(DType d) { return d != DType::kInvalid; }
 
@@ -131,7 +131,14 @@ std::string NumberText(From x) {
 // The number `text` holds, as From; false when it holds none (or more than one).
 template <typename To>
 bool ParseNumber(std::string_view text, To* out) {
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+') text.remove_prefix(1);
+  if constexpr (std::is_same_v<To, bool>) {
+    // As numbers cast to bool, and the words NumberText writes.
+    if (text == "True" || text == "true" || text == "False" || text == "false") {
+      *out = text[0] == 'T' || text[0] == 't';
+      return true;
+    }
+  }
   const char* first = text.data();
   const char* last = first + text.size();
   if constexpr (std::is_same_v<To, float> || std::is_same_v<To, double>) {

@@ -267,7 +267,12 @@ Status MelWeightMatrixKernel(KernelContext& ctx) {
   std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
   for (int64_t i = 0; i < mels + 2; ++i) {
     const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + low) / 2595.0) - 1.0);
-    edge[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(length + 1) * hz / static_cast<double>(rate)));
+    const double bin = std::floor(static_cast<double>(length + 1) * hz / static_cast<double>(rate));
+    if (!(bin >= 0 && bin <= static_cast<double>(bins))) {
+      return InvalidArgument("MelWeightMatrix: the band edges run past the " + std::to_string(bins) +
+                             " spectrogram bins (upper_edge_hertz above half the sample rate?)");
+    }
+    edge[static_cast<size_t>(i)] = static_cast<int64_t>(bin);
   }
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dtype, Shape{bins, mels}));
   return DispatchReal(dtype, [&](auto zero) {

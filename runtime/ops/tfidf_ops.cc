@@ -62,7 +62,8 @@ StatusOr<TfIdfPlan> ReadTfIdfPlan(const AttrMap& attrs) {
       if (k >= indexes.size() || indexes[k] < 0 || indexes[k] >= (int64_t{1} << 24)) {
         return InvalidArgument("TfIdfVectorizer: ngram_indexes must give every n-gram a column in [0, 2^24)");
       }
-      p.column_of[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + n)] = indexes[k];
+      // A repeated n-gram counts into its first column.
+      p.column_of.emplace(std::vector<int64_t>(pool.begin() + at, pool.begin() + at + n), indexes[k]);
       p.columns = std::max(p.columns, indexes[k] + 1);
     }
   }

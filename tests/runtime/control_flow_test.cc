@@ -286,6 +286,43 @@ TEST(OnnxControlFlowTest, ALoopsBodyReadsTheOuterGraphsInputsAndWeightsThroughAN
   EXPECT_EQ(Floats((*out)[1].tensor), ys);
 }
 
+// y grows by one value per iteration (Concat of the iteration number), as a decoder's tokens do:
+// the carried value's shape is the initial one's only at the first iteration.
+TEST(OnnxControlFlowTest, ALoopsCarriedValueMayGrowFromOneIterationToTheNext) {
+  OnnxModelBuilder b(13);
+  b.Input("n", {}, onnx::TensorProto::INT64);
+  b.Output("y", {-1});
+  b.Initializer("empty", {0}, {});
+  b.Int64Initializer("axes", {1}, {0});
+  onnx::GraphProto body;
+  body.set_name("body");
+  SetType(body.add_input(), "i", {}, onnx::TensorProto::INT64);
+  SetType(body.add_input(), "c", {}, onnx::TensorProto::BOOL);
+  // The carried input's type without a shape, as exporters often leave it.
+  onnx::ValueInfoProto* carried = body.add_input();
+  carried->set_name("y_in");
+  carried->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  AddNode(body, "Cast", {"i"}, {"i_float"})->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("to");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(onnx::TensorProto::FLOAT);
+    return a;
+  }());
+  AddNode(body, "Unsqueeze", {"i_float", "axes"}, {"one"});
+  onnx::NodeProto* concat = AddNode(body, "Concat", {"y_in", "one"}, {"y_out"});
+  OnnxModelBuilder::IntAttr(concat, "axis", 0);
+  AddNode(body, "Identity", {"c"}, {"c_out"});
+  SetType(body.add_output(), "c_out", {}, onnx::TensorProto::BOOL);
+  onnx::ValueInfoProto* out = body.add_output();
+  out->set_name("y_out");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  GraphAttr(b.Node("Loop", {"n", "", "empty"}, {"y"}), "body", body);
+  StatusOr<std::vector<NamedTensor>> result = ImportAndRun(b, {{"n", Tensor::Scalar<int64_t>(4)}});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(Floats((*result)[0].tensor), (std::vector<float>{0, 1, 2, 3}));
+}
+
 // A cumulative sum along axis 1 of x [2, 3], from the end, stacked back along axis 1.
 TEST(OnnxControlFlowTest, ScanOnASecondAxisFromTheEnd) {
   OnnxModelBuilder b(11);

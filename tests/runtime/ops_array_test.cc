@@ -285,6 +285,13 @@ TEST(OpsArrayTest, CastBetweenNumbersAndStrings) {
   Tensor flags = Tensor::FromVector<bool>({2}, {true, false});
   Tensor flag_text = RunOk("Cast", {flags}, {{"dtype", DType::kString}}).at(0);
   EXPECT_EQ(flag_text.data<std::string>()[0], "True");
+  Tensor back_flags = RunOk("Cast", {flag_text}, {{"dtype", DType::kBool}}).at(0);
+  EXPECT_TRUE(back_flags.data<bool>()[0]);
+  EXPECT_FALSE(back_flags.data<bool>()[1]);
+  ExpectError(RunOp("Cast", std::vector<Tensor>{Tensor::FromVector<std::string>({1}, {"+-5"})},
+                    {{"dtype", DType::kInt32}})
+                  .status(),
+              StatusCode::kInvalidArgument, "'+-5' is not a number");
   ExpectError(RunOp("Cast", std::vector<Tensor>{Tensor::FromVector<std::string>({1}, {"1.5x"})},
                     {{"dtype", DType::kFloat64}})
                   .status(),
