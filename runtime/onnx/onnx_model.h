@@ -8,7 +8,9 @@
 // classes, checked by onnx::checker, and given types and shapes by ONNX's shape inference
 // (with data propagation) before each node is translated by the op table (onnx_ops.h). An op,
 // attribute or element type outside the table is an error naming the node, the op and what is
-// missing, never a wrong answer.
+// missing, never a wrong answer. Subgraphs (If's branches, Loop's and Scan's bodies) are
+// translated the same way, into bodies that take what they read of the enclosing graphs as
+// inputs (onnx_ops.h's OnnxBody); sequences become lists of values while loading.
 //
 // The one signature, serving_default, is the graph's inputs and outputs under their ONNX names,
 // with their element types and shapes; a dimension with a dim_param (or none) is -1, chosen by
