@@ -77,15 +77,21 @@ StatusOr<TfIdfPlan> ReadTfIdfPlan(const AttrMap& attrs) {
   return p;
 }
 
-StatusOr<std::vector<TensorSpec>> InferTfIdf(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("TfIdfVectorizer", ctx.inputs.size(), 1, 1));
-  const TensorSpec& x = ctx.inputs[0];
+Status CheckTokens(const TensorSpec& x) {
   if (!IsIndexDType(x.dtype) || x.shape.rank() < 1 || x.shape.rank() > 2) {
     return InvalidArgument("TfIdfVectorizer: x must be int32 or int64 of rank 1 or 2, got " + Str(DTypeName(x.dtype)) +
                            x.shape.ToString());
   }
+  return Status::Ok();
+}
+
+Shape CountsShape(const Shape& x, int64_t columns) { return x.rank() == 1 ? Shape{columns} : Shape{x[0], columns}; }
+
+StatusOr<std::vector<TensorSpec>> InferTfIdf(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount("TfIdfVectorizer", ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckTokens(ctx.inputs[0]));
   LS_ASSIGN_OR_RETURN(TfIdfPlan p, ReadTfIdfPlan(ctx.attrs));
-  return Single(DType::kFloat32, x.shape.rank() == 1 ? Shape{p.columns} : Shape{x.shape[0], p.columns});
+  return Single(DType::kFloat32, CountsShape(ctx.inputs[0].shape, p.columns));
 }
 
 template <typename T>
@@ -108,13 +114,11 @@ void CountRow(const TfIdfPlan& p, const T* row, int64_t length, double* counts) 
 
 Status TfIdfKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  LS_RETURN_IF_ERROR(InferTfIdf({std::vector<TensorSpec>{{x.dtype(), x.shape()}}, ctx.attrs()}).status());
+  LS_RETURN_IF_ERROR(CheckTokens({x.dtype(), x.shape()}));
   LS_ASSIGN_OR_RETURN(TfIdfPlan p, ReadTfIdfPlan(ctx.attrs()));
   const int64_t rows = x.shape().rank() == 1 ? 1 : x.shape()[0];
   const int64_t length = x.shape()[x.shape().rank() - 1];
-  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, DType::kFloat32, x.shape().rank() == 1
-                                                                              ? Shape{p.columns}
-                                                                              : Shape{rows, p.columns}));
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, DType::kFloat32, CountsShape(x.shape(), p.columns)));
   std::vector<double> counts(static_cast<size_t>(p.columns));
   float* y = out->mutable_data<float>().data();
   for (int64_t r = 0; r < rows; ++r) {
