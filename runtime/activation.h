@@ -2,7 +2,9 @@
 // fused and an unfused graph compute exactly the same values.
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -11,11 +13,12 @@
 
 namespace lockstep {
 
-// Relu6, Elu and Selu serve imported TensorFlow models (Keras and MobileNet-style layers):
-// they run, fused into a MatMul's epilogue too, but are not differentiated.
-enum class Activation { kNone, kRelu, kGelu, kSigmoid, kTanh, kRelu6, kElu, kSelu };
+// Relu6, Elu, Selu, SiLU and HardSwish serve imported models (Keras and MobileNet-style layers,
+// EfficientNet's and MobileNetV3's blocks): they run, fused into a MatMul's or a convolution's
+// epilogue too, but are not differentiated.
+enum class Activation { kNone, kRelu, kGelu, kSigmoid, kTanh, kRelu6, kElu, kSelu, kSilu, kHardSwish };
 
-// "none", "relu", "gelu", "sigmoid", "tanh", "relu6", "elu", "selu".
+// "none", "relu", "gelu", "sigmoid", "tanh", "relu6", "elu", "selu", "silu", "hard_swish".
 std::string_view ActivationName(Activation a);
 StatusOr<Activation> ParseActivation(std::string_view name);
 
@@ -38,6 +41,46 @@ inline float ErfFloat(float x) {
   const float e = c * p / q;
   // From 3.87 on, erf rounds to 1 in float.
   return x >= 3.87f ? 1.0f : (x <= -3.87f ? -1.0f : e);
+}
+
+// e^x for float without a call into libm, so that loops over sigmoids and SiLUs vectorise:
+// x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln 2 is exact), e^r by the
+// classic degree-6 polynomial (Cephes' expf), times 2^n built in the exponent bits. Within 2 ulp
+// of e^x for normal results; 0 below -87.34 (where e^x would be subnormal), +inf above 88.72,
+// NaN for NaN. The rounding to n uses the 1.5 * 2^23 trick, so no float-to-int conversion
+// ever sees an out-of-range value.
+inline float ExpFloat(float x) {
+  constexpr float kHi = 88.72283935546875f, kLo = -87.33654022216797f;
+  const float c = x > kHi ? kHi : (x < kLo ? kLo : x);
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = c * 1.44269504088896341f + kShift;
+  const float n = t - kShift;
+  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
+  const float y = ((((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
+                     1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r) + r + 1.0f;
+  // n in [-126, 128]: 2^n as 2^(n - 1) * 2 at the top, where 2^128 has no float.
+  const uint32_t k = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift);
+  const uint32_t top = static_cast<int32_t>(k) > 127 ? 1u : 0u;
+  const float scale = std::bit_cast<float>((k - top + 127u) << 23);
+  const float e = y * scale * (top != 0 ? 2.0f : 1.0f);
+  return x > kHi ? INFINITY : (x < kLo ? 0.0f : e);
+}
+
+// 1 / (1 + e^-x); float through ExpFloat (vectorises), double (gradient checks) through libm.
+template <typename T>
+inline T Sigmoid(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return 1.0f / (1.0f + ExpFloat(-x));
+  } else {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+}
+
+// x * min(max(x / 6 + 1/2, 0), 1): MobileNetV3's h-swish, ONNX's HardSwish.
+template <typename T>
+inline T HardSwish(T x) {
+  const T v = x / T(6) + T(0.5);
+  return x * (v < T(0) ? T(0) : v > T(1) ? T(1) : v);
 }
 
 // The exact GELU, 0.5 x (1 + erf(x / sqrt 2)), as Keras and PyTorch default to. Branch-free for
@@ -63,7 +106,7 @@ inline T ApplyActivation(Activation a, T x) {
     case Activation::kNone: return x;
     case Activation::kRelu: return x < T(0) ? T(0) : x;  // NaN passes through
     case Activation::kGelu: return Gelu(x);
-    case Activation::kSigmoid: return T(1) / (T(1) + std::exp(-x));
+    case Activation::kSigmoid: return Sigmoid(x);
     case Activation::kTanh: return std::tanh(x);
     case Activation::kRelu6: return x < T(0) ? T(0) : (x > T(6) ? T(6) : x);  // NaN passes through
     case Activation::kElu: return x > T(0) ? x : std::expm1(x);
@@ -71,11 +114,17 @@ inline T ApplyActivation(Activation a, T x) {
     case Activation::kSelu:
       return T(1.0507009873554804934193349852946) *
              (x > T(0) ? x : T(1.6732632423543772848170429916717) * std::expm1(x));
+    // x * sigmoid(x), rounded as PyTorch's export spells it (Mul(x, Sigmoid(x))), so that the
+    // fused op and the two it replaces give the same bits.
+    case Activation::kSilu: return x * Sigmoid(x);
+    case Activation::kHardSwish: return HardSwish(x);
   }
   return x;
 }
 
-// In place over a contiguous run.
+// Over a contiguous run, in place or from `in` to `out` (the same or not overlapping), on the
+// widest vectors the matmul core's path allows (gemm_path.h): the same bits on every path.
 void ApplyActivation(Activation a, std::span<float> values);
+void ApplyActivation(Activation a, const float* in, float* out, int64_t n);
 
 }  // namespace lockstep

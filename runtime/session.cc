@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -479,6 +480,18 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
 
 Status Session::Run(std::string_view signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
                     std::span<const PackedB* const> site_packs) const {
+  return RunPlan(signature, inputs, outputs, site_packs, nullptr);
+}
+
+Status Session::RunProfiled(std::string_view signature, std::span<const NamedTensor> inputs,
+                            std::vector<NamedTensor>* outputs, std::vector<StepProfile>* profile) const {
+  profile->clear();
+  return RunPlan(signature, inputs, outputs, {}, profile);
+}
+
+Status Session::RunPlan(std::string_view signature, std::span<const NamedTensor> inputs,
+                        std::vector<NamedTensor>* outputs, std::span<const PackedB* const> site_packs,
+                        std::vector<StepProfile>* profile) const {
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   const Signature& sig = plan->signature;
@@ -519,11 +532,20 @@ Status Session::Run(std::string_view signature, std::span<const NamedTensor> inp
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator,
                       packed, step.subgraphs);
+    const auto start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       status = step.op->compute(ctx);
     } catch (const std::bad_alloc&) {
       // Within the budget but more than the machine has free: fail this request, not the process.
       status = ResourceExhausted("out of memory");
+    }
+    if (profile != nullptr && status.ok()) {
+      StepProfile& entry = profile->emplace_back();
+      entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      entry.node = step.node->name;
+      entry.op = step.op->name;
+      for (const Tensor* in : step_inputs) entry.input_shapes.push_back(in != nullptr ? in->shape() : Shape());
+      for (int k = 0; k < step.num_outputs; ++k) entry.output_shapes.push_back(values[step.first_output + k].shape());
     }
     if (!status.ok()) status = status.WithPrefix(StepLabel(step));
   }

@@ -28,6 +28,16 @@ struct NamedTensor {
   Tensor tensor;
 };
 
+// One step of a profiled run (Session::RunProfiled): the node, its op, the shapes it read and
+// wrote, and the wall time of its kernel.
+struct StepProfile {
+  std::string node;
+  std::string op;
+  std::vector<Shape> input_shapes;
+  std::vector<Shape> output_shapes;
+  double seconds = 0;
+};
+
 struct SessionOptions {
   // Intra-op parallelism; null means ThreadPool::Default().
   ThreadPool* pool = nullptr;
@@ -72,6 +82,12 @@ class Session {
   Status Run(std::string_view signature, std::span<const NamedTensor> inputs,
              std::vector<NamedTensor>* outputs) const;
 
+  // Run, timing each step: `profile` gets one entry per step of the plan, in the order they
+  // ran (up to the step that failed). For finding where a model's time goes, not for serving:
+  // it allocates the entries.
+  Status RunProfiled(std::string_view signature, std::span<const NamedTensor> inputs,
+                     std::vector<NamedTensor>* outputs, std::vector<StepProfile>* profile) const;
+
   // Run, with `site_packs` parallel to PackSites(signature): each site's operand as PackSite
   // packed it from this run's input (null: the product packs it itself).
   Status Run(std::string_view signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
@@ -106,6 +122,9 @@ class Session {
   Session(Key, std::unique_ptr<Compiled> compiled);
 
  private:
+  Status RunPlan(std::string_view signature, std::span<const NamedTensor> inputs, std::vector<NamedTensor>* outputs,
+                 std::span<const PackedB* const> site_packs, std::vector<StepProfile>* profile) const;
+
   std::unique_ptr<Compiled> compiled_;
 };
 

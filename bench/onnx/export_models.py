@@ -95,6 +95,11 @@ PRODUCT_OPS = {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::m
                "aten::conv2d", "aten::convolution", "aten::linear"}
 
 
+def with_random_bn(model, gen):
+    randomize_bn(model, gen)
+    return model
+
+
 def product_flops(model, x):
     """Floating-point operations of the model's products on x (2 per multiply-add), as PyTorch's
     profiler counts them; with the measured peak this says how close to the machine a runtime is."""
@@ -193,6 +198,33 @@ class ResidualGelu(nn.Module):
         return self.norm(x + self.fc2(nn.functional.gelu(self.fc1(x))))
 
 
+class MobileBlock(nn.Module):
+    """MobileNetV3's and EfficientNet's pieces: a strided stem with HardSwish, an inverted residual
+    block (1x1 expand, depthwise, squeeze-and-excitation, 1x1 project, skip) with SiLU, a 1x1 head
+    with HardSwish, global average pool, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.Hardswish())
+        self.expand = nn.Sequential(nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16), nn.SiLU())
+        self.depthwise = nn.Sequential(nn.Conv2d(16, 16, 3, 1, 1, groups=16, bias=False), nn.BatchNorm2d(16),
+                                       nn.SiLU())
+        self.squeeze = nn.Conv2d(16, 4, 1)
+        self.excite = nn.Conv2d(4, 16, 1)
+        self.project = nn.Sequential(nn.Conv2d(16, 8, 1, bias=False), nn.BatchNorm2d(8))
+        self.head = nn.Sequential(nn.Conv2d(8, 24, 1), nn.Hardswish())
+        self.fc = nn.Linear(24, 5)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.depthwise(self.expand(x))
+        s = nn.functional.adaptive_avg_pool2d(y, 1)
+        s = torch.sigmoid(self.excite(nn.functional.silu(self.squeeze(s))))
+        y = x + self.project(y * s)
+        y = self.head(y)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
 def test_models():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
@@ -208,6 +240,7 @@ def test_models():
         "transformer": (Encoder(32, 4, 64, classes=5), [32],
                         {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}},
                         [[1, 5], [3, 9], [2, 17]]),
+        "mobile_block": (with_random_bn(MobileBlock(), gen), [3, 16, 16], {"x": {0: "batch"}, "y": {0: "batch"}}, batch_sets),
     }
 
 

@@ -14,6 +14,9 @@
 // DIR/test_data_set_0/input_<i>.pb and output_0.pb), the real-model suite's layout: its inputs,
 // and also how far the first output is from the reference (max_abs_diff, and max_rel: that over
 // the reference's largest magnitude) and how long the import and compilation took (load_ms).
+// --profile R: instead of the latency, R profiled runs (Session::RunProfiled) and a markdown
+// table of each node's median time, product FLOPs and share of the FMA peak (measured for
+// --peak-seconds-for-profile seconds, default 0.5, on the same threads), then the same by op.
 // --peak-seconds: instead, the machine's float32 FMA peak on `threads` threads
 // (bench/matmul/peak.h), `{"peak_gflops": ...}` or null where it cannot be measured, so that the
 // script can say what fraction of it each runtime reaches.
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+#include "bench/onnx/step_profile.h"
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/session.h"
@@ -80,6 +84,8 @@ int main(int argc, char** argv) {
   int threads = 1, iterations = 100;
   bool bf16_products = false;
   double peak_seconds = 0;
+  double profile_peak_seconds = 0.5;
+  int profile_runs = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) Die("missing value for " + arg);
@@ -94,6 +100,8 @@ int main(int argc, char** argv) {
     else if (arg == "--bf16-products") bf16_products = value == "1";
     else if (arg == "--peak-seconds") peak_seconds = std::stod(value);
     else if (arg == "--case") case_dir = value;
+    else if (arg == "--profile") profile_runs = std::stoi(value);
+    else if (arg == "--peak-seconds-for-profile") profile_peak_seconds = std::stod(value);
     else Die("unknown argument " + arg);
   }
   if (peak_seconds > 0) {
@@ -147,6 +155,15 @@ int main(int argc, char** argv) {
   };
   const int warmup = std::max(3, iterations / 10);
   for (int i = 0; i < warmup; ++i) run();
+  if (profile_runs > 0) {
+    std::optional<double> peak;
+#ifdef LOCKSTEP_BENCH_HAS_PEAK
+    if (profile_peak_seconds > 0) peak = bench::MeasurePeakGflops(bench::PeakKind::kFma, threads, profile_peak_seconds);
+#endif
+    if (peak) std::printf("FMA peak on %d thread(s): %.1f GFLOP/s\n\n", threads, *peak);
+    bench::PrintStepProfile(**session, inputs, profile_runs, peak);
+    return 0;
+  }
   std::vector<double> us;
   us.reserve(iterations);
   for (int i = 0; i < iterations; ++i) {

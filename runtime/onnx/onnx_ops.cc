@@ -92,6 +92,7 @@ std::string FusedPattern(OnnxNodeContext& ctx, std::string_view op) {
   if (!spec || spec->dtype != DType::kFloat32) return "";
   if (op == "Mul") {
     if (std::optional<std::string> x = MatchErfGelu(ctx)) return ctx.Emit("Gelu", {ctx.sink().Translated(*x)});
+    if (std::optional<std::string> x = MatchSilu(ctx)) return ctx.Emit("Silu", {ctx.sink().Translated(*x)});
   } else if (op == "Div") {
     if (std::optional<LayerNormMatch> ln = MatchLayerNorm(ctx)) {
       return ctx.Emit("LayerNormalize", {ctx.sink().Translated(ln->x)}, AttrMap{{"epsilon", ln->epsilon}});

@@ -92,6 +92,17 @@ std::optional<std::string> MatchErfGelu(const OnnxNodeContext& ctx) {
   return std::nullopt;
 }
 
+std::optional<std::string> MatchSilu(const OnnxNodeContext& ctx) {
+  const Graph g(ctx);
+  const NodeProto& mul = ctx.node();
+  if (mul.op_type() != "Mul" || mul.input_size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const NodeProto* sigmoid = g.Op(mul.input(side), "Sigmoid", 1);
+    if (sigmoid != nullptr && sigmoid->input(0) == mul.input(1 - side)) return mul.input(1 - side);
+  }
+  return std::nullopt;
+}
+
 std::optional<LayerNormMatch> MatchLayerNorm(const OnnxNodeContext& ctx) {
   const Graph g(ctx);
   const NodeProto& div = ctx.node();

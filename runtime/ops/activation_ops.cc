@@ -1,9 +1,10 @@
-// Relu, Gelu, Sigmoid, Tanh, Relu6, Elu, Selu (element-wise, through the same ApplyActivation as the Gemm
+// Relu, Gelu, Sigmoid, Tanh, Relu6, Elu, Selu, Silu (element-wise, through the same ApplyActivation as the Gemm
 // epilogue so that fused and unfused graphs agree bit for bit), Softmax and LogSoftmax over
 // the last axis.
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
@@ -22,7 +23,7 @@ StatusOr<std::vector<TensorSpec>> InferFloatUnary(std::string_view name,
 }
 
 // The activation is a template argument so that the switch inside ApplyActivation folds away
-// and the loop is a plain map (vectorised for Relu and GELU; libm calls for the others).
+// and the loop is a plain map (vectorised but for Tanh, Elu and Selu, which call libm).
 template <Activation A, typename T>
 void MapActivation(const T* in, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = ApplyActivation(A, in[i]);
@@ -38,6 +39,8 @@ constexpr std::string_view ActivationOpName() {
     case Activation::kRelu6: return "Relu6";
     case Activation::kElu: return "Elu";
     case Activation::kSelu: return "Selu";
+    case Activation::kSilu: return "Silu";
+    case Activation::kHardSwish: return "HardSwish";  // elementwise_ops.cc registers the op
     case Activation::kNone: break;
   }
   return "Identity";
@@ -57,7 +60,11 @@ Status ActivationKernelTyped(KernelContext& ctx) {
   // Transcendental activations cost tens of cycles per element: smaller chunks pay.
   const int64_t grain = A == Activation::kRelu ? kElementGrain : kElementGrain / 8;
   ctx.pool().ParallelFor(x.num_elements(), grain, [&](int64_t begin, int64_t end) {
-    MapActivation<A>(px + begin, po + begin, end - begin);
+    if constexpr (std::is_same_v<T, float>) {
+      ApplyActivation(A, px + begin, po + begin, end - begin);
+    } else {
+      MapActivation<A>(px + begin, po + begin, end - begin);
+    }
   });
   return Status::Ok();
 }
@@ -84,6 +91,8 @@ Status ActivationGrad(GradientBuilder& g) {
     case Activation::kRelu6:
     case Activation::kElu:
     case Activation::kSelu:
+    case Activation::kSilu:
+    case Activation::kHardSwish:
       return Unimplemented(Str(ActivationOpName<A>()) + " is not differentiated");
   }
   return Status::Ok();
@@ -96,8 +105,9 @@ OpDef ActivationDef() {
   def.min_inputs = def.max_inputs = 1;
   def.infer = InferActivation<A>;
   def.compute = ActivationKernel<A>;
-  def.gradient = (A == Activation::kRelu6 || A == Activation::kElu || A == Activation::kSelu) ? nullptr
-                                                                                             : ActivationGrad<A>;
+  def.gradient = (A == Activation::kRelu6 || A == Activation::kElu || A == Activation::kSelu || A == Activation::kSilu)
+                     ? nullptr
+                     : ActivationGrad<A>;
   return def;
 }
 
@@ -206,6 +216,7 @@ void RegisterActivationOps(OpRegistry& registry) {
   (void)registry.Register(ActivationDef<Activation::kRelu6>());
   (void)registry.Register(ActivationDef<Activation::kElu>());
   (void)registry.Register(ActivationDef<Activation::kSelu>());
+  (void)registry.Register(ActivationDef<Activation::kSilu>());
   (void)registry.Register(SoftmaxDef<false>());
   (void)registry.Register(SoftmaxDef<true>());
 }

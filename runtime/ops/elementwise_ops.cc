@@ -14,6 +14,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "runtime/activation.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/broadcast.h"
 #include "runtime/ops/dtype_sets.h"
@@ -198,7 +199,7 @@ T ApplyUnary(T x, const TypedParams<T>& p) {
   if constexpr (Op == UnaryOp::kSign) return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
   if constexpr (Op == UnaryOp::kLeakyRelu) return x < T(0) ? p.a * x : x;
   if constexpr (Op == UnaryOp::kHardSigmoid) return UnitClamp(p.a * x + p.b);
-  if constexpr (Op == UnaryOp::kHardSwish) return x * UnitClamp(x / T(6) + T(0.5));
+  if constexpr (Op == UnaryOp::kHardSwish) return HardSwish(x);  // as the epilogue's (activation.h)
   if constexpr (Op == UnaryOp::kThresholdedRelu) return x > p.a ? x : T(0);
   // min(max(x, lo), hi): a NaN x stays NaN; lo > hi gives hi everywhere, as numpy.clip.
   if constexpr (Op == UnaryOp::kClip) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
@@ -78,31 +79,61 @@ StatusOr<std::vector<TensorSpec>> InferSumLike(const ShapeInferenceContext& ctx)
 
 // x summed over the dimensions where `kept` (x's rank or less, numpy-aligned) has size 1 or
 // none, into an output of shape `out` (kept's element count, any layout of it).
+// x's dimensions, size-1 ones dropped, as outer kept x middle summed x inner kept, when they
+// fall in (at most) those three runs; nullopt otherwise.
+struct SumRuns {
+  int64_t outer = 1, middle = 1, inner = 1;
+};
+std::optional<SumRuns> ThreeRuns(const Shape& x, const std::array<int64_t, Shape::kMaxRank>& strides) {
+  SumRuns runs;
+  int phase = 0;  // 0: outer kept, 1: middle summed, 2: inner kept
+  for (int d = 0; d < x.rank(); ++d) {
+    if (x.dim(d) == 1) continue;
+    const bool summed = strides[static_cast<size_t>(d)] == 0;
+    if (phase == 0 && summed) phase = 1;
+    if (phase == 1 && !summed) phase = 2;
+    if (phase == 2 && summed) return std::nullopt;
+    (phase == 0 ? runs.outer : phase == 1 ? runs.middle : runs.inner) *= x.dim(d);
+  }
+  return runs;
+}
+
+// x summed over the dimensions where `kept` (x's rank or less, numpy-aligned) has size 1 or
+// none, into an output of shape `out` (kept's element count, any layout of it). Each output
+// sums its terms in the order they lie in x, whichever loop runs: the same bits.
 StatusOr<Tensor*> SumDown(KernelContext& ctx, std::string_view op, const Tensor& x, const Shape& kept,
                           const Shape& out_shape) {
   LS_ASSIGN_OR_RETURN(auto strides, BroadcastStrides(op, kept, x.shape()));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), out_shape));
-  // The common case, a sum over leading dimensions only ([rows, ...] to [...], as a bias's
-  // gradient): whole rows added in order, a vectorisable loop. The same additions in the same
-  // order as the general walk, so the same bits.
-  int64_t rows = 1;
-  int lead = 0;
-  while (lead < x.shape().rank() && strides[static_cast<size_t>(lead)] == 0) rows *= x.shape().dim(lead++);
-  bool leading_only = true;
-  for (int d = lead; d < x.shape().rank(); ++d) leading_only = leading_only && strides[static_cast<size_t>(d)] != 0;
+  // The common cases, a sum over leading dimensions ([rows, ...] to [...], as a bias's
+  // gradient), over middle ones (NHWC's global pooling, [N, H * W, C] to [N, C]) or trailing
+  // ones (NCHW's): whole rows added in order, vectorised over the kept inner run.
+  const std::optional<SumRuns> runs = ThreeRuns(x.shape(), strides);
   LS_RETURN_IF_ERROR(DispatchReal(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* __restrict po = out->mutable_data<T>().data();
     const int64_t width = out->num_elements();
-    std::fill(po, po + width, T(0));
     const T* px = x.data<T>().data();
-    if (leading_only && width > 0 && rows * width == x.num_elements()) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* __restrict row = px + r * width;
-        for (int64_t j = 0; j < width; ++j) po[j] += row[j];
+    if (runs && x.num_elements() > 0 && runs->outer * runs->inner == width) {
+      const int64_t inner = runs->inner, middle = runs->middle;
+      for (int64_t o = 0; o < runs->outer; ++o) {
+        T* __restrict to = po + o * inner;
+        const T* from = px + o * middle * inner;
+        if (inner == 1) {
+          T sum = T(0);
+          for (int64_t m = 0; m < middle; ++m) sum += from[m];
+          *to = sum;
+          continue;
+        }
+        std::fill(to, to + inner, T(0));
+        for (int64_t m = 0; m < middle; ++m) {
+          const T* __restrict row = from + m * inner;
+          for (int64_t j = 0; j < inner; ++j) to[j] += row[j];
+        }
       }
       return Status::Ok();
     }
+    std::fill(po, po + width, T(0));
     ForEachBroadcast(x.shape(), strides, [&](int64_t i, int64_t o) { po[o] += px[i]; });
     return Status::Ok();
   }));

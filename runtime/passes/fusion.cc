@@ -1,5 +1,5 @@
-#include <cctype>
-#include <set>
+#include <map>
+#include <string>
 
 #include "runtime/activation.h"
 #include "runtime/graph_analysis.h"
@@ -8,14 +8,10 @@
 namespace lockstep {
 namespace {
 
-const std::set<std::string, std::less<>> kActivationOps = {"Relu", "Gelu", "Sigmoid", "Tanh", "Relu6", "Elu", "Selu"};
-
-// "Relu6" -> "relu6": the epilogue's name of an activation op.
-std::string ActivationOf(std::string_view op) {
-  std::string name(op);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
+// Each activation op with the epilogue's name for it.
+const std::map<std::string, std::string, std::less<>> kActivationOps = {
+    {"Relu", "relu"}, {"Gelu", "gelu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},  {"Relu6", "relu6"},
+    {"Elu", "elu"},   {"Selu", "selu"}, {"Silu", "silu"},       {"HardSwish", "hard_swish"}};
 
 }  // namespace
 
@@ -69,7 +65,7 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
     fused.inputs = nodes[i].inputs;
     if (bias_node >= 0) fused.inputs.push_back(nodes[bias_node].inputs[1]);
     fused.attrs = nodes[i].attrs;
-    fused.attrs.Set("activation", act_node >= 0 ? ActivationOf(nodes[act_node].op) : std::string("none"));
+    fused.attrs.Set("activation", act_node >= 0 ? kActivationOps.at(nodes[act_node].op) : std::string("none"));
     for (int k : {i, bias_node, act_node}) {
       if (k >= 0 && k != last) removed[k] = true;
     }

@@ -7,8 +7,12 @@
 //     cannot put them into the matmul's epilogue.
 // Element-wise ops do not care about layout: op(L(x)) = L(op(x)) for a Transpose or Reshape L.
 // So layout changes are moved below element-wise ops, Pad and bias additions, and two that meet
-// compose into one (or, for Transposes that cancel, into nothing). Every rewrite computes the
-// same element-wise operation on the same elements: the values are the same bits.
+// compose into one (or, for Transposes that cancel, into nothing). Every such rewrite computes
+// the same element-wise operation on the same elements: the values are the same bits.
+// A reduction moves below a Transpose too (an NCHW model's global pooling, which would
+// otherwise keep an NHWC network's activations transposed back for it): the same elements
+// reduced, but a sum (Mean, Sum) then adds them in the order they lie in the untransposed
+// value, so its bits may differ in the last place; Max and Min give the same bits.
 //
 // A rewrite never adds a copy: a Transpose (a copy) moves below a unary op or Pad only when that
 // op alone reads it, below a binary op only when one of its two Transposes is read by it alone;
@@ -23,9 +27,10 @@ namespace lockstep {
 namespace {
 
 const std::set<std::string, std::less<>> kUnaryOps = {
-    "Relu", "Relu6", "Sigmoid", "Tanh", "Gelu", "Elu", "Selu", "LeakyRelu", "HardSwish",
+    "Relu", "Relu6", "Sigmoid", "Silu", "Tanh", "Gelu", "Elu", "Selu", "LeakyRelu", "HardSwish",
     "HardSigmoid", "Softplus", "Softsign", "Erf", "Neg", "Abs", "Exp", "Log", "Sqrt", "Floor", "Ceil", "Cast"};
 const std::set<std::string, std::less<>> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"};
+const std::set<std::string, std::less<>> kReductionOps = {"Mean", "Sum", "Max", "Min"};
 
 class Sinker {
  public:
@@ -57,6 +62,8 @@ class Sinker {
         done = SinkBiasAdd(i);
       } else if (op == "Pad" && arity == 2) {
         done = SinkPad(i);
+      } else if (kReductionOps.count(op) > 0 && arity == 1) {
+        done = SinkReduction(i);
       }
       if (done) {
         changed = true;
@@ -249,6 +256,91 @@ class Sinker {
     return true;
   }
 
+ public:
+  // Once nothing moves: each Transpose that moves only dimensions of size 1 (a pooled
+  // [N, 1, 1, C] to [N, C, 1, 1]) keeps the elements in order: it is a Reshape, which aliases
+  // instead of copying. (Not while sinking: a Reshape would stop it cancelling with another.)
+  Status TransposesToReshapes() {
+    LS_ASSIGN_OR_RETURN(a_, AnalyzeGraph(model_, registry_));
+    for (size_t i = 0; i < model_.graph.nodes.size(); ++i) TransposeToReshape(static_cast<int>(i));
+    return Status::Ok();
+  }
+
+ private:
+  // For a shape known but for at most one dimension (which stays where it is, as the
+  // Reshape's -1).
+  bool TransposeToReshape(int i) {
+    if (!IsTranspose(i)) return false;
+    const std::vector<int64_t> perm = PermOf(i);
+    const Shape& in = a_.Spec(a_.inputs[i][0]).shape;
+    if (perm.empty() || in.rank() != static_cast<int>(perm.size())) return false;
+    int64_t last = -1;
+    int unknown = 0;
+    std::vector<int64_t> target;
+    for (int64_t axis : perm) {
+      const int64_t d = in.dim(static_cast<int>(axis));
+      if (d == 0) return false;  // a Reshape's -1 cannot be told from the others' sizes
+      unknown += d < 0 ? 1 : 0;
+      target.push_back(d);
+      if (d == 1) continue;
+      if (axis < last) return false;
+      last = axis;
+    }
+    if (unknown > 1) return false;
+    NodeDef& node = model_.graph.nodes[i];
+    node.op = "Reshape";
+    node.attrs = AttrMap{{"shape", target}};
+    return true;
+  }
+
+  // Reduce(T(x), axes) = T'(Reduce(x, perm[axes])): with kept dimensions T' is T (the reduced
+  // axes stay where T puts them, as 1s); without, T' is T's perm of the axes that remain,
+  // renumbered, and nothing when that is the identity. For axes given as an attr.
+  bool SinkReduction(int i) {
+    const ValueId x = a_.inputs[i][0];
+    NodeDef& node = model_.graph.nodes[i];
+    if (!Movable(x, false) || !IsTranspose(x.node) || !node.attrs.Has("axes")) return false;
+    const std::vector<int64_t> perm = PermOf(x.node);
+    StatusOr<std::span<const int64_t>> axes = node.attrs.GetInts("axes");
+    StatusOr<bool> keep = node.attrs.GetBoolOr("keep_dims", false);
+    const auto rank = static_cast<int64_t>(perm.size());
+    if (perm.empty() || !axes.ok() || !keep.ok()) return false;
+    std::vector<bool> reduced_source(perm.size(), false);
+    std::vector<bool> reduced(perm.size(), false);
+    for (int64_t axis : *axes) {
+      const int64_t a = axis < 0 ? axis + rank : axis;
+      if (a < 0 || a >= rank) return false;
+      reduced[static_cast<size_t>(a)] = true;
+      reduced_source[static_cast<size_t>(perm[static_cast<size_t>(a)])] = true;
+    }
+    std::vector<int64_t> moved_axes, renumbered(perm.size(), -1);
+    int64_t remaining = 0;
+    for (int64_t s = 0; s < rank; ++s) {
+      if (reduced_source[static_cast<size_t>(s)]) moved_axes.push_back(s);
+      else renumbered[static_cast<size_t>(s)] = remaining++;
+    }
+    std::vector<int64_t> after = perm;  // T' for kept dimensions
+    bool identity = false;
+    if (!*keep) {
+      after.clear();
+      identity = true;
+      for (size_t j = 0; j < perm.size(); ++j) {
+        if (reduced[j]) continue;
+        identity = identity && renumbered[static_cast<size_t>(perm[j])] == static_cast<int64_t>(after.size());
+        after.push_back(renumbered[static_cast<size_t>(perm[j])]);
+      }
+    }
+    node.attrs.Set("axes", moved_axes);
+    const std::string source = Node(x.node).inputs[0];
+    if (identity) {
+      node.inputs[0] = source;
+      return true;
+    }
+    Rewrite(i, {source}, x.node);
+    model_.graph.nodes[i].attrs = AttrMap{{"perm", after}};
+    return true;
+  }
+
   // Reshape of a Reshape is the second Reshape of the first's input (for a target that does not
   // copy dimensions from its input). Transpose(Q) of
   // Transpose(P) is Transpose(P[Q]); an identity is dropped, and its consumers read the first
@@ -314,6 +406,7 @@ Status SinkLayoutChanges(Model& model, const OpRegistry& registry) {
     LS_ASSIGN_OR_RETURN(bool changed, sinker.Sweep());
     if (!changed) break;
   }
+  LS_RETURN_IF_ERROR(sinker.TransposesToReshapes());
   return AnalyzeGraph(model, registry).status();
 }
 

@@ -8,6 +8,8 @@
 // u per float operation; the activations' own float evaluation a few more.
 #pragma once
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +37,8 @@ inline double ActivationRef(Activation a, double x) {
     case Activation::kElu: return x > 0 ? x : std::expm1(x);
     case Activation::kSelu:
       return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x));
+    case Activation::kSilu: return x / (1.0 + std::exp(-x));
+    case Activation::kHardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
   }
   return x;
 }

@@ -1,7 +1,8 @@
 // Models exported from PyTorch with torch.onnx.export (tests/data/onnx/pytorch/, made by
 // bench/onnx/export_models.py): an MLP, a CNN with batch normalisation, depthwise and residual
-// blocks, a GELU residual block with LayerNorm, and a 2-layer transformer encoder with dynamic
-// batch and sequence length. Each answers as PyTorch did, on every batch size and sequence
+// blocks, a GELU residual block with LayerNorm, a 2-layer transformer encoder with dynamic
+// batch and sequence length, and MobileNetV3's and EfficientNet's pieces (SiLU, HardSwish,
+// squeeze-and-excitation). Each answers as PyTorch did, on every batch size and sequence
 // length of its data sets; and keeps the runtime's promises on them: a batched row is its
 // batch-1 answer bit for bit, whatever the thread count.
 #include <gtest/gtest.h>
@@ -22,7 +23,7 @@ using testing_onnx::RunDataSet;
 using testing_onnx::TestDataSets;
 
 const fs::path kModels = fs::path(LOCKSTEP_SOURCE_DIR) / "tests/data/onnx/pytorch";
-const char* kNames[] = {"mlp", "cnn", "residual_gelu", "transformer"};
+const char* kNames[] = {"mlp", "cnn", "residual_gelu", "transformer", "mobile_block"};
 
 std::unique_ptr<Session> Load(const std::string& name, ThreadPool* pool) {
   StatusOr<Model> model = ReadOnnxModel(kModels / name);
@@ -73,6 +74,28 @@ TEST(OnnxPyTorchTest, TheCnnsLayoutChangesCancelBetweenConvolutions) {
     }
   }
   EXPECT_LE(transposes(*model), 2) << "of " << before << ":" << where;
+}
+
+// MobileNetV3's and EfficientNet's blocks, once optimised: every SiLU (PyTorch's x * sigmoid(x))
+// and HardSwish after a convolution is in its epilogue; the squeeze-and-excitation's pooling and
+// channel scale run in NHWC, so that no Transpose is left between the stem and the pooling head
+// (the head's own pooling runs in NHWC too, and the Transpose of its [N, 1, 1, C] is a Reshape:
+// one Transpose is left, at the input).
+TEST(OnnxPyTorchTest, MobileBlocksActivationsFuseAndTheirLayoutChangesCancel) {
+  StatusOr<Model> model = ReadOnnxModel(kModels / "mobile_block");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(OptimizeGraph(*model, ThreadPool::Default()).ok());
+  std::map<std::string, int> ops, activations;
+  for (const NodeDef& node : model->graph.nodes) {
+    ++ops[node.op];
+    if (node.op == "FusedConv2D") ++activations[std::get<std::string>(node.attrs.values().at("activation"))];
+  }
+  EXPECT_EQ(ops["Transpose"], 1);
+  EXPECT_EQ(ops["Mul"], 1);                // the channel scale
+  EXPECT_EQ(activations["sigmoid"], 1);    // the excitation's gate
+  EXPECT_EQ(activations["silu"], 2);       // the expansion and the squeeze
+  EXPECT_EQ(activations["hard_swish"], 2);  // the stem and the head
+  EXPECT_EQ(ops["Silu"], 1);                // after the depthwise convolution
 }
 
 // The transformer's GELUs and LayerNorms, which PyTorch spells out in primitive ops, run as

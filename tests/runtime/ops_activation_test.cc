@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/activation.h"
+#include "runtime/matmul/gemm_path.h"
 #include "runtime/op_registry.h"
 #include "tests/runtime/op_test_util.h"
 
@@ -40,6 +41,7 @@ const ActivationCase kActivations[] = {
     {"Elu", Activation::kElu, [](double x) { return x > 0 ? x : std::expm1(x); }},
     {"Selu", Activation::kSelu,
      [](double x) { return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x)); }},
+    {"Silu", Activation::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }},
 };
 
 const Shape kShapes[] = {{0, 5}, {1}, {7}, {7, 17}, {3, 33}, {2, 1, 15}, {300, 333}};
@@ -96,6 +98,54 @@ TEST(OpsActivationTest, Infinities) {
   expect("Relu6", 0.0f, 6.0f);
   expect("Elu", -1.0f, inf);
   expect("Selu", static_cast<float>(-1.0507009873554804934193349852946 * 1.6732632423543772848170429916717), inf);
+  // -inf * sigmoid(-inf) is -inf * 0, NaN, as PyTorch's x * sigmoid(x) gives.
+  Tensor silu = RunOk("Silu", {x}).at(0);
+  EXPECT_TRUE(std::isnan(silu.data<float>()[0]));
+  EXPECT_EQ(silu.data<float>()[1], inf);
+}
+
+// ExpFloat (the vectorising e^x behind Sigmoid and SiLU) against float64's exp on a dense grid
+// over the whole range where e^x is a normal float: within 2 ulp; and its edges.
+TEST(OpsActivationTest, ExpFloatIsWithinTwoUlps) {
+  double worst_ulps = 0;
+  for (int i = -8733000; i <= 8872000; ++i) {
+    const float x = static_cast<float>(i) * 1e-5f;
+    const double want = std::exp(static_cast<double>(x));
+    const float got = ExpFloat(x);
+    const double ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst_ulps = std::max(worst_ulps, std::fabs(static_cast<double>(got) - want) / ulp);
+  }
+  EXPECT_LE(worst_ulps, 2.0);
+  EXPECT_EQ(ExpFloat(0.0f), 1.0f);
+  EXPECT_EQ(ExpFloat(-100.0f), 0.0f);
+  EXPECT_EQ(ExpFloat(-INFINITY), 0.0f);
+  EXPECT_EQ(ExpFloat(89.0f), INFINITY);
+  EXPECT_EQ(ExpFloat(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isfinite(ExpFloat(88.72f)));
+  EXPECT_TRUE(std::isnan(ExpFloat(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// The activation loops are compiled for each instruction set the matmul core may run on
+// (activation.cc); every one must give ApplyActivation's scalar bits, or a server on another CPU
+// would answer differently from the trainer.
+TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
+  Tensor x = RandomTensor({4099}, 11, -12, 12);
+  const GemmPath before = ActiveGemmPath();
+  for (GemmPath path : SupportedGemmPaths()) {
+    ASSERT_TRUE(SetGemmPath(path).ok());
+    for (Activation act : {Activation::kRelu, Activation::kGelu, Activation::kSigmoid, Activation::kTanh,
+                           Activation::kRelu6, Activation::kElu, Activation::kSelu, Activation::kSilu,
+                           Activation::kHardSwish}) {
+      std::vector<float> out(static_cast<size_t>(x.num_elements()));
+      ApplyActivation(act, x.data<float>().data(), out.data(), x.num_elements());
+      for (size_t i = 0; i < out.size(); ++i) {
+        const float want = ApplyActivation(act, x.data<float>()[i]);
+        ASSERT_EQ(std::memcmp(&want, &out[i], sizeof(float)), 0)
+            << ActivationName(act) << " on " << GemmPathName(path) << " at " << i;
+      }
+    }
+  }
+  ASSERT_TRUE(SetGemmPath(before).ok());
 }
 
 // The ops must compute exactly ApplyActivation, which the Gemm epilogue uses.

@@ -184,7 +184,8 @@ TEST(OpsMatMulTest, FusedMatchesReference) {
   Tensor a = RandomTensor({17, 33}, 70), b = RandomTensor({33, 7}, 71),
          bias = RandomTensor({7}, 72);
   for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kSigmoid,
-                         Activation::kTanh, Activation::kRelu6, Activation::kElu, Activation::kSelu}) {
+                         Activation::kTanh, Activation::kRelu6, Activation::kElu, Activation::kSelu,
+                         Activation::kSilu, Activation::kHardSwish}) {
     Tensor out =
         RunOk("FusedMatMul", {a, b, bias}, {{"activation", std::string(ActivationName(act))}})
             .at(0);

@@ -88,6 +88,17 @@ std::vector<NamedTensor> RunAll(const Model& model, SessionOptions options, cons
   return out;
 }
 
+// The model as it is, passes off (so that a test sees what its own rewrite did).
+std::vector<NamedTensor> RunUnoptimised(Model model, const std::vector<NamedTensor>& inputs) {
+  SessionOptions options;
+  options.optimize = false;
+  auto session = Session::Create(std::move(model), options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<NamedTensor> out;
+  if (session.ok()) EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+  return out;
+}
+
 void ExpectSameOutputs(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -273,19 +284,59 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
   ASSERT_TRUE(EliminateDeadNodes(m).ok());
   EXPECT_EQ(CountOps(m, "Transpose"), 0);
   std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 4, 4, 3}, rng)}, {"z", RandomTensor(Shape{2, 4, 5, 3}, rng)}};
-  auto run = [&](Model model) {
-    SessionOptions options;
-    options.optimize = false;
-    auto session = Session::Create(std::move(model), options);
-    EXPECT_TRUE(session.ok()) << session.status().ToString();
-    std::vector<NamedTensor> out;
-    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
-    return out;
-  };
-  const std::vector<NamedTensor> sunk = run(m), plain = run(original);
+  const std::vector<NamedTensor> sunk = RunUnoptimised(m, inputs), plain = RunUnoptimised(original, inputs);
   ASSERT_EQ(sunk.size(), 2u);
   EXPECT_EQ(sunk[1].tensor.shape(), (Shape{2, 5, 7, 3}));
   for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(sunk[k].tensor.BitwiseEqual(plain[k].tensor)) << sunk[k].name;
+}
+
+// A squeeze-and-excitation block as an NCHW model's import lays it out in an NHWC runtime: the
+// global average pool (Mean over H, W, kept), its scale through an activation, and the channel
+// scale, each between Transposes. The reductions move below their Transposes (kept dimensions,
+// dropped ones, a Max), and then every Transpose cancels. Max's bits are unchanged; the Means
+// sum in the untransposed order, so they agree to within rounding.
+TEST(Passes, ReductionsSinkBelowTransposesAndAnSEBlockLosesThemAll) {
+  const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+  GraphBuilder g;
+  std::mt19937 rng(9);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 5, 6, 4});
+  auto nchw = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nchw}}, name); };
+  auto nhwc = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nhwc}}, name); };
+  std::string t = nchw(x, "t");
+  std::string pooled = g.Op("Mean", {t}, AttrMap{{"axes", std::vector<int64_t>{2, 3}}, {"keep_dims", true}}, "pool");
+  std::string scale = g.Op("Sigmoid", {nchw(g.Op("Softmax", {nhwc(pooled, "p1")}, {}, "fc"), "p2")}, {}, "scale");
+  std::string y = g.Op("Silu", {nhwc(g.Op("Mul", {t, scale}, {}, "excite"), "back")}, {}, "y");
+  // Dropped dimensions: Mean over H of NCHW is [N, C, W], which is NHWC's Mean over H moved
+  // by [0, 2, 1]; Max over C and W leaves [N, H] in both layouts, no Transpose at all.
+  std::string z = g.Input("z", DType::kFloat32, Shape{-1, 5, 6, 4});
+  std::string dropped = g.Op("Mean", {nchw(z, "tz")}, AttrMap{{"axes", std::vector<int64_t>{-2}}}, "dropped");
+  std::string w = g.Input("w", DType::kFloat32, Shape{-1, 5, 6, 4});
+  std::string maxed = g.Op("Max", {nchw(w, "tw")}, AttrMap{{"axes", std::vector<int64_t>{1, 3}}}, "maxed");
+  Signature sig = OneInOneOut("x", Shape{-1, 5, 6, 4}, y, Shape{-1, 5, 6, 4});
+  sig.inputs.push_back({"z", z, DType::kFloat32, Shape{-1, 5, 6, 4}});
+  sig.inputs.push_back({"w", w, DType::kFloat32, Shape{-1, 5, 6, 4}});
+  sig.outputs.push_back({"dropped", dropped, DType::kFloat32, Shape{-1, 4, 6}});
+  sig.outputs.push_back({"maxed", maxed, DType::kFloat32, Shape{-1, 5}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  const Model original = m;
+  ASSERT_TRUE(SinkLayoutChanges(m).ok());
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  EXPECT_EQ(CountOps(m, "Transpose"), 1);  // the dropped Mean's [0, 2, 1]
+  EXPECT_EQ(m.graph.FindNode("maxed")->op, "Max");
+
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 5, 6, 4}, rng)},
+                                     {"z", RandomTensor(Shape{3, 5, 6, 4}, rng)},
+                                     {"w", RandomTensor(Shape{3, 5, 6, 4}, rng)}};
+  const std::vector<NamedTensor> sunk = RunUnoptimised(m, inputs), plain = RunUnoptimised(original, inputs);
+  ASSERT_EQ(sunk.size(), 3u);
+  EXPECT_TRUE(sunk[2].tensor.BitwiseEqual(plain[2].tensor));
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(sunk[k].tensor.shape(), plain[k].tensor.shape()) << sunk[k].name;
+    for (int64_t i = 0; i < sunk[k].tensor.num_elements(); ++i) {
+      EXPECT_NEAR(sunk[k].tensor.data<float>()[i], plain[k].tensor.data<float>()[i], 1e-6) << sunk[k].name << " " << i;
+    }
+  }
 }
 
 // A dense layer over a sequence, as the ONNX importer lays it out (rows -> MatMul -> Reshape
@@ -324,14 +375,16 @@ TEST(Passes, ASequencesDenseLayerFusesAcrossItsReshape) {
 // Conv2D -> BiasAdd -> Relu becomes one FusedConv2D, with the same bits on 1 and 3 threads; a
 // convolution whose output something else reads stays unfused.
 TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
-  auto build = [](bool export_conv) {
+  for (const char* activation : {"Relu", "Silu", "HardSwish"}) {
+  SCOPED_TRACE(activation);
+  auto build = [&](bool export_conv) {
     GraphBuilder g;
     std::mt19937 rng(11);
     std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 5, 3});
     const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
     std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 3, 4}, rng))}, attrs, "conv");
     std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
-    std::string y = g.Op("Relu", {biased}, {}, "y");
+    std::string y = g.Op(activation, {biased}, {}, "y");
     Signature sig = OneInOneOut("x", Shape{-1, 6, 5, 3}, y, Shape{-1, 6, 5, 4});
     if (export_conv) sig.outputs.push_back({"conv", conv, DType::kFloat32, Shape{-1, 6, 5, 4}});
     g.AddSignature(sig);
@@ -341,7 +394,7 @@ TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
   ThreadPool one(1), three(3);
   ASSERT_TRUE(OptimizeGraph(m, one).ok());
   EXPECT_EQ(CountOps(m, "FusedConv2D"), 1);
-  EXPECT_EQ(CountOps(m, "Conv2D") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
+  EXPECT_EQ(CountOps(m, "Conv2D") + CountOps(m, "BiasAdd") + CountOps(m, activation), 0);
   Model kept = build(true);
   ASSERT_TRUE(OptimizeGraph(kept, one).ok());
   EXPECT_EQ(CountOps(kept, "FusedConv2D"), 0);
@@ -361,6 +414,7 @@ TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
   const Tensor plain = run(false, &one);
   EXPECT_TRUE(run(true, &one).BitwiseEqual(plain));
   EXPECT_TRUE(run(true, &three).BitwiseEqual(plain));
+  }
 }
 
 // A Transpose that something else reads too stays where it is: moving the op below it would
