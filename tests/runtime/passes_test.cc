@@ -95,7 +95,9 @@ std::vector<NamedTensor> RunUnoptimised(Model model, const std::vector<NamedTens
   auto session = Session::Create(std::move(model), options);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   std::vector<NamedTensor> out;
-  if (session.ok()) EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+  if (session.ok()) {
+    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+  }
   return out;
 }
 
