@@ -104,13 +104,11 @@ void EpilogueRow(const GemmArgs& g, int64_t i, int64_t j0, int64_t nc, float* t)
     bias += j0;
     for (int64_t j = 0; j < nc; ++j) t[j] += bias[j];
   }
-  ApplyActivation(g.epilogue.activation, std::span<float>(t, static_cast<size_t>(nc)));
   if (const float* res = g.epilogue.residual) {
     res += i * g.epilogue.ldr + j0;
-    for (int64_t j = 0; j < nc; ++j) c[j] = t[j] + res[j];
-  } else if (t != c) {
-    std::memcpy(c, t, static_cast<size_t>(nc) * sizeof(float));
+    for (int64_t j = 0; j < nc; ++j) t[j] += res[j];
   }
+  ApplyActivation(g.epilogue.activation, t, c, nc);
 }
 
 bool HasEpilogue(const GemmArgs& g) {

@@ -1,5 +1,5 @@
 // The matmul core's contract: C = alpha * op(A) * op(B) + beta * C, then a fused epilogue
-// (bias add, activation, residual add) applied in the same pass over C. Every Dense layer and
+// (bias add, residual add, activation) applied in the same pass over C. Every Dense layer and
 // every Conv2D, forward and backward, training and serving, goes through here. Row-major,
 // arbitrary leading dimensions, A and B each float32 or bfloat16, C float32.
 //
@@ -18,8 +18,9 @@
 // order (bf16: per pair, k+1 then k, as vdpbf16ps does), whatever the blocking, the thread
 // count, M (so a row of C never depends on the other rows in the batch) or the instruction
 // set. Then, one float operation per step: v = alpha * dot (only when alpha != 1);
-// v += beta * C (only when beta != 0); v += bias[j]; v = act(v); C = v + residual. With
-// alpha = 1 and beta = 0 this is exactly MatMul, then BiasAdd, then the activation op.
+// v += beta * C (only when beta != 0); v += bias[j]; v += residual; C = act(v). With alpha = 1
+// and beta = 0 this is exactly MatMul, then BiasAdd, then Add (a residual connection's), then
+// the activation op.
 //
 // Leading dimensions and dtypes are not checked (the ops check shapes); C must not overlap A,
 // B or the epilogue inputs.
@@ -37,7 +38,7 @@ namespace lockstep {
 struct GemmEpilogue {
   const float* bias = nullptr;      // length N, added to every row
   Activation activation = Activation::kNone;
-  const float* residual = nullptr;  // [M, N] with leading dimension ldr, added last
+  const float* residual = nullptr;  // [M, N] with leading dimension ldr, added before the activation
   int64_t ldr = 0;
 };
 

@@ -4,9 +4,10 @@
 //   Conv2D                 out  = col · F
 //   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
 //   Conv2DBackpropFilter   dF   = colᵀ · dy
-//   FusedConv2D            Conv2D with a bias [Cout] and an activation in the Gemm's epilogue
+//   FusedConv2D            Conv2D with a bias [Cout], a residual (input 3, the output's shape:
+//                          a skip connection's Add) and an activation in the Gemm's epilogue
 //                          (attr "activation", as FusedMatMul's; the fusion pass makes it
-//                          from Conv2D -> BiasAdd -> activation, float32 only)
+//                          from Conv2D -> BiasAdd -> Add -> activation, float32 only)
 //   Conv2DTranspose        Conv2DBackpropInput as an op of its own (a "deconvolution"):
 //                          x [N, H, W, Cin] and a filter [KH, KW, Cout, Cin] give the
 //                          [N, (H - 1) * sh + KH, (W - 1) * sw + KW, Cout] whose VALID Conv2D
@@ -68,14 +69,24 @@ StatusOr<std::vector<TensorSpec>> InferConv2D(const ShapeInferenceContext& ctx) 
   return Single(ctx.inputs[0].dtype, g.out);
 }
 
-// FusedConv2D's epilogue: its bias (input 2, when given, [Cout] float32) and activation.
-StatusOr<GemmEpilogue> FusedConvEpilogue(const AttrMap& attrs, std::span<const TensorSpec> in, int64_t cout) {
+// FusedConv2D's epilogue: its bias (input 2, when given, [Cout] float32), residual (input 3,
+// when given, float32 of the output's shape `out`) and activation.
+StatusOr<GemmEpilogue> FusedConvEpilogue(const AttrMap& attrs, std::span<const TensorSpec> in, const Shape& out) {
+  const int64_t cout = out.rank() == 4 ? out.dim(3) : -1;
   constexpr std::string_view op = "FusedConv2D";
   LS_RETURN_IF_ERROR(CheckDType(op, "input", in[0].dtype, DType::kFloat32));
   GemmEpilogue epilogue;
   LS_ASSIGN_OR_RETURN(std::string_view name, attrs.GetStringViewOr("activation", "none"));
   LS_ASSIGN_OR_RETURN(epilogue.activation, ParseActivation(name));
-  if (in.size() == 3) {
+  if (in.size() == 4) {
+    LS_RETURN_IF_ERROR(CheckDType(op, "residual", in[3].dtype, DType::kFloat32));
+    Shape merged;
+    if (!MergeShapes(in[3].shape, out, &merged)) {
+      return InvalidArgument(Str(op) + ": residual " + in[3].shape.ToString() + " is not the output's shape " +
+                             out.ToString());
+    }
+  }
+  if (in.size() >= 3) {
     LS_RETURN_IF_ERROR(CheckDType(op, "bias", in[2].dtype, DType::kFloat32));
     LS_RETURN_IF_ERROR(CheckRank(op, "bias", in[2].shape, 1));
     int64_t n;
@@ -88,9 +99,9 @@ StatusOr<GemmEpilogue> FusedConvEpilogue(const AttrMap& attrs, std::span<const T
 }
 
 StatusOr<std::vector<TensorSpec>> InferFusedConv2D(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("FusedConv2D", ctx.inputs.size(), 2, 3));
+  LS_RETURN_IF_ERROR(CheckInputCount("FusedConv2D", ctx.inputs.size(), 2, 4));
   LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("FusedConv2D", ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
-  LS_RETURN_IF_ERROR(FusedConvEpilogue(ctx.attrs, ctx.inputs, g.out.dim(3)).status());
+  LS_RETURN_IF_ERROR(FusedConvEpilogue(ctx.attrs, ctx.inputs, g.out).status());
   return Single(DType::kFloat32, g.out);
 }
 
@@ -162,6 +173,14 @@ void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, floa
         continue;
       }
       const float* src_row = in + (n * g.h + ih) * g.w * g.c;
+      const int64_t iw0 = ow * g.sw - g.ww.pad_before;
+      if (g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w) {
+        // The window's row lies inside the image: KW pixels that are adjacent in NHWC, one
+        // copy (a stem's 7 x 3 channels were 7 calls of 12 bytes).
+        std::memcpy(d, src_row + iw0 * g.c, static_cast<size_t>(g.kw) * pixel_bytes);
+        d += g.kw * g.c;
+        continue;
+      }
       for (int64_t j = 0; j < g.kw; ++j, d += g.c) {
         const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
         if (iw < 0 || iw >= g.w) {
@@ -372,6 +391,7 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& 
     args.m = m;
     args.a = col;
     args.c = po + row0 * cout;
+    if (args.epilogue.residual != nullptr) args.epilogue.residual += row0 * cout;
     Gemm(args, pool);
   });
   return Status::Ok();
@@ -380,13 +400,22 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& 
 Status Conv2DKernel(KernelContext& ctx) { return ConvForward(ctx, "Conv2D", GemmEpilogue{}); }
 
 Status FusedConv2DKernel(KernelContext& ctx) {
-  const int n = ctx.num_inputs();
-  TensorSpec specs[3];  // an array, not a vector: this runs per request
-  for (int i = 0; i < n && i < 3; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
-  const Shape& filter = ctx.input(1).shape();
-  LS_ASSIGN_OR_RETURN(GemmEpilogue epilogue, FusedConvEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(std::min(n, 3))),
-                                                               filter.rank() == 4 ? filter.dim(3) : -1));
-  if (n == 3) epilogue.bias = ctx.input(2).data<float>().data();
+  const int n = std::min(ctx.num_inputs(), 4);
+  TensorSpec specs[4];  // an array, not a vector: this runs per request
+  for (int i = 0; i < n; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("FusedConv2D", ctx.attrs(), specs[0], specs[1]));
+  LS_ASSIGN_OR_RETURN(GemmEpilogue epilogue,
+                      FusedConvEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(n)), g.out));
+  if (n >= 3) epilogue.bias = ctx.input(2).data<float>().data();
+  if (n == 4) {
+    // MergeShapes let a dimension unknown at inference through; here both are known.
+    if (!(ctx.input(3).shape() == g.out)) {
+      return InvalidArgument("FusedConv2D: residual " + ctx.input(3).shape().ToString() + " is not the output's shape " +
+                             g.out.ToString());
+    }
+    epilogue.residual = ctx.input(3).data<float>().data();
+    epilogue.ldr = g.out.dim(3);
+  }
   return ConvForward(ctx, "FusedConv2D", epilogue);
 }
 
@@ -538,7 +567,7 @@ void RegisterConvOps(OpRegistry& registry) {
   (void)registry.Register(std::move(conv));
   (void)registry.Register(SimpleOpDef("Conv2DBackpropInput", 3, InferBackpropInput, BackpropInputKernel));
   OpDef fused = SimpleOpDef("FusedConv2D", 2, InferFusedConv2D, FusedConv2DKernel);
-  fused.max_inputs = 3;
+  fused.max_inputs = 4;
   fused.pack_constant = PackFilter;
   (void)registry.Register(std::move(fused));
   (void)registry.Register(SimpleOpDef("Conv2DTranspose", 2, InferConv2DTranspose, Conv2DTransposeKernel));

@@ -116,6 +116,19 @@ inline bool MergeDim(int64_t a, int64_t b, int64_t* out) {
   return true;
 }
 
+// Two descriptions of one shape, MergeDim by dimension: false when the ranks or two known
+// dimensions differ.
+inline bool MergeShapes(const Shape& a, const Shape& b, Shape* out) {
+  if (a.rank() != b.rank()) return false;
+  *out = a;
+  for (int d = 0; d < a.rank(); ++d) {
+    int64_t merged;
+    if (!MergeDim(a.dim(d), b.dim(d), &merged)) return false;
+    out->set_dim(d, merged);
+  }
+  return true;
+}
+
 // numpy broadcasting of two shapes; -1 dimensions broadcast against anything (the result is
 // the known size when one side knows it and it is not 1).
 inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, const Shape& b) {

@@ -34,12 +34,13 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
       exported[v.node] = true;
     }
   }
+  // Nodes already part of a fused node (removed, or replaced by one) fuse no further.
+  std::vector<bool> removed(n, false), fused_in(n, false);
   auto sole_consumer = [&](int i) -> int {
-    if (exported[i] || consumers[i].size() != 1) return -1;
+    if (exported[i] || consumers[i].size() != 1 || fused_in[consumers[i][0]]) return -1;
     return consumers[i][0];
   };
 
-  std::vector<bool> removed(n, false);
   for (int i : a.topological_order) {
     const bool conv = nodes[i].op == "Conv2D";
     if ((nodes[i].op != "MatMul" && !conv) || removed[i]) continue;
@@ -53,6 +54,24 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
       last = c;
       c = sole_consumer(c);
     }
+    // A convolution's skip connection: Add(conv + bias, r) with r of the output's shape (not a
+    // broadcast), added in the epilogue before the activation.
+    int residual_node = -1;
+    std::string residual;
+    if (conv && bias_node >= 0 && c >= 0 && nodes[c].op == "Add" && a.inputs[c].size() == 2) {
+      for (int side = 0; side < 2; ++side) {
+        const ValueId other = a.inputs[c][1 - side];
+        if (a.inputs[c][side].node != bias_node || other.node == bias_node) continue;
+        const TensorSpec &rs = a.Spec(other), &os = a.outputs[i][0];
+        if (rs.dtype == DType::kFloat32 && rs.shape == os.shape && os.shape.rank() == 4) {
+          residual_node = c;
+          residual = nodes[c].inputs[1 - side];
+          last = c;
+          c = sole_consumer(c);
+        }
+        break;
+      }
+    }
     if (c >= 0 && kActivationOps.count(nodes[c].op) > 0) {
       act_node = c;
       last = c;
@@ -64,9 +83,11 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
     fused.op = conv ? "FusedConv2D" : "FusedMatMul";
     fused.inputs = nodes[i].inputs;
     if (bias_node >= 0) fused.inputs.push_back(nodes[bias_node].inputs[1]);
+    if (residual_node >= 0) fused.inputs.push_back(residual);
     fused.attrs = nodes[i].attrs;
     fused.attrs.Set("activation", act_node >= 0 ? kActivationOps.at(nodes[act_node].op) : std::string("none"));
-    for (int k : {i, bias_node, act_node}) {
+    for (int k : {i, bias_node, residual_node, act_node}) {
+      if (k >= 0) fused_in[k] = true;
       if (k >= 0 && k != last) removed[k] = true;
     }
     nodes[last] = std::move(fused);

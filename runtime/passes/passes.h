@@ -23,8 +23,9 @@ StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& 
                                     ThreadPool& pool, int64_t max_elements);
 
 // Rewrites MatMul -> BiasAdd -> activation (each link optional but the MatMul, and at least
-// one of the others) into one FusedMatMul, and a float32 Conv2D -> BiasAdd -> activation into
-// one FusedConv2D, when the intermediate values feed nothing else.
+// one of the others) into one FusedMatMul, and a float32 Conv2D -> BiasAdd -> (Add of a value of
+// the output's shape: a skip connection) -> activation into one FusedConv2D, when the
+// intermediate values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 // Moves layout changes (Transpose, Reshape) below element-wise ops, Pad and bias additions, and

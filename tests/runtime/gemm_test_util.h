@@ -171,14 +171,14 @@ struct Problem {
           pre += bias_v[j];
           pre_tol += kU * (std::fabs(pre) + std::fabs(bias_v[j]));
         }
-        double want = ActivationRef(act, pre);
+        if (residual) {
+          pre += res[i * ldr() + j];
+          pre_tol += kU * (std::fabs(pre) + std::fabs(res[i * ldr() + j]));
+        }
+        const double want = ActivationRef(act, pre);
         // The activations' slopes are at most ~1.13 (gelu); their own float evaluation adds
         // a few units of roundoff, absolute for gelu's 1 + erf cancellation.
-        double tol = 1.2 * pre_tol + 4 * kU * std::max(1.0, std::fabs(pre));
-        if (residual) {
-          want += res[i * ldr() + j];
-          tol += kU * (std::fabs(want) + std::fabs(res[i * ldr() + j]));
-        }
+        const double tol = 1.2 * pre_tol + 4 * kU * std::max(1.0, std::fabs(pre));
         if (std::isnan(want)) {
           EXPECT_TRUE(std::isnan(got)) << where << " at (" << i << "," << j << "): got " << got;
         } else if (std::isinf(want)) {

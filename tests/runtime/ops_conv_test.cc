@@ -471,6 +471,15 @@ TEST(OpsConvTest, FusedConv2DChecksItsEpilogue) {
               StatusCode::kInvalidArgument, "swish");
   ExpectError(Infer("FusedConv2D", {{DType::kFloat64, {-1, 5, 5, 2}}, {DType::kFloat64, {3, 3, 2, 4}}}).status(),
               StatusCode::kInvalidArgument, "FusedConv2D");
+  // A residual has the output's shape: checked at inference as far as it is known, and at run time.
+  EXPECT_TRUE(Infer("FusedConv2D", {x, f, {DType::kFloat32, {4}}, {DType::kFloat32, {-1, 5, 5, 4}}}, attrs).ok());
+  ExpectError(Infer("FusedConv2D", {x, f, {DType::kFloat32, {4}}, {DType::kFloat32, {-1, 5, 4, 4}}}, attrs).status(),
+              StatusCode::kInvalidArgument, "residual [-1,5,4,4] is not the output's shape");
+  ExpectError(RunOp("FusedConv2D", std::vector<Tensor>{RandomTensor({2, 5, 5, 2}, 1), RandomTensor({3, 3, 2, 4}, 2),
+                                                        RandomTensor({4}, 3), RandomTensor({1, 5, 5, 4}, 4)},
+                    attrs)
+                  .status(),
+              StatusCode::kInvalidArgument, "residual [1,5,5,4] is not the output's shape [2,5,5,4]");
 }
 
 TEST(OpsConvTest, Conv2DTransposeErrors) {

@@ -101,6 +101,25 @@ std::vector<NamedTensor> RunUnoptimised(Model model, const std::vector<NamedTens
   return out;
 }
 
+// `model`'s first output with the passes on, on each pool: the same bits as with them off.
+void ExpectOptimisedIsPlain(const Model& model, const std::vector<NamedTensor>& inputs,
+                            std::initializer_list<ThreadPool*> pools) {
+  auto run = [&](bool optimize, ThreadPool* pool) {
+    SessionOptions options;
+    options.optimize = optimize;
+    options.pool = pool;
+    auto session = Session::Create(model, options);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    if (session.ok()) {
+      EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
+    }
+    return out.empty() ? Tensor() : out[0].tensor;
+  };
+  const Tensor plain = run(false, *pools.begin());
+  for (ThreadPool* pool : pools) EXPECT_TRUE(run(true, pool).BitwiseEqual(plain)) << pool->num_threads() << " threads";
+}
+
 void ExpectSameOutputs(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -403,19 +422,50 @@ TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
 
   std::mt19937 rng(12);
   std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 6, 5, 3}, rng)}};
-  auto run = [&](bool optimize, ThreadPool* pool) {
-    SessionOptions options;
-    options.optimize = optimize;
-    options.pool = pool;
-    auto session = Session::Create(build(false), options);
-    EXPECT_TRUE(session.ok()) << session.status().ToString();
-    std::vector<NamedTensor> out;
-    EXPECT_TRUE((*session)->Run("serving_default", inputs, &out).ok());
-    return out[0].tensor;
+  ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
+  }
+}
+
+// A residual block's tail, Conv2D -> BiasAdd -> Add(skip) -> Relu, becomes one FusedConv2D
+// with the skip as its residual input: the same bits as the four ops, on 1 and 3 threads, with
+// images large enough that the convolution runs in several im2col blocks. When the skip is a
+// convolution too (a downsampling block's projection), one of the two takes the Add and the
+// other stays whole. A skip that broadcasts (a row per channel) stays an Add.
+TEST(Passes, AResidualAddFusesIntoTheConvolutionBeforeItsActivation) {
+  for (const char* skip_kind : {"tanh", "conv"}) {
+  SCOPED_TRACE(skip_kind);
+  auto build = [&](bool broadcast_skip) {
+    GraphBuilder g;
+    std::mt19937 rng(21);
+    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 40, 40, 4});
+    const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
+    std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 4, 4}, rng))}, attrs, "conv");
+    std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
+    std::string skip = broadcast_skip ? g.Const("row", RandomTensor(Shape{1, 1, 1, 4}, rng)) : g.Op("Tanh", {x}, {}, "skip");
+    if (!broadcast_skip && std::string(skip_kind) == "conv") {
+      skip = g.Op("BiasAdd",
+                  {g.Op("Conv2D", {x, g.Const("f2", RandomTensor(Shape{1, 1, 4, 4}, rng))}, attrs, "projection"),
+                   g.Const("b2", RandomTensor(Shape{4}, rng))},
+                  {}, "projection_biased");
+    }
+    std::string y = g.Op("Relu", {g.Op("Add", {skip, biased}, {}, "sum")}, {}, "y");
+    g.AddSignature(OneInOneOut("x", Shape{-1, 40, 40, 4}, y, Shape{-1, 40, 40, 4}));
+    return std::move(g).Build();
   };
-  const Tensor plain = run(false, &one);
-  EXPECT_TRUE(run(true, &one).BitwiseEqual(plain));
-  EXPECT_TRUE(run(true, &three).BitwiseEqual(plain));
+  ThreadPool one(1), three(3);
+  Model m = build(false);
+  ASSERT_TRUE(OptimizeGraph(m, one).ok());
+  const bool conv_skip = std::string(skip_kind) == "conv";
+  EXPECT_EQ(CountOps(m, "FusedConv2D"), conv_skip ? 2 : 1);
+  EXPECT_EQ(CountOps(m, "Add") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
+  EXPECT_EQ(m.graph.FindNode("y")->inputs.size(), 4u);
+  Model broadcast = build(true);
+  ASSERT_TRUE(OptimizeGraph(broadcast, one).ok());
+  EXPECT_EQ(CountOps(broadcast, "Add"), 1);
+
+  std::mt19937 rng(22);
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 40, 40, 4}, rng)}};
+  ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
   }
 }
 
