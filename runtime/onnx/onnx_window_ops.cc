@@ -204,6 +204,14 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   const bool depthwise = group > 1 && group == channels;
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, true, false));
+  // A convolution that is one op pads as it reads (EXPLICIT); groups slice a padded image.
+  AttrMap attrs{{"strides", w.strides}, {"padding", padding.mode}};
+  if (!padding.pads.empty() && (group == 1 || depthwise)) {
+    const std::vector<int64_t>& p = padding.pads;  // Pad's form over N, C, H, W: begins, then ends
+    attrs.Set("padding", std::string("EXPLICIT"));
+    attrs.Set("explicit_paddings", std::vector<int64_t>{0, 0, p[2], p[6], p[3], p[7], 0, 0});
+    padding = Padding{"VALID", {}};
+  }
   const std::string x = ToNhwc(ctx, w, padding, 0.0);
   // Conv2D reads a dilated filter's taps where they lie; DepthwiseConv2D takes it spread out
   // (its taps are few: a 5x5 of dilation 2 spreads to 9x9).
@@ -214,7 +222,6 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     f = ctx.Emit("ExpandDims", {f}, AttrMap{{"axis", int64_t{2}}}, "filter_2d");
   }
   f = ctx.Emit("Transpose", {f}, AttrMap{{"perm", std::vector<int64_t>{2, 3, 1, 0}}}, "filter_hwio");
-  AttrMap attrs{{"strides", w.strides}, {"padding", padding.mode}};
   if (!depthwise && !AllOnes(w.dilations)) attrs.Set("dilations", w.dilations);
   std::string y;
   if (group == 1) {

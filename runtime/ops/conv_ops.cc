@@ -14,7 +14,7 @@
 //                          with that filter has x's shape. Padding and output padding are the
 //                          caller's crops and pads around it.
 // Attrs (all three): strides [sh, sw] (default [1, 1]), dilations [dh, dw] (default [1, 1]: taps
-// that far apart, ONNX's and TensorFlow's dilated convolution), padding "SAME" / "VALID" (window.h),
+// that far apart, ONNX's and TensorFlow's dilated convolution), padding "SAME" / "VALID" / "EXPLICIT" (window.h),
 // precision "float32" / "bfloat16" (op_util.h). The input is float32; the filter float32 or
 // bfloat16 (a bf16 filter, or precision bfloat16, makes every product bf16 with float32
 // accumulation, and the filter's gradient float32). float64 input and filter (gradient checks
@@ -51,7 +51,7 @@ StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const
   LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, Cin, Cout]", filter.shape, 4));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair(op, attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
-  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
+  LS_ASSIGN_OR_RETURN(WindowPadding padding, ReadConvPadding(op, attrs));
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input.shape, 4));
   int64_t cin;
   if (!MergeDim(input.shape.dim(3), filter.shape.dim(2), &cin)) {
@@ -60,7 +60,8 @@ StatusOr<Geometry> ConvGeometry(std::string_view op, const AttrMap& attrs, const
   }
   Shape in = input.shape;
   in.set_dim(3, cin);
-  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, same, filter.shape.dim(3), dilations);
+  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, padding, filter.shape.dim(3),
+                      dilations);
 }
 
 StatusOr<std::vector<TensorSpec>> InferConv2D(const ShapeInferenceContext& ctx) {
@@ -366,8 +367,8 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& 
 
   // A 1x1, stride-1 convolution without padding is a plain matmul over the pixels (and with
   // no input channels, A is never read).
-  const bool pointwise =
-      g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 && g.ww.pad_before == 0;
+  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.wh.pad_before == 0 &&
+                         g.ww.pad_before == 0 && g.wh.out == g.h && g.ww.out == g.w;
   if (pointwise || kdim == 0) {
     gemm.m = rows;
     gemm.a = in;

@@ -4,8 +4,13 @@
 //   input  [N, H, W, C] (NHWC)
 //   filter [KH, KW, C, M]        M: the depth multiplier
 //   output [N, OH, OW, C * M]    out[n, oh, ow, c * M + m] = Σ_{i,j} x[n, ih, iw, c] · f[i, j, c, m]
-// Attrs: strides [sh, sw] (default [1, 1]) and padding "SAME" / "VALID", as Conv2D's
-// (window.h). float32, and float64; no gradient (serving only).
+// Attrs: strides [sh, sw] (default [1, 1]) and padding "SAME" / "VALID" / "EXPLICIT" with
+// "explicit_paddings", as Conv2D's (window.h). float32, and float64; no gradient (serving only).
+//
+// FusedDepthwiseConv2D: the same with a bias [C * M] (input 2) and attr "activation" (as
+// FusedConv2D's) applied to each output pixel while it is in cache, float32 only; the fusion
+// pass makes it from DepthwiseConv2D -> BiasAdd -> activation. The same rounded operations in
+// the same order as the three ops: the same bits.
 //
 // A direct loop, not the Gemm: each output element is a dot product of only KH * KW terms, so
 // an im2col matrix would be mostly copying. Channels are innermost, so the inner loop is a
@@ -14,8 +19,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
+#include "runtime/activation.h"
 #include "runtime/matmul/gemm_path.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
@@ -26,6 +33,21 @@ namespace lockstep {
 namespace {
 
 constexpr std::string_view kOp = "DepthwiseConv2D";
+constexpr std::string_view kFusedOp = "FusedDepthwiseConv2D";
+
+// What FusedDepthwiseConv2D does to each output pixel after its taps: bias, then activation.
+struct PixelEpilogue {
+  const float* bias = nullptr;
+  Activation activation = Activation::kNone;
+
+  bool empty() const { return bias == nullptr && activation == Activation::kNone; }
+  void Apply(float* pixel, int64_t channels) const {
+    if (bias != nullptr) {
+      for (int64_t k = 0; k < channels; ++k) pixel[k] += bias[k];
+    }
+    ApplyActivation(activation, pixel, pixel, channels);
+  }
+};
 
 StatusOr<Geometry> DepthwiseGeometry(const AttrMap& attrs, const TensorSpec& input, const TensorSpec& filter) {
   LS_RETURN_IF_ERROR(CheckReal(kOp, "input", input.dtype));
@@ -33,7 +55,7 @@ StatusOr<Geometry> DepthwiseGeometry(const AttrMap& attrs, const TensorSpec& inp
   LS_RETURN_IF_ERROR(CheckRank(kOp, "input (NHWC)", input.shape, 4));
   LS_RETURN_IF_ERROR(CheckRank(kOp, "filter [KH, KW, C, M]", filter.shape, 4));
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(kOp, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
-  LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(kOp, attrs));
+  LS_ASSIGN_OR_RETURN(WindowPadding padding, ReadConvPadding(kOp, attrs));
   int64_t c;
   if (!MergeDim(input.shape.dim(3), filter.shape.dim(2), &c)) {
     return InvalidArgument(Str(kOp) + ": input channels " + std::to_string(input.shape.dim(3)) + " of input " +
@@ -42,7 +64,7 @@ StatusOr<Geometry> DepthwiseGeometry(const AttrMap& attrs, const TensorSpec& inp
   const int64_t m = filter.shape.dim(3);
   Shape in = input.shape;
   in.set_dim(3, c);
-  return MakeGeometry(kOp, in, filter.shape.dim(0), filter.shape.dim(1), strides, same,
+  return MakeGeometry(kOp, in, filter.shape.dim(0), filter.shape.dim(1), strides, padding,
                       c < 0 || m < 0 ? -1 : c * m);
 }
 
@@ -50,6 +72,29 @@ StatusOr<std::vector<TensorSpec>> InferDepthwise(const ShapeInferenceContext& ct
   LS_RETURN_IF_ERROR(CheckInputCount(kOp, ctx.inputs.size(), 2, 2));
   LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
   return Single(ctx.inputs[0].dtype, g.out);
+}
+
+// FusedDepthwiseConv2D's activation, and a check of its bias against the output channels.
+StatusOr<Activation> FusedEpilogue(const AttrMap& attrs, std::span<const TensorSpec> in, int64_t channels) {
+  LS_RETURN_IF_ERROR(CheckDType(kFusedOp, "input", in[0].dtype, DType::kFloat32));
+  if (in.size() == 3) {
+    LS_RETURN_IF_ERROR(CheckDType(kFusedOp, "bias", in[2].dtype, DType::kFloat32));
+    LS_RETURN_IF_ERROR(CheckRank(kFusedOp, "bias", in[2].shape, 1));
+    int64_t n;
+    if (!MergeDim(channels, in[2].shape.dim(0), &n)) {
+      return InvalidArgument(Str(kFusedOp) + ": bias length " + std::to_string(in[2].shape.dim(0)) +
+                             " differs from the output channels " + std::to_string(channels));
+    }
+  }
+  LS_ASSIGN_OR_RETURN(std::string_view name, attrs.GetStringViewOr("activation", "none"));
+  return ParseActivation(name);
+}
+
+StatusOr<std::vector<TensorSpec>> InferFusedDepthwise(const ShapeInferenceContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckInputCount(kFusedOp, ctx.inputs.size(), 2, 3));
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  LS_RETURN_IF_ERROR(FusedEpilogue(ctx.attrs, ctx.inputs, g.out.dim(3)).status());
+  return Single(DType::kFloat32, g.out);
 }
 
 // Output rows [begin, end) of the flattened (n, oh) index; `m` is the depth multiplier. Every
@@ -177,7 +222,8 @@ RowsFn ChooseRowsFloatM1() {
   return RowsFloatM1Baseline;
 }
 
-Status DepthwiseKernel(KernelContext& ctx) {
+// DepthwiseConv2D, and FusedDepthwiseConv2D when `epilogue` is not empty (float32 only).
+Status DepthwiseForward(KernelContext& ctx, const PixelEpilogue& epilogue) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
   LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), {input.dtype(), input.shape()},
@@ -195,18 +241,44 @@ Status DepthwiseKernel(KernelContext& ctx) {
     ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
                            [&](int64_t begin, int64_t end) {
                              if constexpr (std::is_same_v<T, float>) {
-                               if (m == 1) return rows_float_m1(g, in, f, po, begin, end);
+                               if (m == 1) {
+                                 rows_float_m1(g, in, f, po, begin, end);
+                               } else {
+                                 DepthwiseRows(g, m, in, f, po, begin, end);
+                               }
+                               // Each pixel of these rows again while it is in cache.
+                               if (epilogue.empty()) return;
+                               const int64_t cm = g.c * m;
+                               for (int64_t p = begin * g.ww.out; p < end * g.ww.out; ++p) epilogue.Apply(po + p * cm, cm);
+                             } else {
+                               DepthwiseRows(g, m, in, f, po, begin, end);
                              }
-                             DepthwiseRows(g, m, in, f, po, begin, end);
                            });
     return Status::Ok();
   });
+}
+
+Status DepthwiseKernel(KernelContext& ctx) { return DepthwiseForward(ctx, PixelEpilogue{}); }
+
+Status FusedDepthwiseKernel(KernelContext& ctx) {
+  const int n = std::min(ctx.num_inputs(), 3);
+  TensorSpec specs[3];  // an array, not a vector: this runs per request
+  for (int i = 0; i < n; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), specs[0], specs[1]));
+  PixelEpilogue epilogue;
+  LS_ASSIGN_OR_RETURN(epilogue.activation,
+                      FusedEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(n)), g.out.dim(3)));
+  if (n == 3) epilogue.bias = ctx.input(2).data<float>().data();
+  return DepthwiseForward(ctx, epilogue);
 }
 
 }  // namespace
 
 void RegisterDepthwiseConvOps(OpRegistry& registry) {
   (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferDepthwise, DepthwiseKernel));
+  OpDef fused = SimpleOpDef(std::string(kFusedOp), 2, InferFusedDepthwise, FusedDepthwiseKernel);
+  fused.max_inputs = 3;
+  (void)registry.Register(std::move(fused));
 }
 
 }  // namespace lockstep

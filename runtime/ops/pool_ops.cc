@@ -58,7 +58,7 @@ StatusOr<PoolWindow> ReadPoolWindow(std::string_view op, const AttrMap& attrs, c
   w.dh = dilations.first;
   w.dw = dilations.second;
   LS_ASSIGN_OR_RETURN(w.g, MakeGeometry(op, input.shape, (ksize.first - 1) * w.dh + 1, (ksize.second - 1) * w.dw + 1,
-                                         strides, same, input.shape.rank() == 4 ? input.shape.dim(3) : 0));
+                                         strides, WindowPadding{same}, input.shape.rank() == 4 ? input.shape.dim(3) : 0));
   return w;
 }
 

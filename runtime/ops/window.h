@@ -3,11 +3,15 @@
 // to runtime/ops/. Padding follows TensorFlow:
 //   VALID: out = (in - k) / s + 1, no padding (in < k is an error);
 //   SAME:  out = ceil(in / s), pad_total = max((out - 1) * s + k - in, 0), of which
-//          pad_total / 2 goes before (top/left) and the rest, one more when odd, after.
+//          pad_total / 2 goes before (top/left) and the rest, one more when odd, after;
+//   EXPLICIT (the convolutions only): attr "explicit_paddings", TensorFlow's 8 numbers in NHWC
+//          order [0, 0, top, bottom, left, right, 0, 0]; out = (in + before + after - k) / s + 1.
+//          What an ONNX convolution's `pads` say, without a Pad op copying the image first.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,12 +27,51 @@ struct Window {
   int64_t pad_before = 0;  // top or left
 };
 
+// How a window op pads: SAME, VALID, or explicit amounts before and after each spatial axis.
+struct WindowPadding {
+  bool same = false;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;  // EXPLICIT's (0 for SAME and VALID)
+};
+
 // Attr "padding": "SAME" / "VALID" (default "VALID"; lower case accepted). True for SAME.
 inline StatusOr<bool> ReadSamePadding(std::string_view op, const AttrMap& attrs) {
   LS_ASSIGN_OR_RETURN(std::string_view padding, attrs.GetStringViewOr("padding", "VALID"));
   if (padding == "SAME" || padding == "same") return true;
   if (padding == "VALID" || padding == "valid") return false;
   return InvalidArgument(Str(op) + ": attr 'padding' must be SAME or VALID, got '" + Str(padding) + "'");
+}
+
+// Attr "padding" of a convolution: SAME, VALID, or EXPLICIT with attr "explicit_paddings".
+inline StatusOr<WindowPadding> ReadConvPadding(std::string_view op, const AttrMap& attrs) {
+  LS_ASSIGN_OR_RETURN(std::string_view padding, attrs.GetStringViewOr("padding", "VALID"));
+  if (padding != "EXPLICIT" && padding != "explicit") {
+    LS_ASSIGN_OR_RETURN(bool same, ReadSamePadding(op, attrs));
+    return WindowPadding{same};
+  }
+  LS_ASSIGN_OR_RETURN(std::span<const int64_t> p, attrs.GetInts("explicit_paddings"));
+  // A pad as large as 2^30 is no image's, and keeps every sum below far from overflow.
+  constexpr int64_t kMaxPad = int64_t{1} << 30;
+  const bool fits = p.size() == 8 && p[0] == 0 && p[1] == 0 && p[6] == 0 && p[7] == 0 &&
+                    std::all_of(p.begin(), p.end(), [](int64_t v) { return v >= 0 && v <= kMaxPad; });
+  if (!fits) {
+    return InvalidArgument(Str(op) + ": attr 'explicit_paddings' must be 8 amounts in NHWC order, 0 <= each <= 2^30, "
+                           "none on N and C");
+  }
+  return WindowPadding{false, p[2], p[3], p[4], p[5]};
+}
+
+inline StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_name, int64_t in, int64_t k,
+                                      int64_t stride, int64_t before, int64_t after) {
+  if (in < 0 || k < 0) return Window{-1, before};
+  if (in + before + after < k) {
+    if (before + after == 0) {
+      return InvalidArgument(Str(op) + ": window " + std::to_string(k) + " is larger than the input " +
+                             Str(dim_name) + " " + std::to_string(in) + " with VALID padding");
+    }
+    return InvalidArgument(Str(op) + ": window " + std::to_string(k) + " is larger than the padded input " +
+                           Str(dim_name) + " " + std::to_string(in + before + after));
+  }
+  return Window{(in + before + after - k) / stride + 1, before};
 }
 
 inline StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_name, int64_t in, int64_t k,
@@ -39,11 +82,7 @@ inline StatusOr<Window> ComputeWindow(std::string_view op, std::string_view dim_
     const int64_t pad_total = std::max<int64_t>((out - 1) * stride + k - in, 0);
     return Window{out, pad_total / 2};
   }
-  if (in < k) {
-    return InvalidArgument(Str(op) + ": window " + std::to_string(k) + " is larger than the input " +
-                           Str(dim_name) + " " + std::to_string(in) + " with VALID padding");
-  }
-  return Window{(in - k) / stride + 1, 0};
+  return ComputeWindow(op, dim_name, in, k, stride, 0, 0);
 }
 
 // Everything a kernel needs about one NHWC sliding-window op. A dilated window (the
@@ -65,7 +104,7 @@ struct Geometry {
 
 // `input` is NHWC; the window is kh x kw, its taps `dilations` apart; `cout` is the output depth.
 inline StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, int64_t kh, int64_t kw,
-                                       std::pair<int64_t, int64_t> strides, bool same, int64_t cout,
+                                       std::pair<int64_t, int64_t> strides, const WindowPadding& padding, int64_t cout,
                                        std::pair<int64_t, int64_t> dilations = {1, 1}) {
   LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input, 4));
   if (kh == 0 || kw == 0) {
@@ -84,8 +123,13 @@ inline StatusOr<Geometry> MakeGeometry(std::string_view op, const Shape& input, 
   g.dh = dilations.first;
   g.dw = dilations.second;
   const int64_t extent_h = kh < 0 ? -1 : (kh - 1) * g.dh + 1, extent_w = kw < 0 ? -1 : (kw - 1) * g.dw + 1;
-  LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, extent_h, g.sh, same));
-  LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, extent_w, g.sw, same));
+  if (padding.same) {
+    LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, extent_h, g.sh, true));
+    LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, extent_w, g.sw, true));
+  } else {
+    LS_ASSIGN_OR_RETURN(g.wh, ComputeWindow(op, "height", g.h, extent_h, g.sh, padding.top, padding.bottom));
+    LS_ASSIGN_OR_RETURN(g.ww, ComputeWindow(op, "width", g.w, extent_w, g.sw, padding.left, padding.right));
+  }
   g.out = Shape{g.n, g.wh.out, g.ww.out, cout};
   return g;
 }

@@ -18,6 +18,7 @@ const std::map<std::string, std::string, std::less<>> kActivationOps = {
 Status FuseMatMul(Model& model, const OpRegistry& registry) {
   if (registry.Find("FusedMatMul") == nullptr) return Status::Ok();
   const OpDef* fused_conv = registry.Find("FusedConv2D");
+  const OpDef* fused_depthwise = registry.Find("FusedDepthwiseConv2D");
   LS_ASSIGN_OR_RETURN(GraphAnalysis a, AnalyzeGraph(model, registry));
   auto& nodes = model.graph.nodes;
   const int n = static_cast<int>(nodes.size());
@@ -42,9 +43,12 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
   };
 
   for (int i : a.topological_order) {
-    const bool conv = nodes[i].op == "Conv2D";
+    const bool depthwise = nodes[i].op == "DepthwiseConv2D";
+    const bool conv = nodes[i].op == "Conv2D" || depthwise;
     if ((nodes[i].op != "MatMul" && !conv) || removed[i]) continue;
-    if (conv && (fused_conv == nullptr || a.outputs[i][0].dtype != DType::kFloat32)) continue;
+    if (conv && ((depthwise ? fused_depthwise : fused_conv) == nullptr || a.outputs[i][0].dtype != DType::kFloat32)) {
+      continue;
+    }
     // BiasAdd's bias must be its second input, with the MatMul as the first.
     int bias_node = -1, act_node = -1, last = i;
     int c = sole_consumer(i);
@@ -58,7 +62,7 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
     // broadcast), added in the epilogue before the activation.
     int residual_node = -1;
     std::string residual;
-    if (conv && bias_node >= 0 && c >= 0 && nodes[c].op == "Add" && a.inputs[c].size() == 2) {
+    if (conv && !depthwise && bias_node >= 0 && c >= 0 && nodes[c].op == "Add" && a.inputs[c].size() == 2) {
       for (int side = 0; side < 2; ++side) {
         const ValueId other = a.inputs[c][1 - side];
         if (a.inputs[c][side].node != bias_node || other.node == bias_node) continue;
@@ -80,7 +84,7 @@ Status FuseMatMul(Model& model, const OpRegistry& registry) {
 
     NodeDef fused;
     fused.name = nodes[last].name;  // consumers keep referring to the same name
-    fused.op = conv ? "FusedConv2D" : "FusedMatMul";
+    fused.op = depthwise ? "FusedDepthwiseConv2D" : conv ? "FusedConv2D" : "FusedMatMul";
     fused.inputs = nodes[i].inputs;
     if (bias_node >= 0) fused.inputs.push_back(nodes[bias_node].inputs[1]);
     if (residual_node >= 0) fused.inputs.push_back(residual);

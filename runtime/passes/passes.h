@@ -24,8 +24,9 @@ StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& 
 
 // Rewrites MatMul -> BiasAdd -> activation (each link optional but the MatMul, and at least
 // one of the others) into one FusedMatMul, and a float32 Conv2D -> BiasAdd -> (Add of a value of
-// the output's shape: a skip connection) -> activation into one FusedConv2D, when the
-// intermediate values feed nothing else.
+// the output's shape: a skip connection) -> activation into one FusedConv2D, and a float32
+// DepthwiseConv2D -> BiasAdd -> activation into one FusedDepthwiseConv2D, when the intermediate
+// values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 // Moves layout changes (Transpose, Reshape) below element-wise ops, Pad and bias additions, and

@@ -77,7 +77,7 @@ TEST(OnnxPyTorchTest, TheCnnsLayoutChangesCancelBetweenConvolutions) {
 }
 
 // MobileNetV3's and EfficientNet's blocks, once optimised: every SiLU (PyTorch's x * sigmoid(x))
-// and HardSwish after a convolution is in its epilogue; the squeeze-and-excitation's pooling and
+// and HardSwish after a convolution, depthwise or not, is in its epilogue; the squeeze-and-excitation's pooling and
 // channel scale run in NHWC, so that no Transpose is left between the stem and the pooling head
 // (the head's own pooling runs in NHWC too, and the Transpose of its [N, 1, 1, C] is a Reshape:
 // one Transpose is left, at the input).
@@ -95,7 +95,14 @@ TEST(OnnxPyTorchTest, MobileBlocksActivationsFuseAndTheirLayoutChangesCancel) {
   EXPECT_EQ(activations["sigmoid"], 1);    // the excitation's gate
   EXPECT_EQ(activations["silu"], 2);       // the expansion and the squeeze
   EXPECT_EQ(activations["hard_swish"], 2);  // the stem and the head
-  EXPECT_EQ(ops["Silu"], 1);                // after the depthwise convolution
+  // The depthwise convolution's bias (its BatchNorm) and SiLU are in its own epilogue.
+  EXPECT_EQ(ops["Silu"] + ops["BiasAdd"] + ops["DepthwiseConv2D"], 0);
+  ASSERT_EQ(ops["FusedDepthwiseConv2D"], 1);
+  for (const NodeDef& node : model->graph.nodes) {
+    if (node.op == "FusedDepthwiseConv2D") {
+      EXPECT_EQ(std::get<std::string>(node.attrs.values().at("activation")), "silu");
+    }
+  }
 }
 
 // The transformer's GELUs and LayerNorms, which PyTorch spells out in primitive ops, run as

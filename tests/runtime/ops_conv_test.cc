@@ -141,6 +141,49 @@ TEST(OpsConvTest, SamePaddingIsAsymmetricLikeTensorFlow) {
   EXPECT_EQ(out.data<float>()[24], 4.0f);   // rows/cols 3..4 valid
 }
 
+// EXPLICIT padding (an ONNX convolution's pads) is the VALID convolution of the zero-padded
+// image, bit for bit: asymmetric amounts, a strided window, a 1x1 window padded only after (no
+// longer a plain matmul over the pixels), the depthwise op, and on 3 threads too.
+TEST(OpsConvTest, ExplicitPaddingIsTheValidConvolutionOfThePaddedImage) {
+  struct Case {
+    const char* op;
+    int64_t kh, kw, stride;
+    std::vector<int64_t> pads;  // top, bottom, left, right
+  };
+  const Case cases[] = {{"Conv2D", 3, 3, 1, {1, 2, 0, 3}}, {"Conv2D", 3, 2, 2, {1, 1, 2, 0}},
+                        {"Conv2D", 1, 1, 1, {0, 2, 0, 1}}, {"DepthwiseConv2D", 3, 3, 2, {1, 1, 1, 1}},
+                        {"DepthwiseConv2D", 5, 5, 1, {2, 0, 0, 2}}};
+  ThreadPool three(3);
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + std::to_string(c.kh) + "x" + std::to_string(c.kw));
+    const Tensor x = RandomTensor({2, 7, 6, 4}, seed++);
+    const Tensor f = RandomTensor({c.kh, c.kw, 4, std::string(c.op) == "Conv2D" ? 5 : 1}, seed++);
+    const Tensor pads = Tensor::FromVector<int64_t>({8}, {0, c.pads[0], c.pads[2], 0, 0, c.pads[1], c.pads[3], 0});
+    const Tensor padded = RunOk("Pad", {x, pads}, {{"mode", std::string("constant")}}).at(0);
+    const AttrMap strides{{"strides", std::vector<int64_t>{c.stride, c.stride}}};
+    AttrMap explicit_attrs = strides;
+    explicit_attrs.Set("padding", std::string("EXPLICIT"));
+    explicit_attrs.Set("explicit_paddings", std::vector<int64_t>{0, 0, c.pads[0], c.pads[1], c.pads[2], c.pads[3], 0, 0});
+    const Tensor want = RunOk(c.op, {padded, f}, strides).at(0);
+    EXPECT_TRUE(RunOk(c.op, {x, f}, explicit_attrs).at(0).BitwiseEqual(want));
+    EXPECT_TRUE(op_test::RunOn(three, c.op, {x, f}, explicit_attrs).BitwiseEqual(want));
+  }
+  const Tensor x = RandomTensor({1, 4, 4, 2}, 1), f = RandomTensor({3, 3, 2, 2}, 2);
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{0, 0, 1, 1, 1, 1}, std::vector<int64_t>{1, 0, 1, 1, 1, 1, 0, 0},
+                                          std::vector<int64_t>{0, 0, 1, -1, 1, 1, 0, 0}}) {
+    ExpectError(RunOp("Conv2D", std::vector<Tensor>{x, f},
+                      AttrMap{{"padding", std::string("EXPLICIT")}, {"explicit_paddings", bad}})
+                    .status(),
+                StatusCode::kInvalidArgument, "explicit_paddings");
+  }
+  ExpectError(RunOp("Conv2D", std::vector<Tensor>{x, RandomTensor({9, 3, 2, 2}, 3)},
+                    AttrMap{{"padding", std::string("EXPLICIT")},
+                            {"explicit_paddings", std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 0}}})
+                  .status(),
+              StatusCode::kInvalidArgument, "window 9 is larger than the padded input height 6");
+}
+
 TEST(OpsConvTest, Conv2DErrorsAndInference) {
   Tensor input = RandomTensor({1, 5, 5, 3}, 1);
   ExpectError(RunOp("Conv2D", std::vector<Tensor>{input, RandomTensor({3, 3, 4, 2}, 2)}).status(),

@@ -426,6 +426,34 @@ TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
   }
 }
 
+// DepthwiseConv2D -> BiasAdd -> activation becomes one FusedDepthwiseConv2D, with the same bits
+// on 1 and 3 threads, for a depth multiplier of 1 (the vectorised path) and of 2.
+TEST(Passes, ADepthwiseConvolutionsBiasAndActivationFuse) {
+  for (int64_t multiplier : {1, 2}) {
+    SCOPED_TRACE(multiplier);
+    auto build = [&] {
+      GraphBuilder g;
+      std::mt19937 rng(31);
+      std::string x = g.Input("x", DType::kFloat32, Shape{-1, 9, 9, 20});
+      const AttrMap attrs{{"strides", std::vector<int64_t>{2, 2}}, {"padding", std::string("EXPLICIT")},
+                          {"explicit_paddings", std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0}}};
+      std::string conv =
+          g.Op("DepthwiseConv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 20, multiplier}, rng))}, attrs, "conv");
+      std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{20 * multiplier}, rng))}, {}, "biased");
+      std::string y = g.Op("HardSwish", {biased}, {}, "y");
+      g.AddSignature(OneInOneOut("x", Shape{-1, 9, 9, 20}, y, Shape{-1, 5, 5, 20 * multiplier}));
+      return std::move(g).Build();
+    };
+    ThreadPool one(1), three(3);
+    Model m = build();
+    ASSERT_TRUE(OptimizeGraph(m, one).ok());
+    EXPECT_EQ(CountOps(m, "FusedDepthwiseConv2D"), 1);
+    EXPECT_EQ(CountOps(m, "DepthwiseConv2D") + CountOps(m, "BiasAdd") + CountOps(m, "HardSwish"), 0);
+    std::mt19937 rng(32);
+    ExpectOptimisedIsPlain(build(), {{"x", RandomTensor(Shape{3, 9, 9, 20}, rng)}}, {&one, &three});
+  }
+}
+
 // A residual block's tail, Conv2D -> BiasAdd -> Add(skip) -> Relu, becomes one FusedConv2D
 // with the skip as its residual input: the same bits as the four ops, on 1 and 3 threads, with
 // images large enough that the convolution runs in several im2col blocks. When the skip is a
