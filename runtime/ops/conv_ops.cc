@@ -87,15 +87,7 @@ StatusOr<GemmEpilogue> FusedConvEpilogue(const AttrMap& attrs, std::span<const T
                              out.ToString());
     }
   }
-  if (in.size() >= 3) {
-    LS_RETURN_IF_ERROR(CheckDType(op, "bias", in[2].dtype, DType::kFloat32));
-    LS_RETURN_IF_ERROR(CheckRank(op, "bias", in[2].shape, 1));
-    int64_t n;
-    if (!MergeDim(cout, in[2].shape.dim(0), &n)) {
-      return InvalidArgument(Str(op) + ": bias length " + std::to_string(in[2].shape.dim(0)) +
-                             " differs from the output channels " + std::to_string(cout));
-    }
-  }
+  if (in.size() >= 3) LS_RETURN_IF_ERROR(CheckChannelBias(op, in[2], cout));
   return epilogue;
 }
 

@@ -77,15 +77,7 @@ StatusOr<std::vector<TensorSpec>> InferDepthwise(const ShapeInferenceContext& ct
 // FusedDepthwiseConv2D's activation, and a check of its bias against the output channels.
 StatusOr<Activation> FusedEpilogue(const AttrMap& attrs, std::span<const TensorSpec> in, int64_t channels) {
   LS_RETURN_IF_ERROR(CheckDType(kFusedOp, "input", in[0].dtype, DType::kFloat32));
-  if (in.size() == 3) {
-    LS_RETURN_IF_ERROR(CheckDType(kFusedOp, "bias", in[2].dtype, DType::kFloat32));
-    LS_RETURN_IF_ERROR(CheckRank(kFusedOp, "bias", in[2].shape, 1));
-    int64_t n;
-    if (!MergeDim(channels, in[2].shape.dim(0), &n)) {
-      return InvalidArgument(Str(kFusedOp) + ": bias length " + std::to_string(in[2].shape.dim(0)) +
-                             " differs from the output channels " + std::to_string(channels));
-    }
-  }
+  if (in.size() == 3) LS_RETURN_IF_ERROR(CheckChannelBias(kFusedOp, in[2], channels));
   LS_ASSIGN_OR_RETURN(std::string_view name, attrs.GetStringViewOr("activation", "none"));
   return ParseActivation(name);
 }

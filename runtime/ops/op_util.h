@@ -129,6 +129,18 @@ inline bool MergeShapes(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
+// A fused convolution's bias: float32, one value per output channel.
+inline Status CheckChannelBias(std::string_view op, const TensorSpec& bias, int64_t channels) {
+  LS_RETURN_IF_ERROR(CheckDType(op, "bias", bias.dtype, DType::kFloat32));
+  LS_RETURN_IF_ERROR(CheckRank(op, "bias", bias.shape, 1));
+  int64_t n;
+  if (!MergeDim(channels, bias.shape.dim(0), &n)) {
+    return InvalidArgument(Str(op) + ": bias length " + std::to_string(bias.shape.dim(0)) +
+                           " differs from the output channels " + std::to_string(channels));
+  }
+  return Status::Ok();
+}
+
 // numpy broadcasting of two shapes; -1 dimensions broadcast against anything (the result is
 // the known size when one side knows it and it is not 1).
 inline StatusOr<Shape> BroadcastShapes(std::string_view op, const Shape& a, const Shape& b) {
