@@ -84,13 +84,16 @@ Status RunWarmupRequests(const Session& session, std::string_view json_text) {
 
 StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& model, int64_t version,
                                                            const std::filesystem::path& dir,
-                                                           const SessionOptions& options, bool warm_up) {
+                                                           const SessionOptions& options, bool warm_up,
+                                                           std::shared_ptr<ThreadPool> own_pool) {
   const std::string who = "model '" + model + "' version " + std::to_string(version);
   StatusOr<Model> bundle = ReadModelDir(dir);
   if (!bundle.ok()) return bundle.status().WithPrefix(who);
   // A served version never reads its weights back: what is packed is held once.
   SessionOptions serving = options;
   serving.release_packed_weights = true;
+  if (own_pool != nullptr) serving.pool = own_pool.get();
+  const int threads = (serving.pool != nullptr ? *serving.pool : ThreadPool::Default()).num_threads();
   StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(bundle).value(), serving);
   if (!session.ok()) return session.status().WithPrefix(who);
 
@@ -106,7 +109,7 @@ StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& mo
     if (!s.ok()) return s.WithPrefix(who + ": " + warmup.string());
   }
   return std::shared_ptr<const LoadedVersion>(std::make_shared<LoadedVersion>(
-      model, version, dir, std::move(session).value(), std::chrono::system_clock::now()));
+      model, version, dir, std::move(session).value(), std::chrono::system_clock::now(), std::move(own_pool), threads));
 }
 
 }  // namespace lockstep

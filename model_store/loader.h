@@ -31,12 +31,15 @@ inline constexpr size_t kMaxWarmupRequests = 1000;
 class LoadedVersion {
  public:
   LoadedVersion(std::string model, int64_t version, std::filesystem::path dir,
-                std::unique_ptr<Session> session, std::chrono::system_clock::time_point loaded_at)
+                std::unique_ptr<Session> session, std::chrono::system_clock::time_point loaded_at,
+                std::shared_ptr<ThreadPool> pool = nullptr, int threads = 0)
       : model_(std::move(model)),
         version_(version),
         dir_(std::move(dir)),
+        pool_(std::move(pool)),
         session_(std::move(session)),
-        loaded_at_(loaded_at) {}
+        loaded_at_(loaded_at),
+        threads_(threads) {}
   LoadedVersion(const LoadedVersion&) = delete;
   LoadedVersion& operator=(const LoadedVersion&) = delete;
 
@@ -45,21 +48,27 @@ class LoadedVersion {
   const std::filesystem::path& dir() const { return dir_; }
   const Session& session() const { return *session_; }  // Session::Run is thread-safe
   std::chrono::system_clock::time_point loaded_at() const { return loaded_at_; }
+  // The threads a request computes on: its own pool's, or the pool it was loaded with.
+  int threads() const { return threads_; }
 
  private:
   const std::string model_;
   const int64_t version_;
   const std::filesystem::path dir_;
+  const std::shared_ptr<ThreadPool> pool_;  // the session's, when it has one of its own: outlives it
   const std::unique_ptr<const Session> session_;
   const std::chrono::system_clock::time_point loaded_at_;
+  const int threads_;
 };
 
 // Reads, compiles and (unless `warm_up` is false) warms up the bundle at `dir`. Errors name the
 // model, the version and what failed (the bundle reader's message names the file). The session
 // releases its packed weights (SessionOptions::release_packed_weights), whatever `options` say.
+// With `own_pool`, the session runs on it instead of options.pool, and the version holds it.
 StatusOr<std::shared_ptr<const LoadedVersion>> LoadVersion(const std::string& model, int64_t version,
                                                            const std::filesystem::path& dir,
-                                                           const SessionOptions& options, bool warm_up = true);
+                                                           const SessionOptions& options, bool warm_up = true,
+                                                           std::shared_ptr<ThreadPool> own_pool = nullptr);
 
 // Runs the warm-up requests in `json_text` (the format above) against `session`.
 // Exposed for tests; LoadVersion calls it when the asset exists.

@@ -254,9 +254,11 @@ Status ModelManager::ApplyConfig(StoreConfig config) {
     std::unique_ptr<ModelEntry> entry;
     // A model whose base path changed is another source: its versions are unrelated to the
     // loaded ones, so it starts over (a gap in availability, documented in the README). So
-    // does one whose precision changed: every loaded version computes otherwise.
+    // does one whose precision or thread count changed: every loaded version computes
+    // otherwise.
     if (existing != models_.end() && existing->second->config.base_path == m.base_path &&
-        existing->second->config.bf16_products == m.bf16_products) {
+        existing->second->config.bf16_products == m.bf16_products &&
+        existing->second->config.intra_op_threads == m.intra_op_threads) {
       entry = std::move(existing->second);
       models_.erase(existing);
       // A changed source or policy retries failed versions; moving a label or a traffic weight
@@ -399,7 +401,7 @@ void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, st
     if (!load) continue;
     ve = VersionEntry{};  // START
     load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v),
-                           entry.config.bf16_products, released});
+                           entry.config.bf16_products, entry.config.intra_op_threads, released});
     load_cv_.notify_one();
   }
   // Forget versions that ended and whose directory is gone; their history is of no use.
@@ -518,9 +520,13 @@ void ModelManager::LoadLoop() {
     const auto load_start = std::chrono::steady_clock::now();
     SessionOptions session_options = options_.session_options;
     session_options.bf16_products = task.bf16_products;
+    // A pool of the version's own: the version holds it, so it lives while any request does.
+    std::shared_ptr<ThreadPool> pool;
+    if (task.intra_op_threads > 0) pool = std::make_shared<ThreadPool>(task.intra_op_threads);
     const Status reserved = ReserveMemory(task);
     StatusOr<ServableHandle> loaded =
-        reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options, options_.enable_model_warmup)
+        reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options, options_.enable_model_warmup,
+                                    std::move(pool))
                       : StatusOr<ServableHandle>(reserved);
     if (loaded.ok() && options_.enable_model_warmup && options_.warm_up) {
       if (Status warmed = options_.warm_up(*loaded); !warmed.ok()) {
@@ -538,8 +544,8 @@ void ModelManager::LoadLoop() {
         ve->state = VersionState::kAvailable;
         ve->status = Status::Ok();
         ve->loaded = std::move(loaded).value();
-        spdlog::info("event=version_available model={} version={} load_s={:.3f}", task.model, task.version,
-                     load_seconds);
+        spdlog::info("event=version_available model={} version={} load_s={:.3f} intra_op_threads={}", task.model,
+                     task.version, load_seconds, ve->loaded->threads());
       } else {
         ve->state = VersionState::kEnd;
         ve->bytes = 0;

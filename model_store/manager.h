@@ -186,6 +186,7 @@ class ModelManager {
     int64_t version;
     std::filesystem::path dir;
     bool bf16_products;
+    int intra_op_threads;
     // Resource preserving: the versions unloaded to make room, which must be freed first.
     std::vector<std::weak_ptr<const LoadedVersion>> released_first;
   };

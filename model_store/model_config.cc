@@ -64,6 +64,10 @@ Status CheckTraffic(const ModelConfig& m, const std::string& who) {
 Status CheckModel(const ModelConfig& m) {
   const std::string who = "model '" + m.name + "': ";
   if (m.base_path.empty()) return InvalidArgument(who + "base_path is empty");
+  if (m.intra_op_threads < 0 || m.intra_op_threads > kMaxIntraOpThreads) {
+    return InvalidArgument(who + "intra_op_parallelism " + std::to_string(m.intra_op_threads) + " is not in [0, " +
+                           std::to_string(kMaxIntraOpThreads) + "]");
+  }
   if (!std::filesystem::path(m.base_path).lexically_normal().is_absolute()) {
     return InvalidArgument(who + "base_path '" + m.base_path + "' is not an absolute path");
   }

@@ -63,9 +63,15 @@ struct ModelConfig {
   // the model unavailable in between). manager.h.
   enum class Transition { kAvailabilityPreserving, kResourcePreserving };
   Transition transition = Transition::kAvailabilityPreserving;
+  // The threads a request to this model computes on: > 0, a pool of its own per loaded version
+  // (the caller and intra_op_threads - 1 workers); 0, the manager's SessionOptions::pool (the
+  // server's shared one).
+  int intra_op_threads = 0;
 
   bool operator==(const ModelConfig&) const = default;
 };
+
+inline constexpr int kMaxIntraOpThreads = 1024;
 
 struct StoreConfig {
   std::vector<ModelConfig> models;
@@ -75,8 +81,8 @@ struct StoreConfig {
 // unique, non-empty names of safe characters (a name ends up in URLs, logs and paths, so it
 // may hold no '/', '\\', "..", or control characters), absolute base paths, a sensible policy,
 // labels with names and positive versions, and traffic arms that each name one of the model's
-// labels or a positive version, once, with weights not all 0. The message names the model and
-// the field.
+// labels or a positive version, once, with weights not all 0, and intra_op_threads in
+// [0, kMaxIntraOpThreads]. The message names the model and the field.
 Status ValidateStoreConfig(const StoreConfig& config);
 
 }  // namespace lockstep

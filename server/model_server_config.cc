@@ -81,6 +81,7 @@ StatusOr<StoreConfig> StoreConfigFromProto(const tfs::ModelServerConfig& proto) 
       return InvalidArgument("model_config_list.config[" + std::to_string(i) + "] (model '" + m.name() +
                              "'): matmul_precision '" + m.matmul_precision() + "' is not float32 or bfloat16");
     }
+    model.intra_op_threads = m.intra_op_parallelism();
     if (m.version_transition() == "resource_preserving") {
       model.transition = ModelConfig::Transition::kResourcePreserving;
     } else if (!m.version_transition().empty() && m.version_transition() != "availability_preserving") {

@@ -103,8 +103,13 @@ def with_random_bn(model, gen):
 def product_flops(model, x):
     """Floating-point operations of the model's products on x (2 per multiply-add), as PyTorch's
     profiler counts them; with the measured peak this says how close to the machine a runtime is."""
+    return product_flops_of(model, [torch.from_numpy(x)])
+
+
+def product_flops_of(model, tensors):
+    """product_flops for a model of several inputs (torch tensors)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True) as prof:
-        model(torch.from_numpy(x))
+        model(*tensors)
     return int(sum(e.flops for e in prof.key_averages() if e.key in PRODUCT_OPS and e.flops))
 
 

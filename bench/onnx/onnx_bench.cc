@@ -10,6 +10,9 @@
 // --input-file: raw float32 input (else a fixed-seed normal one); --dump: the first output, raw
 // float32, for a cross-check against onnxruntime; --bf16-products 1: the model's products on the
 // bf16 matmul core (SessionOptions::bf16_products, the server's matmul_precision "bfloat16").
+// --inputs SPEC.json: instead of --input/--shape/--input-file, every input from a JSON list of
+// {"name", "dtype": "float32" | "int64", "shape": [...], "file": raw little-endian values}, as
+// ort_bench.js --inputs reads it (a BERT's int64 token ids and mask).
 // --case: a case laid out as ONNX's backend suite lays one out (DIR/model.onnx, and
 // DIR/test_data_set_0/input_<i>.pb and output_0.pb), the real-model suite's layout: its inputs,
 // and also how far the first output is from the reference (max_abs_diff, and max_rel: that over
@@ -32,6 +35,8 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+#include <nlohmann/json.hpp>
+
 #include "bench/onnx/step_profile.h"
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/onnx/onnx_tensor.h"
@@ -72,6 +77,33 @@ NamedTensor ReadTensorProto(const std::string& path) {
   return {proto.name(), *t};
 }
 
+// The inputs a --inputs file lists.
+std::vector<NamedTensor> ReadInputSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Die("cannot read " + path);
+  nlohmann::json spec;
+  try {
+    spec = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    Die(path + ": " + e.what());
+  }
+  std::vector<NamedTensor> inputs;
+  for (const nlohmann::json& entry : spec) {
+    const std::string name = entry.value("name", ""), dtype = entry.value("dtype", ""), file = entry.value("file", "");
+    StatusOr<Shape> shape = Shape::FromDims(entry.value("shape", std::vector<int64_t>{}));
+    if (name.empty() || file.empty() || !shape.ok()) Die(path + ": every input needs a name, a shape and a file");
+    Tensor t;
+    if (dtype == "float32") t = Tensor(DType::kFloat32, *shape);
+    else if (dtype == "int64") t = Tensor(DType::kInt64, *shape);
+    else Die(path + ": input '" + name + "' has dtype '" + dtype + "' (float32 or int64)");
+    std::ifstream data(file, std::ios::binary);
+    data.read(static_cast<char*>(t.mutable_raw_data()), static_cast<std::streamsize>(t.byte_size()));
+    if (data.gcount() != static_cast<std::streamsize>(t.byte_size())) Die("short input file " + file);
+    inputs.push_back({name, std::move(t)});
+  }
+  return inputs;
+}
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
@@ -80,7 +112,7 @@ double Percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, input_name = "x", shape_text, input_file, dump_file, case_dir;
+  std::string model_path, input_name = "x", shape_text, input_file, dump_file, case_dir, input_spec;
   int threads = 1, iterations = 100;
   bool bf16_products = false;
   double peak_seconds = 0;
@@ -100,6 +132,7 @@ int main(int argc, char** argv) {
     else if (arg == "--bf16-products") bf16_products = value == "1";
     else if (arg == "--peak-seconds") peak_seconds = std::stod(value);
     else if (arg == "--case") case_dir = value;
+    else if (arg == "--inputs") input_spec = value;
     else if (arg == "--profile") profile_runs = std::stoi(value);
     else if (arg == "--peak-seconds-for-profile") profile_peak_seconds = std::stod(value);
     else Die("unknown argument " + arg);
@@ -114,7 +147,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!case_dir.empty()) model_path = case_dir + "/model.onnx";
-  if (model_path.empty() || (shape_text.empty() && case_dir.empty())) Die("--model and --shape (or --case) are required");
+  if (model_path.empty() || (shape_text.empty() && case_dir.empty() && input_spec.empty())) {
+    Die("--model and --shape (or --inputs, or --case) are required");
+  }
 
   const auto load_start = std::chrono::steady_clock::now();
   StatusOr<Model> model = ReadOnnxModelFile(model_path);
@@ -125,7 +160,9 @@ int main(int argc, char** argv) {
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
 
   std::vector<NamedTensor> inputs;
-  if (!case_dir.empty()) {
+  if (!input_spec.empty()) {
+    inputs = ReadInputSpec(input_spec);
+  } else if (!case_dir.empty()) {
     for (int i = 0;; ++i) {
       const std::string path = case_dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
       if (!std::ifstream(path).good()) break;

@@ -4,7 +4,11 @@
 //
 //   node bench/onnx/ort_bench.js --modules DIR/node_modules --model m.onnx --input x \
 //       --shape 32,784 --threads 1 --iterations 200 [--input-file in.f32] [--dump out.f32]
+//   node bench/onnx/ort_bench.js --modules DIR/node_modules --model m.onnx --inputs inputs.json ...
 //
+// --inputs: instead of --input/--shape/--input-file, every input from a JSON list of
+// {"name", "dtype": "float32" | "int64", "shape": [...], "file": raw little-endian values} (what
+// bench_onnx --inputs reads too: a BERT's int64 token ids and mask beside an image's floats).
 // onnxruntime-node is required from --modules, else from $ORT_NODE_MODULES, else by the usual
 // resolution. --input-file: raw float32 input (else fixed-seed normal); --dump: the first output
 // as raw float32, for the cross-check against bench_onnx.
@@ -20,7 +24,7 @@ function parseArgs(argv) {
     if (i + 1 >= argv.length) throw new Error(`missing value for ${argv[i]}`);
     args[key] = argv[i + 1];
   }
-  if (!args.model || !args.shape) throw new Error('--model and --shape are required');
+  if (!args.model || (!args.shape && !args.inputs)) throw new Error('--model and --shape (or --inputs) are required');
   args.threads = Number(args.threads);
   args.iterations = Number(args.iterations);
   return args;
@@ -48,15 +52,31 @@ function percentile(sorted, p) {
 async function main() {
   const args = parseArgs(process.argv);
   const ort = loadOrt(args.modules);
-  const dims = args.shape.split(',').map(Number);
-  const count = dims.reduce((a, b) => a * b, 1);
-  let data;
-  if (args.inputFile) {
-    const buf = fs.readFileSync(args.inputFile);
-    if (buf.length !== count * 4) throw new Error(`${args.inputFile}: ${buf.length} bytes, want ${count * 4}`);
-    data = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+  const feeds = {};
+  if (args.inputs) {
+    for (const spec of JSON.parse(fs.readFileSync(args.inputs, 'utf8'))) {
+      const buf = fs.readFileSync(spec.file);
+      const bytes = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
+      const count = spec.shape.reduce((a, b) => a * b, 1);
+      let data;
+      if (spec.dtype === 'float32') data = new Float32Array(bytes);
+      else if (spec.dtype === 'int64') data = new BigInt64Array(bytes);
+      else throw new Error(`${spec.name}: dtype ${spec.dtype} (float32 or int64)`);
+      if (data.length !== count) throw new Error(`${spec.file}: ${data.length} values, want ${count}`);
+      feeds[spec.name] = new ort.Tensor(spec.dtype, data, spec.shape);
+    }
   } else {
-    data = randomNormal(count, 42);
+    const dims = args.shape.split(',').map(Number);
+    const count = dims.reduce((a, b) => a * b, 1);
+    let data;
+    if (args.inputFile) {
+      const buf = fs.readFileSync(args.inputFile);
+      if (buf.length !== count * 4) throw new Error(`${args.inputFile}: ${buf.length} bytes, want ${count * 4}`);
+      data = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+    } else {
+      data = randomNormal(count, 42);
+    }
+    feeds[args.input] = new ort.Tensor('float32', data, dims);
   }
 
   const session = await ort.InferenceSession.create(args.model, {
@@ -66,8 +86,6 @@ async function main() {
     graphOptimizationLevel: 'all',
     executionProviders: ['cpu'],
   });
-  const feeds = {[args.input]: new ort.Tensor('float32', data, dims)};
-
   let outputs;
   const warmup = Math.max(3, Math.floor(args.iterations / 10));
   for (let i = 0; i < warmup; ++i) outputs = await session.run(feeds);

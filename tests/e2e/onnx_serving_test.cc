@@ -20,10 +20,12 @@ class OnnxServingTest : public ::testing::Test {
     MakeMlp().Write(base_ / "1");
     // model_platform "onnx" in a config file, as a Triton or KServe user would name it.
     const fs::path config = dir_.path() / "models.config";
-    // The same files again as a second model served on the bf16 matmul core.
+    // The same files again as a second model served on the bf16 matmul core, and as a third
+    // computing on one thread of its own.
     std::ofstream(config) << "model_config_list { config { name: \"mlp\" base_path: \"" << base_.string()
                           << "\" model_platform: \"onnx\" } config { name: \"mlp_bf16\" base_path: \""
-                          << base_.string() << "\" matmul_precision: \"bfloat16\" } }\n";
+                          << base_.string() << "\" matmul_precision: \"bfloat16\" } config { name: \"mlp_1\" base_path: \""
+                          << base_.string() << "\" intra_op_parallelism: 1 } }\n";
     server_ = std::make_unique<ServerProcess>(
         dir_.path(), std::vector<std::string>{"--model_config_file=" + config.string(),
                                               "--file_system_poll_wait_seconds=1"});
@@ -116,6 +118,21 @@ TEST_F(OnnxServingTest, AModelServedOnTheBf16MatmulCore) {
   const double bf16 = ParseBody(r)["predictions"][0][0].get<double>();
   EXPECT_NEAR(bf16, MlpReference(x, true)[0], 1e-6);
   EXPECT_GT(std::fabs(bf16 - float32), 1e-4) << "bf16 " << bf16 << " float32 " << float32;
+}
+
+// intra_op_parallelism 1: the version computes on a pool of its own (the request's thread
+// alone), which the server logs; the answer is the same bits as on the shared pool.
+TEST_F(OnnxServingTest, AModelOnThreadsOfItsOwnAnswersTheSame) {
+  const std::string body = R"({"instances": [[1.1, 2.3, -0.7, 0.9], [0.5, -1.5, 2.5, 0.25]]})";
+  HttpResult shared = Post("/v1/models/mlp:predict", body);
+  ASSERT_EQ(shared.status, 200) << shared.body << server_->Log();
+  ASSERT_TRUE(WaitFor([&] { return Post("/v1/models/mlp_1:predict", body).status == 200; })) << server_->Log();
+  HttpResult own = Post("/v1/models/mlp_1:predict", body);
+  EXPECT_EQ(ParseBody(own)["predictions"], ParseBody(shared)["predictions"]);
+  const std::string log = server_->Log();
+  const size_t at = log.find("model=mlp_1 version=1 load_s=");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_NE(log.substr(at, log.find('\n', at) - at).find("intra_op_threads=1"), std::string::npos) << log;
 }
 
 TEST_F(OnnxServingTest, ABrokenVersionNeverReplacesTheOneServing) {

@@ -21,7 +21,7 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
                version_transition: 'resource_preserving' }
       config { name: 'c' base_path: '/models/c' model_platform: 'lockstep'
                model_version_policy { latest { num_versions: 3 } } }
-      config { name: 'd' base_path: '/models/d' matmul_precision: 'bfloat16' }
+      config { name: 'd' base_path: '/models/d' matmul_precision: 'bfloat16' intra_op_parallelism: 2 }
     })pb",
                                                                                     "models.config");
   ASSERT_TRUE(proto.ok()) << proto.status().ToString();
@@ -50,6 +50,8 @@ TEST(ModelServerConfigTest, TranslatesEveryField) {
   EXPECT_EQ(config->models[3].platform, "tensorflow");
   EXPECT_TRUE(config->models[3].bf16_products);
   EXPECT_FALSE(a.bf16_products);
+  EXPECT_EQ(config->models[3].intra_op_threads, 2);
+  EXPECT_EQ(a.intra_op_threads, 0);  // the server's shared pool
 }
 
 TEST(ModelServerConfigTest, ParseErrorsNameFileLineAndColumn) {
@@ -88,6 +90,10 @@ TEST(ModelServerConfigTest, RefusesImpossibleConfigs) {
                 .message()
                 .find("(model 'a'): matmul_precision 'float16' is not float32 or bfloat16"),
             std::string::npos);
+  EXPECT_EQ(error("model_config_list { config { name: 'a' base_path: '/m' intra_op_parallelism: -1 } }").message(),
+            "model 'a': intra_op_parallelism -1 is not in [0, 1024]");
+  EXPECT_EQ(error("model_config_list { config { name: 'a' base_path: '/m' intra_op_parallelism: 5000 } }").message(),
+            "model 'a': intra_op_parallelism 5000 is not in [0, 1024]");
   EXPECT_NE(error("model_config_list { config { name: 'a' base_path: '/m' version_transition: 'eager' } }")
                 .message()
                 .find("(model 'a'): version_transition 'eager' is not availability_preserving or resource_preserving"),

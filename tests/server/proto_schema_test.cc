@@ -284,7 +284,8 @@ TEST(ProtoSchemaTest, ModelServerConfig) {
                  {"traffic_split", 1001, "lockstep.config.TrafficSplit"},
                  {"batching_parameters", 1002, "tensorflow.serving.BatchingParameters"},
                  {"matmul_precision", 1003},
-                 {"version_transition", 1004}});
+                 {"version_transition", 1004},
+                 {"intra_op_parallelism", 1005}});
   ExpectMessage(tfs::BatchingParameters::descriptor(), "tensorflow.serving.BatchingParameters",
                 {{"max_batch_size", 1, "google.protobuf.Int64Value"},
                  {"batch_timeout_micros", 2, "google.protobuf.Int64Value"},
