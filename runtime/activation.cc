@@ -58,40 +58,99 @@ template <Activation A>
   }
 }
 
+// Softmax of one row: its maximum, e^(x - max) summed in 16 lanes (then the lanes in order), each
+// divided by the sum. The lanes are in the source, not chosen by the compiler, so every
+// instruction set sums in the same order. A NaN anywhere makes the row NaN.
+[[gnu::always_inline]] inline void SoftmaxRowAny(const float* x, float* out, int64_t n) {
+  constexpr int64_t kL = 16;
+  float lane_max[kL], lane_sum[kL];
+  bool lane_nan[kL];
+  for (int64_t l = 0; l < kL; ++l) {
+    lane_max[l] = -INFINITY;
+    lane_sum[l] = 0.0f;
+    lane_nan[l] = false;
+  }
+  const int64_t whole = n - n % kL;
+  for (int64_t i = 0; i < whole; i += kL) {
+    for (int64_t l = 0; l < kL; ++l) {
+      const float v = x[i + l];
+      lane_max[l] = v > lane_max[l] ? v : lane_max[l];
+      lane_nan[l] = lane_nan[l] || v != v;
+    }
+  }
+  for (int64_t i = whole; i < n; ++i) {
+    lane_max[i - whole] = x[i] > lane_max[i - whole] ? x[i] : lane_max[i - whole];
+    lane_nan[i - whole] = lane_nan[i - whole] || x[i] != x[i];
+  }
+  float max = -INFINITY;
+  bool nan = false;
+  for (int64_t l = 0; l < kL; ++l) {
+    max = lane_max[l] > max ? lane_max[l] : max;
+    nan = nan || lane_nan[l];
+  }
+  if (nan) max = NAN;
+  for (int64_t i = 0; i < whole; i += kL) {
+    for (int64_t l = 0; l < kL; ++l) {
+      const float e = ExpFloat(x[i + l] - max);
+      out[i + l] = e;
+      lane_sum[l] += e;
+    }
+  }
+  for (int64_t i = whole; i < n; ++i) {
+    out[i] = ExpFloat(x[i] - max);
+    lane_sum[i - whole] += out[i];
+  }
+  float sum = 0.0f;
+  for (int64_t l = 0; l < kL; ++l) sum += lane_sum[l];
+  for (int64_t i = 0; i < n; ++i) out[i] /= sum;
+}
+
 // The loops compiled for AVX-512F, AVX2 and baseline x86-64, picked by the matmul core's path
 // (gemm_path.h), as the depthwise convolution's are: a vector of 16 exponentials costs what one
 // of 4 does. Every version makes the same rounded operations in the same order (the runtime
 // builds with -ffp-contract=off, so no version fuses a multiply-add): the same bits.
-using MapFn = void (*)(Activation, const float*, float*, int64_t);
+struct Loops {
+  void (*map)(Activation, const float*, float*, int64_t);
+  void (*softmax)(const float*, float*, int64_t);
+};
 
 void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(a, in, out, n); }
+void SoftmaxBaseline(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) void MapAvx2(Activation a, const float* in, float* out, int64_t n) {
   MapAny(a, in, out, n);
 }
+__attribute__((target("avx2"))) void SoftmaxAvx2(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
 __attribute__((target("avx512f"))) void MapAvx512(Activation a, const float* in, float* out, int64_t n) {
   MapAny(a, in, out, n);
 }
+__attribute__((target("avx512f"))) void SoftmaxAvx512(const float* x, float* out, int64_t n) {
+  SoftmaxRowAny(x, out, n);
+}
 #endif
 
-MapFn ChooseMap() {
+Loops ChooseLoops() {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (ActiveGemmPath()) {
     case GemmPath::kAvx512:
-    case GemmPath::kAvx512Bf16: return MapAvx512;
-    case GemmPath::kAvx2: return MapAvx2;
+    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512};
+    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2};
     case GemmPath::kPortable: break;
   }
 #endif
-  return MapBaseline;
+  return {MapBaseline, SoftmaxBaseline};
 }
 
 }  // namespace
 
 void ApplyActivation(Activation a, const float* in, float* out, int64_t n) {
   if (a == Activation::kNone && in == out) return;
-  ChooseMap()(a, in, out, n);
+  ChooseLoops().map(a, in, out, n);
+}
+
+void SoftmaxRow(const float* x, float* out, int64_t n) {
+  if (n > 0) ChooseLoops().softmax(x, out, n);
 }
 
 void ApplyActivation(Activation a, std::span<float> values) {

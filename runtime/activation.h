@@ -127,4 +127,9 @@ inline T ApplyActivation(Activation a, T x) {
 void ApplyActivation(Activation a, std::span<float> values);
 void ApplyActivation(Activation a, const float* in, float* out, int64_t n);
 
+// Softmax over one row of n floats, `out` the same as `x` or not overlapping it: e^(x - max)
+// (ExpFloat) over the sum, vectorised like the activations and the same bits on every path.
+// A NaN anywhere in the row makes the whole row NaN; so do +inf and a row of all -inf.
+void SoftmaxRow(const float* x, float* out, int64_t n);
+
 }  // namespace lockstep

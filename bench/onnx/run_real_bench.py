@@ -123,11 +123,16 @@ def export(name, folder, batches):
 
 
 def cache_key(name, batches):
+    """What an export depends on: the code that builds, feeds and exports the model, and the model
+    code it imports (not the rest of this script, so that editing the runs keeps the cache)."""
+    import inspect
     h = hashlib.sha256()
-    for f in ("bench/onnx/run_real_bench.py", "tests/real_models/export_real_models.py", "bench/onnx/export_models.py"):
+    for f in ("tests/real_models/export_real_models.py", "bench/onnx/export_models.py"):
         with open(os.path.join(ROOT, f), "rb") as src:
             h.update(src.read())
-    h.update(f"{name} {sorted(batches)}".encode())
+    for fn in (build_model, model_inputs, export):
+        h.update(inspect.getsource(fn).encode())
+    h.update(f"{name} {sorted(batches)} {SEQ}".encode())
     return h.hexdigest()
 
 

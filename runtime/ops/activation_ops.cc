@@ -138,8 +138,9 @@ StatusOr<std::vector<TensorSpec>> InferSoftmax(const ShapeInferenceContext& ctx)
   return out;
 }
 
-// Stable form: exponents are taken of x - max, so nothing overflows; the sum is kept in double
-// so long rows lose nothing to it. A NaN anywhere in a row makes the whole row NaN (as the
+// Stable form (LogSoftmax, and float64; float32's Softmax is activation.h's SoftmaxRow, the same
+// maths vectorised): exponents are taken of x - max, so nothing overflows; the sum is kept in
+// double so long rows lose nothing to it. A NaN anywhere in a row makes the whole row NaN (as the
 // maths says); a row of all -inf is NaN too (0/0), and +inf gives NaN (inf - inf), as in
 // TensorFlow.
 template <bool Log, typename T>
@@ -174,7 +175,13 @@ Status SoftmaxKernelTyped(KernelContext& ctx) {
   const T* px = x.data<T>().data();
   T* po = out.mutable_data<T>().data();
   auto rows = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) SoftmaxRow<Log>(px + r * n, po + r * n, n);
+    for (int64_t r = begin; r < end; ++r) {
+      if constexpr (std::is_same_v<T, float> && !Log) {
+        lockstep::SoftmaxRow(px + r * n, po + r * n, n);  // vectorised (activation.h)
+      } else {
+        SoftmaxRow<Log>(px + r * n, po + r * n, n);
+      }
+    }
   };
   ctx.pool().ParallelFor(x.num_elements() / n, std::max<int64_t>(1, kElementGrain / 8 / n), rows);
   return Status::Ok();

@@ -145,6 +145,20 @@ TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
       }
     }
   }
+  // Softmax's rows too, against the first path's bits, at lengths around its 16 lanes.
+  std::vector<std::vector<float>> first;
+  for (GemmPath path : SupportedGemmPaths()) {
+    ASSERT_TRUE(SetGemmPath(path).ok());
+    size_t k = 0;
+    for (int64_t n : {1, 15, 16, 17, 197, 4099}) {
+      std::vector<float> out(static_cast<size_t>(n));
+      SoftmaxRow(x.data<float>().data(), out.data(), n);
+      if (first.size() <= k) first.push_back(out);
+      ASSERT_EQ(std::memcmp(first[k].data(), out.data(), out.size() * sizeof(float)), 0)
+          << "Softmax of " << n << " on " << GemmPathName(path);
+      ++k;
+    }
+  }
   ASSERT_TRUE(SetGemmPath(before).ok());
 }
 
