@@ -118,14 +118,17 @@ void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(
 void SoftmaxBaseline(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) void MapAvx2(Activation a, const float* in, float* out, int64_t n) {
+// With FMA (which the AVX2 path requires, gemm_path.cc): ExpFloat's std::fma is an instruction.
+__attribute__((target("avx2,fma"))) void MapAvx2(Activation a, const float* in, float* out, int64_t n) {
   MapAny(a, in, out, n);
 }
-__attribute__((target("avx2"))) void SoftmaxAvx2(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
-__attribute__((target("avx512f"))) void MapAvx512(Activation a, const float* in, float* out, int64_t n) {
+__attribute__((target("avx2,fma"))) void SoftmaxAvx2(const float* x, float* out, int64_t n) {
+  SoftmaxRowAny(x, out, n);
+}
+__attribute__((target("avx512f,fma"))) void MapAvx512(Activation a, const float* in, float* out, int64_t n) {
   MapAny(a, in, out, n);
 }
-__attribute__((target("avx512f"))) void SoftmaxAvx512(const float* x, float* out, int64_t n) {
+__attribute__((target("avx512f,fma"))) void SoftmaxAvx512(const float* x, float* out, int64_t n) {
   SoftmaxRowAny(x, out, n);
 }
 #endif

@@ -44,20 +44,26 @@ inline float ErfFloat(float x) {
 }
 
 // e^x for float without a call into libm, so that loops over sigmoids and SiLUs vectorise:
-// x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln 2 is exact), e^r by the
-// classic degree-6 polynomial (Cephes' expf), times 2^n built in the exponent bits. Within 2 ulp
-// of e^x for normal results; 0 below -87.34 (where e^x would be subnormal), +inf above 88.72,
-// NaN for NaN. The rounding to n uses the 1.5 * 2^23 trick, so no float-to-int conversion
-// ever sees an out-of-range value.
+// x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), e^r by the classic degree-6
+// polynomial (Cephes' expf) in fused multiply-adds, times 2^n built in the exponent bits.
+// Within 2 ulp of e^x for normal results; 0 below -87.34 (where e^x would be subnormal), +inf
+// above 88.72, NaN for NaN. The rounding to n uses the 1.5 * 2^23 trick, so no float-to-int
+// conversion ever sees an out-of-range value. The fused multiply-adds are std::fma, rounded
+// once wherever they run (an instruction where the loop is compiled for FMA, activation.cc;
+// libm's exact fmaf elsewhere), so every instruction set gets the same bits.
 inline float ExpFloat(float x) {
   constexpr float kHi = 88.72283935546875f, kLo = -87.33654022216797f;
   const float c = x > kHi ? kHi : (x < kLo ? kLo : x);
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float t = c * 1.44269504088896341f + kShift;
+  const float t = std::fma(c, 1.44269504088896341f, kShift);
   const float n = t - kShift;
-  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
-  const float y = ((((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-                     1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r) + r + 1.0f;
+  const float r = std::fma(n, 2.12194440e-4f, std::fma(n, -0.693359375f, c));
+  float p = std::fma(1.9875691500e-4f, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float y = std::fma(p, r * r, r) + 1.0f;
   // n in [-126, 128]: 2^n as 2^(n - 1) * 2 at the top, where 2^128 has no float.
   const uint32_t k = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift);
   const uint32_t top = static_cast<int32_t>(k) > 127 ? 1u : 0u;
@@ -73,6 +79,16 @@ inline T Sigmoid(T x) {
     return 1.0f / (1.0f + ExpFloat(-x));
   } else {
     return T(1) / (T(1) + std::exp(-x));
+  }
+}
+
+// x * sigmoid(x) = x / (1 + e^-x); float through ExpFloat, double through libm.
+template <typename T>
+inline T Silu(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x / (1.0f + ExpFloat(-x));
+  } else {
+    return x / (T(1) + std::exp(-x));
   }
 }
 
@@ -114,9 +130,9 @@ inline T ApplyActivation(Activation a, T x) {
     case Activation::kSelu:
       return T(1.0507009873554804934193349852946) *
              (x > T(0) ? x : T(1.6732632423543772848170429916717) * std::expm1(x));
-    // x * sigmoid(x), rounded as PyTorch's export spells it (Mul(x, Sigmoid(x))), so that the
-    // fused op and the two it replaces give the same bits.
-    case Activation::kSilu: return x * Sigmoid(x);
+    // x * sigmoid(x) as x / (1 + e^-x): one division where the two ops PyTorch exports
+    // (Mul(x, Sigmoid(x))) make a division and a product, so within an ulp of them.
+    case Activation::kSilu: return Silu(x);
     case Activation::kHardSwish: return HardSwish(x);
   }
   return x;
