@@ -2,8 +2,9 @@
 // leading (batch) dimensions broadcast as numpy does, so attention's [B, H, S, D] x
 // [B, H, D, S] and a sequence's [B, S, K] x [K, N] are one op. Attrs transpose_a and
 // transpose_b swap the last two dimensions of their operand. float32 through the one Gemm
-// (each product rounds as MatMul's does, so a batched row equals its unbatched answer), and
-// float64 by plain loops for reference checks.
+// (each product rounds as MatMul's does, so a batched row equals its unbatched answer; attr
+// "precision" "bfloat16" makes every product a bf16 one, as MatMul's does), and float64 by
+// plain loops for reference checks.
 #include <array>
 #include <cstdint>
 
@@ -116,6 +117,7 @@ Status BatchMatMulKernel(KernelContext& ctx) {
     }
     return Status::Ok();
   }
+  LS_ASSIGN_OR_RETURN(const bool bf16, ReadBf16Precision(kOp, ctx.attrs()));
   const float* pa = a.data<float>().data();
   const float* pb = b.data<float>().data();
   float* pc = out->mutable_data<float>().data();
@@ -133,6 +135,7 @@ Status BatchMatMulKernel(KernelContext& ctx) {
     args.ldb = tb ? k : n;
     args.c = pc + batch * m * n;
     args.ldc = n;
+    args.bf16_compute = bf16;
     Gemm(args, pool);
   };
   // Many small products (attention's heads): one per task. Few large ones: each split by Gemm.

@@ -7,8 +7,8 @@ namespace lockstep {
 namespace {
 
 // The ops whose products the matmul core computes and that read attr "precision".
-const std::set<std::string, std::less<>> kMatMulCoreOps = {"MatMul", "FusedMatMul", "Conv2D", "FusedConv2D",
-                                                           "Conv2DTranspose"};
+const std::set<std::string, std::less<>> kMatMulCoreOps = {"MatMul",      "FusedMatMul",     "BatchMatMul",
+                                                           "Conv2D",      "FusedConv2D",     "Conv2DTranspose"};
 
 }  // namespace
 

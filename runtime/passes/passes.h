@@ -29,11 +29,14 @@ StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& 
 // values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
-// Moves layout changes (Transpose, Reshape) below element-wise ops, Pad and bias additions, and
-// composes those that meet, dropping Transposes that cancel (layout_sinking.cc): the Transpose
-// pairs an NCHW model's importer puts around each NHWC convolution vanish between two
-// convolutions, and a sequence's dense layer gets its bias and activation next to its matmul,
-// where FuseMatMul finds them. Never adds a copy.
+// Moves layout changes (Transpose, Reshape) below element-wise ops, Pad, bias additions and
+// reductions (Mean, Sum, Max, Min over attr axes), and composes those that meet, dropping
+// Transposes that cancel (layout_sinking.cc): the Transpose pairs an NCHW model's importer puts
+// around each NHWC convolution vanish between two convolutions and around a global pooling,
+// and a sequence's dense layer gets its bias and activation next to its matmul, where
+// FuseMatMul finds them. Then a Transpose that moves only dimensions of size 1 becomes a
+// Reshape. Never adds a copy. Exact but for a Mean or Sum moved below a Transpose, which adds
+// its terms in another order.
 Status SinkLayoutChanges(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 // Removes nodes that no signature needs and weights no node refers to.
@@ -43,10 +46,10 @@ Status EliminateDeadNodes(Model& model, const OpRegistry& registry = OpRegistry:
 Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry = OpRegistry::Global());
 
 // The one pass that changes values, run only when asked (SessionOptions::bf16_products): every
-// float32 MatMul, FusedMatMul, Conv2D, FusedConv2D and Conv2DTranspose that does not choose its
-// precision computes in bfloat16 on the matmul core (each operand rounded to bf16, float32
-// sums), as mixed-precision training does. Constant weights are then packed as bf16 once. Stacked
-// products (BatchMatMul, attention's) and depthwise convolutions stay float32.
+// float32 MatMul, FusedMatMul, BatchMatMul (attention's), Conv2D, FusedConv2D and
+// Conv2DTranspose that does not choose its precision computes in bfloat16 on the matmul core
+// (each operand rounded to bf16, float32 sums), as mixed-precision training does. Constant
+// weights are then packed as bf16 once. Depthwise convolutions stay float32.
 Status UseBf16Products(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 }  // namespace lockstep

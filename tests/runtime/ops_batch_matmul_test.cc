@@ -90,6 +90,21 @@ TEST(BatchMatMulTest, EachProductIsTheUnbatchedMatMulBitForBitOnAnyThreadCount) 
   }
 }
 
+// precision "bfloat16" (what matmul_precision "bfloat16" sets on attention's products): each
+// product is MatMul's with that precision, bit for bit, and differs from the float32 one.
+TEST(BatchMatMulTest, ABf16ProductIsTheUnbatchedBf16MatMul) {
+  const Tensor a = RandomTensor({4, 9, 33}, 5), b = RandomTensor({4, 17, 33}, 6);
+  const AttrMap bf16{{"precision", std::string("bfloat16")}, {"transpose_b", true}};
+  const Tensor batched = RunOk("BatchMatMul", {a, b}, bf16)[0];
+  EXPECT_FALSE(batched.BitwiseEqual(RunOk("BatchMatMul", {a, b}, {{"transpose_b", true}})[0]));
+  for (int64_t s = 0; s < 4; ++s) {
+    const Tensor single = RunOk("MatMul", {a.Rows(s, 1).Reshaped({9, 33}), b.Rows(s, 1).Reshaped({17, 33})}, bf16)[0];
+    EXPECT_EQ(std::memcmp(single.data<float>().data(), batched.data<float>().data() + s * 9 * 17, 9 * 17 * 4), 0) << s;
+  }
+  ExpectError(RunOp("BatchMatMul", std::vector<Tensor>{a, b}, {{"precision", std::string("float16")}, {"transpose_b", true}}).status(),
+              StatusCode::kInvalidArgument, "precision");
+}
+
 TEST(BatchMatMulTest, ShapesThatDoNotFitAreErrors) {
   ExpectError(KernelStatus("BatchMatMul", {RandomTensor({2, 5, 4}, 1), RandomTensor({2, 3, 6}, 2)}),
               StatusCode::kInvalidArgument, "inner dimensions differ");

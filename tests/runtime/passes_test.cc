@@ -218,6 +218,17 @@ TEST(Passes, FusionMakesOneNodeAndRespectsOtherConsumers) {
 // bf16 products: the session computes what the same graph with precision "bfloat16" on each
 // float32 matrix product and convolution computes (bit for bit), which differs from float32;
 // a float64 product and a node that chose its own precision are left alone.
+// Attention's stacked products go to the bf16 core too.
+TEST(Passes, Bf16ProductsSetThePrecisionOfBatchMatMuls) {
+  GraphBuilder g;
+  std::string q = g.Input("q", DType::kFloat32, Shape{-1, 4, 8});
+  std::string scores = g.Op("BatchMatMul", {q, q}, AttrMap{{"transpose_b", true}}, "scores");
+  g.AddSignature(OneInOneOut("q", Shape{-1, 4, 8}, scores, Shape{-1, 4, 4}));
+  Model m = std::move(g).Build();
+  ASSERT_TRUE(UseBf16Products(m).ok());
+  EXPECT_EQ(std::get<std::string>(m.graph.FindNode("scores")->attrs.values().at("precision")), "bfloat16");
+}
+
 TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
   auto build = [](bool by_hand) {
     GraphBuilder g;
