@@ -13,6 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +39,9 @@ constexpr const char* kUsage = R"(usage: serving_load_gen [--name=value ...]
   --body=JSON                     TF API REST request body (default {"instances": [1.0, 2.0, 5.0]})
   --input=x                       the gRPC and v2 input's name
   --grpc_x=1,2,5                  its values (gRPC float_val; v2 FP32 "data" or raw bytes)
+  --grpc_x_file=PATH              instead, raw float32 values from a file (an image's 150528)
   --grpc_shape=N,...              its shape (default [n], n the number of values)
-  --expect=2.5,3.0,4.5            the values a correct answer holds:
+  --expect=2.5,3.0,4.5            the values a correct answer holds (--expect_file: raw float32):
   --rest_output=predictions         TF API REST: the value of this key of the body, read flat
   --output=y                        gRPC and v2: the output of this name (float or int64)
   --grpc_channels=1               gRPC connections the calls are spread over
@@ -59,6 +64,20 @@ std::optional<std::vector<T>> ParseList(std::string_view text) {
   return values;
 }
 
+// Raw little-endian float32 values of a file; nullopt (and a message) when it cannot be read.
+std::optional<std::vector<float>> ReadFloats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.eof() && in.fail()) bytes.clear();
+  if (bytes.empty() || bytes.size() % sizeof(float) != 0) {
+    std::fprintf(stderr, "%s: not a file of float32 values\n", path.c_str());
+    return std::nullopt;
+  }
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
 struct Options {
   std::string protocol;
   std::string protocol_column;  // the protocol, and the API unless it is the TF API
@@ -72,7 +91,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   std::optional<Flags> flags =
       Flags::Parse(argc, argv, {"protocol", "target", "model", "concurrency", "duration_s",
                                 "warmup_s", "body", "grpc_x", "expect", "grpc_channels", "label",
-                                "header", "input", "grpc_shape", "rest_output", "output", "rate", "api"});
+                                "header", "input", "grpc_shape", "rest_output", "output", "rate", "api",
+                                "grpc_x_file", "expect_file"});
   if (!flags) return std::nullopt;
   Options options;
   options.protocol = flags->Get("protocol", "rest");
@@ -108,8 +128,9 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   options.header = flags->Get("header", "1") != "0";
 
   auto levels = ParseList<int>(flags->Get("concurrency", "1,16,64"));
-  auto grpc_x = ParseList<float>(flags->Get("grpc_x", "1,2,5"));
-  auto expect = ParseList<float>(flags->Get("expect", "2.5,3.0,4.5"));
+  const std::string x_file = flags->Get("grpc_x_file", ""), expect_file = flags->Get("expect_file", "");
+  auto grpc_x = x_file.empty() ? ParseList<float>(flags->Get("grpc_x", "1,2,5")) : ReadFloats(x_file);
+  auto expect = expect_file.empty() ? ParseList<float>(flags->Get("expect", "2.5,3.0,4.5")) : ReadFloats(expect_file);
   std::optional<std::vector<int64_t>> grpc_shape = std::vector<int64_t>{};
   if (const std::string shape = flags->Get("grpc_shape", ""); !shape.empty()) grpc_shape = ParseList<int64_t>(shape);
   auto duration = flags->Number<double>("duration_s", 5);
