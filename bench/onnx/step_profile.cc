@@ -1,10 +1,13 @@
 #include "bench/onnx/step_profile.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace lockstep::bench {
 namespace {
@@ -21,6 +24,33 @@ std::string ShapeList(const std::vector<Shape>& shapes) {
   for (const Shape& s : shapes) text += (text.empty() ? "" : " ") + s.ToString();
   return text;
 }
+
+// Bytes a step reads and writes, its inputs and outputs counted once each as float32 (what the
+// memory-bound ops of an image model move).
+double StepBytes(const StepProfile& step) {
+  double elements = 0;
+  for (const Shape& s : step.input_shapes) elements += Elements(s);
+  for (const Shape& s : step.output_shapes) elements += Elements(s);
+  return 4 * elements;
+}
+
+// A STREAM-style copy on this thread: the best bytes per second (read and written) of
+// memcpy over a working set of `bytes` (half source, half destination), first touched before.
+double CopyBytesPerSecond(size_t bytes) {
+  std::vector<char> buffer(std::max<size_t>(bytes, 2 * 64), 1);
+  const size_t half = buffer.size() / 2;
+  double best = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+  for (int r = 0; r < 3 || std::chrono::steady_clock::now() < until; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(buffer.data() + half, buffer.data(), half);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s > 0) best = std::max(best, 2.0 * static_cast<double>(half) / s);
+  }
+  return best;
+}
+
+bool IsDepthwise(const StepProfile& step) { return step.op.find("DepthwiseConv2D") != std::string::npos; }
 
 }  // namespace
 
@@ -87,12 +117,29 @@ void PrintStepProfile(const Session& session, std::span<const NamedTensor> input
   };
 
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.us > b.us; });
-  std::printf("| node | op | µs | %% of time | MFLOP | %% of peak | inputs -> outputs |\n|---|---|---:|---:|---:|---:|---|\n");
+  // A depthwise convolution is memory-bound: its bytes per second against a copy of the same
+  // working set, measured here (one thread), as the yardstick.
+  std::map<size_t, double> copy_rate;
+  std::printf("| node | op | µs | %% of time | MFLOP | %% of peak | GB/s | %% of a copy | inputs -> outputs |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+  double depthwise_bytes = 0, depthwise_copy_seconds = 0;
   for (const Row& row : rows) {
     const StepProfile& s = first[row.index];
-    std::printf("| %s | %s | %.1f | %.1f %% | %.1f | %s | %s -> %s |\n", s.node.c_str(), s.op.c_str(), row.us,
-                100.0 * row.us / total_us, row.flops / 1e6, share(row.flops, row.us).c_str(),
-                ShapeList(s.input_shapes).c_str(), ShapeList(s.output_shapes).c_str());
+    const double bytes = StepBytes(s);
+    std::string of_copy;
+    if (IsDepthwise(s) && row.us > 0) {
+      const size_t size = static_cast<size_t>(bytes);
+      if (!copy_rate.contains(size)) copy_rate[size] = CopyBytesPerSecond(size);
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.0f %%", 100.0 * bytes / (row.us * 1e-6) / copy_rate[size]);
+      of_copy = buf;
+      depthwise_bytes += bytes;
+      depthwise_copy_seconds += bytes / copy_rate[size];
+    }
+    std::printf("| %s | %s | %.1f | %.1f %% | %.1f | %s | %.1f | %s | %s -> %s |\n", s.node.c_str(), s.op.c_str(),
+                row.us, 100.0 * row.us / total_us, row.flops / 1e6, share(row.flops, row.us).c_str(),
+                row.us > 0 ? bytes / (row.us * 1e3) : 0.0, of_copy.c_str(), ShapeList(s.input_shapes).c_str(),
+                ShapeList(s.output_shapes).c_str());
   }
 
   struct OpTotal {
@@ -115,6 +162,13 @@ void PrintStepProfile(const Session& session, std::span<const NamedTensor> input
   }
   std::printf("| all | %zu | %.1f | 100 %% | %.1f | %s |\n", rows.size(), total_us, total_flops / 1e6,
               share(total_flops, total_us).c_str());
+  if (depthwise_bytes > 0) {
+    double depthwise_us = 0;
+    for (const Row& row : rows) depthwise_us += IsDepthwise(first[row.index]) ? row.us : 0;
+    std::printf("\nDepthwise convolutions: %.1f MB in %.0f µs, %.0f %% of the rate a copy of each one's working set "
+                "reaches on one thread.\n",
+                depthwise_bytes / 1e6, depthwise_us, 100.0 * depthwise_copy_seconds / (depthwise_us * 1e-6));
+  }
 }
 
 }  // namespace lockstep::bench

@@ -15,8 +15,10 @@ namespace lockstep::bench {
 double StepProductFlops(const StepProfile& step);
 
 // Runs `session` `runs` times through RunProfiled and prints, as markdown, every step's median
-// time, its product FLOPs and (given the machine's peak) its share of the peak, slowest first,
-// then the same summed by op, and the total against the median of the whole runs.
+// time, its product FLOPs and (given the machine's peak) its share of the peak, the bytes it
+// reads and writes per second and, for a depthwise convolution (memory-bound), that rate
+// against a memcpy of the same working set measured here; slowest first, then the same summed
+// by op, and the depthwise convolutions' share of the copy rate over all of them.
 void PrintStepProfile(const Session& session, std::span<const NamedTensor> inputs, int runs,
                       std::optional<double> peak_gflops);
 
