@@ -62,7 +62,7 @@ double StepProductFlops(const StepProfile& step) {
     // Filter [KH, KW, Cin, Cout]: each output element is a dot product of KH * KW * Cin terms.
     return 2.0 * Elements(out) * static_cast<double>(b.dim(0) * b.dim(1) * b.dim(2));
   }
-  if (step.op.find("DepthwiseConv2D") != std::string::npos && b.rank() == 4) {
+  if (IsDepthwise(step) && b.rank() == 4) {
     return 2.0 * Elements(out) * static_cast<double>(b.dim(0) * b.dim(1));
   }
   if (step.op == "MatMul" || step.op == "FusedMatMul" || step.op == "BatchMatMul") {
