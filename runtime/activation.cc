@@ -108,7 +108,8 @@ template <Activation A>
 // The loops compiled for AVX-512F, AVX2 and baseline x86-64, picked by the matmul core's path
 // (gemm_path.h), as the depthwise convolution's are: a vector of 16 exponentials costs what one
 // of 4 does. Every version makes the same rounded operations in the same order (the runtime
-// builds with -ffp-contract=off, so no version fuses a multiply-add): the same bits.
+// builds with -ffp-contract=off, so no version fuses a multiply-add the source does not ask
+// for with std::fma): the same bits.
 struct Loops {
   void (*map)(Activation, const float*, float*, int64_t);
   void (*softmax)(const float*, float*, int64_t);

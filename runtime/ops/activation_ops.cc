@@ -144,7 +144,7 @@ StatusOr<std::vector<TensorSpec>> InferSoftmax(const ShapeInferenceContext& ctx)
 // maths says); a row of all -inf is NaN too (0/0), and +inf gives NaN (inf - inf), as in
 // TensorFlow.
 template <bool Log, typename T>
-void SoftmaxRow(const T* x, T* out, int64_t n) {
+void StableSoftmaxRow(const T* x, T* out, int64_t n) {
   if (n == 0) return;
   T max = x[0];
   for (int64_t i = 1; i < n; ++i) {
@@ -177,9 +177,9 @@ Status SoftmaxKernelTyped(KernelContext& ctx) {
   auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       if constexpr (std::is_same_v<T, float> && !Log) {
-        lockstep::SoftmaxRow(px + r * n, po + r * n, n);  // vectorised (activation.h)
+        SoftmaxRow(px + r * n, po + r * n, n);  // vectorised (activation.h)
       } else {
-        SoftmaxRow<Log>(px + r * n, po + r * n, n);
+        StableSoftmaxRow<Log>(px + r * n, po + r * n, n);
       }
     }
   };

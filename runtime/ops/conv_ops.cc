@@ -316,12 +316,10 @@ void Float64Conv(const Geometry& g, ConvProduct which, const double* x, const do
 
 // ---- Conv2D ----
 
-// Conv2D, and FusedConv2D when `epilogue` is given.
-Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& epilogue) {
+// Conv2D, and FusedConv2D when `epilogue` is given; `g` is ConvGeometry of the op's inputs.
+Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, const GemmEpilogue& epilogue) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry(op, ctx.attrs(), {input.dtype(), input.shape()},
-                                               {filter.dtype(), filter.shape()}));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
   if (input.dtype() == DType::kFloat64) {
     Float64Conv(g, ConvProduct::kForward, input.data<double>().data(), filter.data<double>().data(), nullptr,
@@ -390,7 +388,11 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const GemmEpilogue& 
   return Status::Ok();
 }
 
-Status Conv2DKernel(KernelContext& ctx) { return ConvForward(ctx, "Conv2D", GemmEpilogue{}); }
+Status Conv2DKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Geometry g, ConvGeometry("Conv2D", ctx.attrs(), {ctx.input(0).dtype(), ctx.input(0).shape()},
+                                               {ctx.input(1).dtype(), ctx.input(1).shape()}));
+  return ConvForward(ctx, "Conv2D", g, GemmEpilogue{});
+}
 
 Status FusedConv2DKernel(KernelContext& ctx) {
   const int n = std::min(ctx.num_inputs(), 4);
@@ -409,7 +411,7 @@ Status FusedConv2DKernel(KernelContext& ctx) {
     epilogue.residual = ctx.input(3).data<float>().data();
     epilogue.ldr = g.out.dim(3);
   }
-  return ConvForward(ctx, "FusedConv2D", epilogue);
+  return ConvForward(ctx, "FusedConv2D", g, epilogue);
 }
 
 StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int input, const Tensor& filter,

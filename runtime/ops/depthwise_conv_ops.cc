@@ -214,12 +214,11 @@ RowsFn ChooseRowsFloatM1() {
   return RowsFloatM1Baseline;
 }
 
-// DepthwiseConv2D, and FusedDepthwiseConv2D when `epilogue` is not empty (float32 only).
-Status DepthwiseForward(KernelContext& ctx, const PixelEpilogue& epilogue) {
+// DepthwiseConv2D, and FusedDepthwiseConv2D when `epilogue` is not empty (float32 only); `g` is
+// DepthwiseGeometry of the op's inputs.
+Status DepthwiseForward(KernelContext& ctx, const Geometry& g, const PixelEpilogue& epilogue) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), {input.dtype(), input.shape()},
-                                                    {filter.dtype(), filter.shape()}));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
   if (out->num_elements() == 0) return Status::Ok();
   const int64_t m = filter.shape().dim(3);
@@ -250,7 +249,11 @@ Status DepthwiseForward(KernelContext& ctx, const PixelEpilogue& epilogue) {
   });
 }
 
-Status DepthwiseKernel(KernelContext& ctx) { return DepthwiseForward(ctx, PixelEpilogue{}); }
+Status DepthwiseKernel(KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), {ctx.input(0).dtype(), ctx.input(0).shape()},
+                                                    {ctx.input(1).dtype(), ctx.input(1).shape()}));
+  return DepthwiseForward(ctx, g, PixelEpilogue{});
+}
 
 Status FusedDepthwiseKernel(KernelContext& ctx) {
   const int n = std::min(ctx.num_inputs(), 3);
@@ -261,7 +264,7 @@ Status FusedDepthwiseKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(epilogue.activation,
                       FusedEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(n)), g.out.dim(3)));
   if (n == 3) epilogue.bias = ctx.input(2).data<float>().data();
-  return DepthwiseForward(ctx, epilogue);
+  return DepthwiseForward(ctx, g, epilogue);
 }
 
 }  // namespace

@@ -88,6 +88,12 @@ std::vector<NamedTensor> RunAll(const Model& model, SessionOptions options, cons
   return out;
 }
 
+// A Transpose of v by `perm` named `name`: what an NCHW model's importer puts around an NHWC op.
+const std::vector<int64_t> kToNchw{0, 3, 1, 2}, kToNhwc{0, 2, 3, 1};
+std::string ToLayout(GraphBuilder& g, const std::string& v, const std::vector<int64_t>& perm, const char* name) {
+  return g.Op("Transpose", {v}, AttrMap{{"perm", perm}}, name);
+}
+
 // The model as it is, passes off (so that a test sees what its own rewrite did).
 std::vector<NamedTensor> RunUnoptimised(Model model, const std::vector<NamedTensor>& inputs) {
   SessionOptions options;
@@ -290,12 +296,11 @@ TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
 // Conv -> Add(residual): the Transposes sink below Relu, Add and a scalar Mul and cancel, and the
 // outputs are the same bits as without the pass.
 TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
-  const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
   GraphBuilder g;
   std::mt19937 rng(5);
   std::string x = g.Input("x", DType::kFloat32, Shape{-1, 4, 4, 3});  // NHWC, as a convolution's output
-  auto nchw = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nchw}}, name); };
-  auto nhwc = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nhwc}}, name); };
+  auto nchw = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNchw, name); };
+  auto nhwc = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNhwc, name); };
   std::string a = g.Op("Relu", {nchw(x, "t1")}, {}, "relu");
   std::string b = g.Op("Softmax", {nhwc(a, "t2")}, {}, "nhwc_op");  // stands for the next convolution
   std::string sum = g.Op("Add", {nchw(b, "t3"), a}, {}, "residual");
@@ -328,12 +333,11 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
 // dropped ones, a Max), and then every Transpose cancels. Max's bits are unchanged; the Means
 // sum in the untransposed order, so they agree to within rounding.
 TEST(Passes, ReductionsSinkBelowTransposesAndAnSEBlockLosesThemAll) {
-  const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
   GraphBuilder g;
   std::mt19937 rng(9);
   std::string x = g.Input("x", DType::kFloat32, Shape{-1, 5, 6, 4});
-  auto nchw = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nchw}}, name); };
-  auto nhwc = [&](const std::string& v, const char* name) { return g.Op("Transpose", {v}, AttrMap{{"perm", to_nhwc}}, name); };
+  auto nchw = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNchw, name); };
+  auto nhwc = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNhwc, name); };
   std::string t = nchw(x, "t");
   std::string pooled = g.Op("Mean", {t}, AttrMap{{"axes", std::vector<int64_t>{2, 3}}, {"keep_dims", true}}, "pool");
   std::string scale = g.Op("Sigmoid", {nchw(g.Op("Softmax", {nhwc(pooled, "p1")}, {}, "fc"), "p2")}, {}, "scale");
@@ -408,32 +412,32 @@ TEST(Passes, ASequencesDenseLayerFusesAcrossItsReshape) {
 // convolution whose output something else reads stays unfused.
 TEST(Passes, AConvolutionsBiasAndActivationFuseIntoItsEpilogue) {
   for (const char* activation : {"Relu", "Silu", "HardSwish"}) {
-  SCOPED_TRACE(activation);
-  auto build = [&](bool export_conv) {
-    GraphBuilder g;
-    std::mt19937 rng(11);
-    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 5, 3});
-    const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
-    std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 3, 4}, rng))}, attrs, "conv");
-    std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
-    std::string y = g.Op(activation, {biased}, {}, "y");
-    Signature sig = OneInOneOut("x", Shape{-1, 6, 5, 3}, y, Shape{-1, 6, 5, 4});
-    if (export_conv) sig.outputs.push_back({"conv", conv, DType::kFloat32, Shape{-1, 6, 5, 4}});
-    g.AddSignature(sig);
-    return std::move(g).Build();
-  };
-  Model m = build(false);
-  ThreadPool one(1), three(3);
-  ASSERT_TRUE(OptimizeGraph(m, one).ok());
-  EXPECT_EQ(CountOps(m, "FusedConv2D"), 1);
-  EXPECT_EQ(CountOps(m, "Conv2D") + CountOps(m, "BiasAdd") + CountOps(m, activation), 0);
-  Model kept = build(true);
-  ASSERT_TRUE(OptimizeGraph(kept, one).ok());
-  EXPECT_EQ(CountOps(kept, "FusedConv2D"), 0);
+    SCOPED_TRACE(activation);
+    auto build = [&](bool export_conv) {
+      GraphBuilder g;
+      std::mt19937 rng(11);
+      std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 5, 3});
+      const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
+      std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 3, 4}, rng))}, attrs, "conv");
+      std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
+      std::string y = g.Op(activation, {biased}, {}, "y");
+      Signature sig = OneInOneOut("x", Shape{-1, 6, 5, 3}, y, Shape{-1, 6, 5, 4});
+      if (export_conv) sig.outputs.push_back({"conv", conv, DType::kFloat32, Shape{-1, 6, 5, 4}});
+      g.AddSignature(sig);
+      return std::move(g).Build();
+    };
+    Model m = build(false);
+    ThreadPool one(1), three(3);
+    ASSERT_TRUE(OptimizeGraph(m, one).ok());
+    EXPECT_EQ(CountOps(m, "FusedConv2D"), 1);
+    EXPECT_EQ(CountOps(m, "Conv2D") + CountOps(m, "BiasAdd") + CountOps(m, activation), 0);
+    Model kept = build(true);
+    ASSERT_TRUE(OptimizeGraph(kept, one).ok());
+    EXPECT_EQ(CountOps(kept, "FusedConv2D"), 0);
 
-  std::mt19937 rng(12);
-  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 6, 5, 3}, rng)}};
-  ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
+    std::mt19937 rng(12);
+    std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 6, 5, 3}, rng)}};
+    ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
   }
 }
 
@@ -472,39 +476,39 @@ TEST(Passes, ADepthwiseConvolutionsBiasAndActivationFuse) {
 // other stays whole. A skip that broadcasts (a row per channel) stays an Add.
 TEST(Passes, AResidualAddFusesIntoTheConvolutionBeforeItsActivation) {
   for (const char* skip_kind : {"tanh", "conv"}) {
-  SCOPED_TRACE(skip_kind);
-  auto build = [&](bool broadcast_skip) {
-    GraphBuilder g;
-    std::mt19937 rng(21);
-    std::string x = g.Input("x", DType::kFloat32, Shape{-1, 40, 40, 4});
-    const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
-    std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 4, 4}, rng))}, attrs, "conv");
-    std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
-    std::string skip = broadcast_skip ? g.Const("row", RandomTensor(Shape{1, 1, 1, 4}, rng)) : g.Op("Tanh", {x}, {}, "skip");
-    if (!broadcast_skip && std::string(skip_kind) == "conv") {
-      skip = g.Op("BiasAdd",
-                  {g.Op("Conv2D", {x, g.Const("f2", RandomTensor(Shape{1, 1, 4, 4}, rng))}, attrs, "projection"),
-                   g.Const("b2", RandomTensor(Shape{4}, rng))},
-                  {}, "projection_biased");
-    }
-    std::string y = g.Op("Relu", {g.Op("Add", {skip, biased}, {}, "sum")}, {}, "y");
-    g.AddSignature(OneInOneOut("x", Shape{-1, 40, 40, 4}, y, Shape{-1, 40, 40, 4}));
-    return std::move(g).Build();
-  };
-  ThreadPool one(1), three(3);
-  Model m = build(false);
-  ASSERT_TRUE(OptimizeGraph(m, one).ok());
-  const bool conv_skip = std::string(skip_kind) == "conv";
-  EXPECT_EQ(CountOps(m, "FusedConv2D"), conv_skip ? 2 : 1);
-  EXPECT_EQ(CountOps(m, "Add") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
-  EXPECT_EQ(m.graph.FindNode("y")->inputs.size(), 4u);
-  Model broadcast = build(true);
-  ASSERT_TRUE(OptimizeGraph(broadcast, one).ok());
-  EXPECT_EQ(CountOps(broadcast, "Add"), 1);
+    SCOPED_TRACE(skip_kind);
+    auto build = [&](bool broadcast_skip) {
+      GraphBuilder g;
+      std::mt19937 rng(21);
+      std::string x = g.Input("x", DType::kFloat32, Shape{-1, 40, 40, 4});
+      const AttrMap attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}};
+      std::string conv = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 4, 4}, rng))}, attrs, "conv");
+      std::string biased = g.Op("BiasAdd", {conv, g.Const("b", RandomTensor(Shape{4}, rng))}, {}, "biased");
+      std::string skip = broadcast_skip ? g.Const("row", RandomTensor(Shape{1, 1, 1, 4}, rng)) : g.Op("Tanh", {x}, {}, "skip");
+      if (!broadcast_skip && std::string(skip_kind) == "conv") {
+        skip = g.Op("BiasAdd",
+                    {g.Op("Conv2D", {x, g.Const("f2", RandomTensor(Shape{1, 1, 4, 4}, rng))}, attrs, "projection"),
+                     g.Const("b2", RandomTensor(Shape{4}, rng))},
+                    {}, "projection_biased");
+      }
+      std::string y = g.Op("Relu", {g.Op("Add", {skip, biased}, {}, "sum")}, {}, "y");
+      g.AddSignature(OneInOneOut("x", Shape{-1, 40, 40, 4}, y, Shape{-1, 40, 40, 4}));
+      return std::move(g).Build();
+    };
+    ThreadPool one(1), three(3);
+    Model m = build(false);
+    ASSERT_TRUE(OptimizeGraph(m, one).ok());
+    const bool conv_skip = std::string(skip_kind) == "conv";
+    EXPECT_EQ(CountOps(m, "FusedConv2D"), conv_skip ? 2 : 1);
+    EXPECT_EQ(CountOps(m, "Add") + CountOps(m, "BiasAdd") + CountOps(m, "Relu"), 0);
+    EXPECT_EQ(m.graph.FindNode("y")->inputs.size(), 4u);
+    Model broadcast = build(true);
+    ASSERT_TRUE(OptimizeGraph(broadcast, one).ok());
+    EXPECT_EQ(CountOps(broadcast, "Add"), 1);
 
-  std::mt19937 rng(22);
-  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 40, 40, 4}, rng)}};
-  ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
+    std::mt19937 rng(22);
+    std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{3, 40, 40, 4}, rng)}};
+    ExpectOptimisedIsPlain(build(false), inputs, {&one, &three});
   }
 }
 
