@@ -116,89 +116,221 @@ void DepthwiseRows(const Geometry& g, int64_t m, const T* in, const T* filter, T
   }
 }
 
-// The common case, float32 with M = 1 (Keras' default depth multiplier). For each output
-// pixel, blocks of 64, 32 or 16 channels are summed over the taps in GCC vectors (16 lanes,
-// lowered to whatever the ISA has) that stay in registers, and stored once. The body is
-// compiled three times, for AVX-512F, AVX2 and baseline x86-64, and the matmul core's path
-// (gemm_path.h: the CPU's best, LOCKSTEP_GEMM_PATH, SetGemmPath) picks one, so that one switch
-// governs every kernel's instruction set. (Not target_clones: ThreadSanitizer crashes in its
-// ifunc resolver.) Every version sums the taps in the same (i, j) order as DepthwiseRows, one
-// rounded multiply and one rounded add each (the runtime builds with -ffp-contract=off), so
-// all give the same bits.
+// The common case, float32 with M = 1 (Keras' default depth multiplier, every MobileNet's and
+// EfficientNet's). An output row at a time: for a group of up to 8 neighbouring output pixels
+// and a block of 16 channels, each filter tap is loaded once and multiplied into the group's
+// accumulators (GCC vectors of 16 lanes, lowered to whatever the ISA has), so a multiply-add
+// costs one load of the image rather than two; pixels whose window crosses the image's left or
+// right edge go one at a time over their columns inside it. The bias (FusedDepthwiseConv2D) is
+// added to the sums before they are stored. The body is compiled three times, for AVX-512F, AVX2
+// and baseline x86-64, and the matmul core's path (gemm_path.h: the CPU's best,
+// LOCKSTEP_GEMM_PATH, SetGemmPath) picks one, so that one switch governs every kernel's
+// instruction set. (Not target_clones: ThreadSanitizer crashes in its ifunc resolver.) Every
+// version sums the taps in the same (i, j) order as DepthwiseRows, one rounded multiply and one
+// rounded add each (the runtime builds with -ffp-contract=off), so all give the same bits.
 using Lanes = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
 
-// Output pixel (n, oh, ow)'s channels [c0, c0 + kVectors * kLanes).
-template <int kVectors>
-[[gnu::always_inline]] inline void SumTaps(const Geometry& g, const float* in, const float* filter, int64_t n,
-                                           int64_t oh, int64_t ow, int64_t c0, float* out_pixel) {
-  const int64_t top = oh * g.sh - g.wh.pad_before, left = ow * g.sw - g.ww.pad_before;
-  Lanes acc[kVectors] = {};
-  for (int64_t ih = g.row_begin(oh); ih < g.row_end(oh); ++ih) {
-    for (int64_t iw = g.col_begin(ow); iw < g.col_end(ow); ++iw) {
-      const float* x = in + ((n * g.h + ih) * g.w + iw) * g.c + c0;
-      const float* f = filter + ((ih - top) * g.kw + (iw - left)) * g.c + c0;
-      for (int v = 0; v < kVectors; ++v) {
-        Lanes xv, fv;
-        std::memcpy(&xv, x + v * kLanes, sizeof xv);
-        std::memcpy(&fv, f + v * kLanes, sizeof fv);
-        acc[v] += xv * fv;
+
+// What stays fixed along one output row.
+struct RowTaps {
+  const float* image;   // image n
+  const float* filter;  // [KH, KW, C]
+  const float* bias;    // [C] or null
+  int64_t top;          // the input row of filter row 0 (negative in the top padding)
+  int64_t i0, i1;       // the filter rows inside the image
+};
+
+// Output pixels [ow, ow + P) of a row, channels [c0, c0 + 16), over filter columns [j0, j1)
+// (all inside the image for every one of the P pixels).
+template <int P>
+[[gnu::always_inline]] inline void PixelGroup(const Geometry& g, const RowTaps& t, int64_t ow, int64_t j0,
+                                              int64_t j1, int64_t c0, float* out_row) {
+  Lanes acc[P] = {};
+  const int64_t pixel_stride = g.sw * g.c;
+  const int64_t left = ow * g.sw - g.ww.pad_before;
+  for (int64_t i = t.i0; i < t.i1; ++i) {
+    const float* x_row = t.image + ((t.top + i) * g.w + left) * g.c + c0;
+    const float* f_row = t.filter + i * g.kw * g.c + c0;
+    for (int64_t j = j0; j < j1; ++j) {
+      Lanes f;
+      std::memcpy(&f, f_row + j * g.c, sizeof f);
+      for (int p = 0; p < P; ++p) {
+        Lanes x;
+        std::memcpy(&x, x_row + j * g.c + p * pixel_stride, sizeof x);
+        acc[p] += x * f;
       }
     }
   }
-  std::memcpy(out_pixel + c0, acc, sizeof acc);
+  if (t.bias != nullptr) {
+    Lanes b;
+    std::memcpy(&b, t.bias + c0, sizeof b);
+    for (int p = 0; p < P; ++p) acc[p] += b;
+  }
+  for (int p = 0; p < P; ++p) std::memcpy(out_row + (ow + p) * g.c + c0, &acc[p], sizeof acc[p]);
 }
 
+// Output pixels [ow, ow + P) of a row, channels [c0, c0 + 16), every window inside the image,
+// for a filter KW wide at stride SW known at compile time: the loops unroll, a filter row stays
+// in registers, and each input column is loaded once for every tap that reads it (column q of
+// the group is pixel p's tap j = q - p * SW), which with stride 1 cuts the loads to about one a
+// filter column. Each pixel still gets its taps in (i, j) order.
+template <int P, int KW, int SW>
+[[gnu::always_inline]] inline void InteriorGroup(const Geometry& g, const RowTaps& t, int64_t ow, int64_t c0,
+                                                 float* out_row) {
+  Lanes acc[P] = {};
+  const int64_t left = ow * SW - g.ww.pad_before;
+  for (int64_t i = t.i0; i < t.i1; ++i) {
+    const float* x_row = t.image + ((t.top + i) * g.w + left) * g.c + c0;
+    const float* f_row = t.filter + i * KW * g.c + c0;
+    Lanes f[KW];
+#pragma GCC unroll 8
+    for (int j = 0; j < KW; ++j) std::memcpy(&f[j], f_row + j * g.c, sizeof f[j]);
+    // One pointer stepped along the columns: offsets q * C for every q would each take a
+    // register.
+    const float* x_col = x_row;
+#pragma GCC unroll 32
+    for (int q = 0; q < (P - 1) * SW + KW; ++q, x_col += g.c) {
+      Lanes x;
+      std::memcpy(&x, x_col, sizeof x);
+#pragma GCC unroll 8
+      for (int j = 0; j < KW; ++j) {
+        const int d = q - j;
+        if (d >= 0 && d % SW == 0 && d / SW < P) acc[d / SW] += x * f[j];
+      }
+    }
+  }
+  if (t.bias != nullptr) {
+    Lanes b;
+    std::memcpy(&b, t.bias + c0, sizeof b);
+    for (int p = 0; p < P; ++p) acc[p] += b;
+  }
+  for (int p = 0; p < P; ++p) std::memcpy(out_row + (ow + p) * g.c + c0, &acc[p], sizeof acc[p]);
+}
+
+// Output pixels [ow, ow + count) of a row, every channel, over filter columns [j0, j1), for
+// fewer than 16 channels.
+[[gnu::always_inline]] inline void NarrowPixels(const Geometry& g, const RowTaps& t, int64_t ow, int64_t count,
+                                                int64_t j0, int64_t j1, float* out_row) {
+  for (int64_t p = ow; p < ow + count; ++p) {
+    const int64_t left = p * g.sw - g.ww.pad_before;
+    float* o = out_row + p * g.c;
+    for (int64_t k = 0; k < g.c; ++k) {
+      float sum = 0.0f;
+      for (int64_t i = t.i0; i < t.i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) {
+          sum += t.image[((t.top + i) * g.w + left + j) * g.c + k] * t.filter[(i * g.kw + j) * g.c + k];
+        }
+      }
+      o[k] = t.bias != nullptr ? sum + t.bias[k] : sum;
+    }
+  }
+}
+
+// The last `count` (< P) inner pixels of a row from `ow`, channels [c0, c0 + 16), as one group.
+template <int P, int KW, int SW>
+[[gnu::always_inline]] inline void Tail(const Geometry& g, const RowTaps& t, int64_t ow, int64_t count, int64_t c0,
+                                        float* out_row) {
+  if constexpr (P > 0) {
+    if (count == P) {
+      if constexpr (KW > 0) {
+        InteriorGroup<P, KW, SW>(g, t, ow, c0, out_row);
+      } else {
+        PixelGroup<P>(g, t, ow, 0, g.kw, c0, out_row);
+      }
+      return;
+    }
+    Tail<P - 1, KW, SW>(g, t, ow, count, c0, out_row);
+  }
+}
+
+// Output rows [begin, end), a block of 16 channels at a time along each row (the last block
+// overlapping the one before when C is not a multiple of 16: its channels are computed again, to
+// the same bits): windows crossing the left or right edge one pixel at a time, the others in
+// groups of P and one last group of fewer. KW > 0: a filter KW wide at stride SW, unrolled
+// (InteriorGroup); KW = 0, any.
+template <int P, int KW, int SW>
 [[gnu::always_inline]] inline void RowsFloatM1(const Geometry& g, const float* in, const float* filter,
-                                               float* out, int64_t begin, int64_t end) {
-  const int64_t c = g.c;
+                                               const float* bias, float* out, int64_t begin, int64_t end) {
+  // Output columns whose whole window is inside the image: [inner_begin, inner_end).
+  const int64_t inner_begin = std::min(g.ww.out, (g.ww.pad_before + g.sw - 1) / g.sw);
+  const int64_t inner_end =
+      std::max(inner_begin, std::min(g.ww.out, g.w + g.ww.pad_before - g.kw < 0
+                                                   ? int64_t{0}
+                                                   : (g.w + g.ww.pad_before - g.kw) / g.sw + 1));
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / g.wh.out;
     const int64_t oh = row % g.wh.out;
-    for (int64_t ow = 0; ow < g.ww.out; ++ow) {
-      float* o = out + (row * g.ww.out + ow) * c;
-      int64_t c0 = 0;
-      for (; c0 + 4 * kLanes <= c; c0 += 4 * kLanes) SumTaps<4>(g, in, filter, n, oh, ow, c0, o);
-      if (c0 + 2 * kLanes <= c) {
-        SumTaps<2>(g, in, filter, n, oh, ow, c0, o);
-        c0 += 2 * kLanes;
+    const int64_t top = oh * g.sh - g.wh.pad_before;
+    const RowTaps t{in + n * g.h * g.w * g.c, filter, bias, top, std::max<int64_t>(0, -top),
+                    std::min(g.kh, g.h - top)};
+    float* out_row = out + row * g.ww.out * g.c;
+    auto columns = [&](int64_t ow, int64_t* j0, int64_t* j1) {
+      const int64_t left = ow * g.sw - g.ww.pad_before;
+      *j0 = std::max<int64_t>(0, -left);
+      *j1 = std::min(g.kw, g.w - left);
+    };
+    if (g.c < kLanes) {
+      int64_t j0, j1;
+      for (int64_t ow = 0; ow < g.ww.out; ++ow) {
+        columns(ow, &j0, &j1);
+        NarrowPixels(g, t, ow, 1, j0, j1, out_row);
       }
-      if (c0 + kLanes <= c) {
-        SumTaps<1>(g, in, filter, n, oh, ow, c0, o);
-        c0 += kLanes;
+      continue;
+    }
+    for (int64_t c = 0; c < g.c; c += kLanes) {
+      const int64_t c0 = std::min(c, g.c - kLanes);
+      int64_t ow = 0, j0, j1;
+      for (; ow < inner_begin; ++ow) {
+        columns(ow, &j0, &j1);
+        PixelGroup<1>(g, t, ow, j0, j1, c0, out_row);
       }
-      if (c0 == c) continue;
-      // The last channels, fewer than a vector.
-      const int64_t top = oh * g.sh - g.wh.pad_before, left = ow * g.sw - g.ww.pad_before;
-      std::fill(o + c0, o + c, 0.0f);
-      for (int64_t ih = g.row_begin(oh); ih < g.row_end(oh); ++ih) {
-        for (int64_t iw = g.col_begin(ow); iw < g.col_end(ow); ++iw) {
-          const float* x = in + ((n * g.h + ih) * g.w + iw) * c;
-          const float* f = filter + ((ih - top) * g.kw + (iw - left)) * c;
-          for (int64_t k = c0; k < c; ++k) o[k] += x[k] * f[k];
+      for (; ow + P <= inner_end; ow += P) {
+        if constexpr (KW > 0) {
+          InteriorGroup<P, KW, SW>(g, t, ow, c0, out_row);
+        } else {
+          PixelGroup<P>(g, t, ow, 0, g.kw, c0, out_row);
         }
+      }
+      Tail<P - 1, KW, SW>(g, t, ow, inner_end - ow, c0, out_row);
+      for (ow = inner_end; ow < g.ww.out; ++ow) {
+        columns(ow, &j0, &j1);
+        PixelGroup<1>(g, t, ow, j0, j1, c0, out_row);
       }
     }
   }
 }
 
-using RowsFn = void (*)(const Geometry&, const float*, const float*, float*, int64_t, int64_t);
+// RowsFloatM1 for the filter's width and stride: 3 and 5 wide (MobileNets, EfficientNets) at
+// stride 1 and 2, and 7 (ConvNeXt) at stride 1 unrolled, others through the general loop.
+template <int P>
+[[gnu::always_inline]] inline void RowsFloatM1Any(const Geometry& g, const float* in, const float* filter,
+                                                  const float* bias, float* out, int64_t begin, int64_t end) {
+  if (g.kw == 3 && g.sw == 1) return RowsFloatM1<P, 3, 1>(g, in, filter, bias, out, begin, end);
+  if (g.kw == 3 && g.sw == 2) return RowsFloatM1<P, 3, 2>(g, in, filter, bias, out, begin, end);
+  if (g.kw == 5 && g.sw == 1) return RowsFloatM1<P, 5, 1>(g, in, filter, bias, out, begin, end);
+  if (g.kw == 5 && g.sw == 2) return RowsFloatM1<P, 5, 2>(g, in, filter, bias, out, begin, end);
+  if (g.kw == 7 && g.sw == 1) return RowsFloatM1<P, 7, 1>(g, in, filter, bias, out, begin, end);
+  RowsFloatM1<P, 0, 0>(g, in, filter, bias, out, begin, end);
+}
 
-void RowsFloatM1Baseline(const Geometry& g, const float* in, const float* filter, float* out, int64_t begin,
-                         int64_t end) {
-  RowsFloatM1(g, in, filter, out, begin, end);
+using RowsFn = void (*)(const Geometry&, const float*, const float*, const float*, float*, int64_t, int64_t);
+
+void RowsFloatM1Baseline(const Geometry& g, const float* in, const float* filter, const float* bias, float* out,
+                         int64_t begin, int64_t end) {
+  RowsFloatM1Any<4>(g, in, filter, bias, out, begin, end);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) void RowsFloatM1Avx2(const Geometry& g, const float* in, const float* filter,
-                                                     float* out, int64_t begin, int64_t end) {
-  RowsFloatM1(g, in, filter, out, begin, end);
+                                                     const float* bias, float* out, int64_t begin, int64_t end) {
+  RowsFloatM1Any<4>(g, in, filter, bias, out, begin, end);
 }
 
 __attribute__((target("avx512f"))) void RowsFloatM1Avx512(const Geometry& g, const float* in,
-                                                          const float* filter, float* out, int64_t begin,
-                                                          int64_t end) {
-  RowsFloatM1(g, in, filter, out, begin, end);
+                                                          const float* filter, const float* bias, float* out,
+                                                          int64_t begin, int64_t end) {
+  RowsFloatM1Any<8>(g, in, filter, bias, out, begin, end);
 }
 #endif
 
@@ -232,14 +364,20 @@ Status DepthwiseForward(KernelContext& ctx, const Geometry& g, const PixelEpilog
     ctx.pool().ParallelFor(g.n * g.wh.out, std::max<int64_t>(1, kElementGrain / row_cost),
                            [&](int64_t begin, int64_t end) {
                              if constexpr (std::is_same_v<T, float>) {
+                               const int64_t cm = g.c * m;
                                if (m == 1) {
-                                 rows_float_m1(g, in, f, po, begin, end);
-                               } else {
-                                 DepthwiseRows(g, m, in, f, po, begin, end);
+                                 // A row, then its activation while it is in cache.
+                                 const int64_t row_size = g.ww.out * cm;
+                                 for (int64_t row = begin; row < end; ++row) {
+                                   rows_float_m1(g, in, f, epilogue.bias, po, row, row + 1);
+                                   float* out_row = po + row * row_size;
+                                   ApplyActivation(epilogue.activation, out_row, out_row, row_size);
+                                 }
+                                 return;
                                }
+                               DepthwiseRows(g, m, in, f, po, begin, end);
                                // Each pixel of these rows again while it is in cache.
                                if (epilogue.empty()) return;
-                               const int64_t cm = g.c * m;
                                for (int64_t p = begin * g.ww.out; p < end * g.ww.out; ++p) epilogue.Apply(po + p * cm, cm);
                              } else {
                                DepthwiseRows(g, m, in, f, po, begin, end);

@@ -123,6 +123,23 @@ TEST(OpsActivationTest, ExpFloatIsWithinTwoUlps) {
   EXPECT_EQ(ExpFloat(INFINITY), INFINITY);
   EXPECT_TRUE(std::isfinite(ExpFloat(88.72f)));
   EXPECT_TRUE(std::isnan(ExpFloat(std::numeric_limits<float>::quiet_NaN())));
+  // ExpFloatInRange (the sigmoids' e^x, without clamps) is ExpFloat wherever it is defined.
+  for (int i = -8733000; i <= 8800000; i += 7) {
+    const float x = static_cast<float>(i) * 1e-5f;
+    ASSERT_EQ(ExpFloatInRange(x), ExpFloat(x)) << x;
+  }
+}
+
+// Sigmoid and SiLU clamp their e^-x into ExpFloatInRange's domain and take over below -88.72:
+// near and past the edges they stay within 4 ulp, or 3e-37 of the float64 value where that is
+// subnormal.
+TEST(OpsActivationTest, SigmoidAndSiluAtTheEdgesOfTheirExponential) {
+  for (float x : {-200.0f, -89.0f, -88.72f, -88.5f, -88.0f, -87.5f, -87.3f, 86.0f, 87.3f, 87.5f, 88.5f, 89.0f, 200.0f}) {
+    const double sigmoid = 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
+    const double silu = x * sigmoid;
+    EXPECT_NEAR(Sigmoid(x), sigmoid, 4 * kU * std::fabs(sigmoid) + 3e-37) << x;
+    EXPECT_NEAR(Silu(x), silu, 4 * kU * std::fabs(silu) + 3e-37) << x;
+  }
 }
 
 // The activation loops are compiled for each instruction set the matmul core may run on
