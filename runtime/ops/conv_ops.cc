@@ -36,6 +36,7 @@
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/conv_direct.h"
 #include "runtime/ops/window.h"
 
 namespace lockstep {
@@ -333,9 +334,13 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
 
   const float* in = input.data<float>().data();
   float* po = out->mutable_data<float>().data();
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(g, cout)) {
+    DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
+    return Status::Ok();
+  }
   // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
   // if it is a constant, else once here for all the blocks below.
-  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
   const PackedB* packed = ctx.packed_input(1);
   if (packed != nullptr && (packed->k() != kdim || packed->n() != cout)) {
     return Internal(std::string(op) + ": the packed filter is " + std::to_string(packed->k()) + " x " +

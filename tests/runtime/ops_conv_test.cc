@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -96,6 +97,7 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
       {1, 4, 4, 3, 4, 4, 2, 1, 1, false},   {2, 3, 3, 33, 2, 2, 17, 1, 1, false},
       {1, 5, 5, 0, 3, 3, 4, 1, 1, true},     // no input channels: zeros
       {2, 30, 30, 8, 3, 3, 16, 1, 1, true},  // several im2col blocks
+      {2, 9, 10, 3, 3, 3, 32, 2, 2, true},   {1, 11, 9, 1, 7, 7, 16, 2, 1, true},  // direct (stems)
   };
   uint64_t seed = 1;
   for (const ForwardConvCase& c : cases) {
@@ -122,6 +124,80 @@ TEST(OpsConvTest, Conv2DIsIndependentOfThreadCount) {
     Tensor b = op_test::RunOn(four, "Conv2D", {input, filter}, ConvAttrs(c));
     EXPECT_TRUE(a.BitwiseEqual(b)) << Describe(c);
   }
+}
+
+// A stem's convolution (at most 4 input channels, output channels a multiple of 16) runs
+// directly, not through im2col and the Gemm (conv_direct.h), to the same bits: the same
+// convolution with one output channel more goes the Gemm's way, and its first channels are
+// compared, with a bias, a residual and an activation, on every path and thread count.
+TEST(OpsConvTest, FewInputChannelsRunDirectlyToTheGemmsBits) {
+  struct Case {
+    ForwardConvCase conv;
+    int64_t dilation;
+    std::string padding;  // "" for conv.same's
+    std::string activation;
+  };
+  const Case cases[] = {
+      {{2, 17, 15, 3, 3, 3, 32, 2, 2, true}, 1, "", "silu"},    // EfficientNet-B0's stem
+      {{1, 23, 21, 3, 7, 7, 64, 2, 2, true}, 1, "EXPLICIT", "relu"},  // ResNet's, pads 3
+      {{2, 12, 12, 3, 4, 4, 96, 4, 4, false}, 1, "", "none"},   // ConvNeXt's patchify, 64 + 32
+      {{1, 9, 13, 1, 3, 3, 16, 1, 1, true}, 2, "", "hard_swish"},
+      {{3, 6, 5, 4, 2, 3, 48, 1, 2, false}, 1, "", "gelu"},
+  };
+  ThreadPool one(1), three(3);
+  const GemmPath original = ActiveGemmPath();
+  uint64_t seed = 900;
+  for (const Case& c : cases) {
+    const ForwardConvCase& d = c.conv;
+    AttrMap attrs = ConvAttrs(d);
+    attrs.Set("dilations", std::vector<int64_t>{c.dilation, c.dilation});
+    attrs.Set("activation", c.activation);
+    if (c.padding == "EXPLICIT") {
+      attrs.Set("padding", std::string("EXPLICIT"));
+      attrs.Set("explicit_paddings", std::vector<int64_t>{0, 0, 3, 2, 3, 1, 0, 0});
+    }
+    const Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, seed++);
+    const Tensor wide_filter = RandomTensor({d.kh, d.kw, d.cin, d.cout + 1}, seed++);
+    const Tensor wide_bias = RandomTensor({d.cout + 1}, seed++);
+    std::vector<float> filter, bias(wide_bias.data<float>().begin(), wide_bias.data<float>().end() - 1);
+    for (int64_t k = 0; k < d.kh * d.kw * d.cin; ++k) {
+      const auto row = wide_filter.data<float>().subspan(static_cast<size_t>(k * (d.cout + 1)), static_cast<size_t>(d.cout));
+      filter.insert(filter.end(), row.begin(), row.end());
+    }
+    // The output's shape, from a plain run, gives the residuals'.
+    const Shape out = op_test::RunOn(one, "Conv2D", {input, wide_filter}, attrs).shape();
+    const int64_t pixels = out.num_elements() / (d.cout + 1);
+    const Tensor wide_residual = RandomTensor(out, seed++);
+    std::vector<float> residual;
+    for (int64_t p = 0; p < pixels; ++p) {
+      const auto row = wide_residual.data<float>().subspan(static_cast<size_t>(p * (d.cout + 1)), static_cast<size_t>(d.cout));
+      residual.insert(residual.end(), row.begin(), row.end());
+    }
+    Shape narrow_out = out;
+    narrow_out.set_dim(3, d.cout);
+    const std::vector<Tensor> direct_inputs = {
+        input, Tensor::FromVector<float>({d.kh, d.kw, d.cin, d.cout}, filter), Tensor::FromVector<float>({d.cout}, bias),
+        Tensor::FromVector<float>(narrow_out, residual)};
+    for (GemmPath path : SupportedGemmPaths()) {
+      ASSERT_TRUE(SetGemmPath(path).ok());
+      const Tensor gemm = op_test::RunOn(one, "FusedConv2D", {input, wide_filter, wide_bias, wide_residual}, attrs);
+      for (ThreadPool* pool : {&one, &three}) {
+        const Tensor direct = op_test::RunOn(*pool, "FusedConv2D", direct_inputs, attrs);
+        ASSERT_EQ(direct.shape(), narrow_out) << Describe(d);
+        const auto got = direct.data<float>(), want = gemm.data<float>();
+        int64_t differ = 0;
+        for (int64_t p = 0; p < pixels; ++p) {
+          differ += !std::equal(got.begin() + p * d.cout, got.begin() + (p + 1) * d.cout,
+                                want.begin() + p * (d.cout + 1), [](float a, float b) {
+                                  return std::memcmp(&a, &b, sizeof a) == 0;
+                                });
+        }
+        EXPECT_EQ(differ, 0) << Describe(d) << " " << c.activation << " " << GemmPathName(path) << " threads "
+                             << pool->num_threads();
+      }
+    }
+  }
+  ASSERT_TRUE(SetGemmPath(original).ok());
 }
 
 // 4x4 ones, 3x3 ones, stride 2, SAME: out 2x2, pad_total 1, all of it at the bottom/right.
