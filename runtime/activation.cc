@@ -58,6 +58,47 @@ template <Activation A>
   }
 }
 
+// ApplyEpilogue with the activation a constant, and whether there is a bias and a residual.
+template <Activation A, bool kBias, bool kResidual>
+[[gnu::always_inline]] inline void EpilogueRows(const EpilogueBlock& e) {
+  for (int64_t r = 0; r < e.rows; ++r) {
+    const float* in = e.in + r * e.ld_in;
+    float* out = e.out + r * e.ld_out;
+    const float* res = kResidual ? e.residual + r * e.ldr : nullptr;
+    for (int64_t j = 0; j < e.cols; ++j) {
+      float v = in[j];
+      if constexpr (kBias) v += e.bias[j];
+      if constexpr (kResidual) v += res[j];
+      out[j] = ApplyActivation(A, v);
+    }
+  }
+}
+
+template <Activation A>
+[[gnu::always_inline]] inline void EpilogueFor(const EpilogueBlock& e) {
+  if (e.bias != nullptr) {
+    if (e.residual != nullptr) return EpilogueRows<A, true, true>(e);
+    return EpilogueRows<A, true, false>(e);
+  }
+  if (e.residual != nullptr) return EpilogueRows<A, false, true>(e);
+  EpilogueRows<A, false, false>(e);
+}
+
+[[gnu::always_inline]] inline void EpilogueAny(const EpilogueBlock& e) {
+  switch (e.activation) {
+    case Activation::kNone: return EpilogueFor<Activation::kNone>(e);
+    case Activation::kRelu: return EpilogueFor<Activation::kRelu>(e);
+    case Activation::kGelu: return EpilogueFor<Activation::kGelu>(e);
+    case Activation::kSigmoid: return EpilogueFor<Activation::kSigmoid>(e);
+    case Activation::kTanh: return EpilogueFor<Activation::kTanh>(e);
+    case Activation::kRelu6: return EpilogueFor<Activation::kRelu6>(e);
+    case Activation::kElu: return EpilogueFor<Activation::kElu>(e);
+    case Activation::kSelu: return EpilogueFor<Activation::kSelu>(e);
+    case Activation::kSilu: return EpilogueFor<Activation::kSilu>(e);
+    case Activation::kHardSwish: return EpilogueFor<Activation::kHardSwish>(e);
+  }
+}
+
 // Softmax of one row: its maximum, e^(x - max) summed in 16 lanes (then the lanes in order), each
 // divided by the sum. The lanes are in the source, not chosen by the compiler, so every
 // instruction set sums in the same order. A NaN anywhere makes the row NaN.
@@ -113,10 +154,12 @@ template <Activation A>
 struct Loops {
   void (*map)(Activation, const float*, float*, int64_t);
   void (*softmax)(const float*, float*, int64_t);
+  void (*epilogue)(const EpilogueBlock&);
 };
 
 void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(a, in, out, n); }
 void SoftmaxBaseline(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
+void EpilogueBaseline(const EpilogueBlock& e) { EpilogueAny(e); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // With FMA (which the AVX2 path requires, gemm_path.cc): ExpFloat's std::fma is an instruction.
@@ -132,18 +175,20 @@ __attribute__((target("avx512f,fma"))) void MapAvx512(Activation a, const float*
 __attribute__((target("avx512f,fma"))) void SoftmaxAvx512(const float* x, float* out, int64_t n) {
   SoftmaxRowAny(x, out, n);
 }
+__attribute__((target("avx2,fma"))) void EpilogueAvx2(const EpilogueBlock& e) { EpilogueAny(e); }
+__attribute__((target("avx512f,fma"))) void EpilogueAvx512(const EpilogueBlock& e) { EpilogueAny(e); }
 #endif
 
 Loops ChooseLoops() {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (ActiveGemmPath()) {
     case GemmPath::kAvx512:
-    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512};
-    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2};
+    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512, EpilogueAvx512};
+    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2};
     case GemmPath::kPortable: break;
   }
 #endif
-  return {MapBaseline, SoftmaxBaseline};
+  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline};
 }
 
 }  // namespace
@@ -151,6 +196,10 @@ Loops ChooseLoops() {
 void ApplyActivation(Activation a, const float* in, float* out, int64_t n) {
   if (a == Activation::kNone && in == out) return;
   ChooseLoops().map(a, in, out, n);
+}
+
+void ApplyEpilogue(const EpilogueBlock& block) {
+  if (block.rows > 0 && block.cols > 0) ChooseLoops().epilogue(block);
 }
 
 void SoftmaxRow(const float* x, float* out, int64_t n) {

@@ -172,6 +172,24 @@ inline T ApplyActivation(Activation a, T x) {
 void ApplyActivation(Activation a, std::span<float> values);
 void ApplyActivation(Activation a, const float* in, float* out, int64_t n);
 
+// The epilogue of a product (the matmul core's, FusedConv2D's, FusedMatMul's) over a block of
+// `rows` x `cols`: out = activation((in + bias) + residual), bias [cols] and residual (leading
+// dimension ldr) each when not null, in that order, one pass, vectorised like the activations;
+// `in` and `out` the same or not overlapping. One call for a block: per row the dispatch cost
+// as much as a 32-wide tile's SiLUs.
+struct EpilogueBlock {
+  const float* in = nullptr;
+  int64_t ld_in = 0;
+  float* out = nullptr;
+  int64_t ld_out = 0;
+  int64_t rows = 0, cols = 0;
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+  Activation activation = Activation::kNone;
+};
+void ApplyEpilogue(const EpilogueBlock& block);
+
 // Softmax over one row of n floats, `out` the same as `x` or not overlapping it: e^(x - max)
 // (ExpFloat) over the sum, vectorised like the activations and the same bits on every path.
 // A NaN anywhere in the row makes the whole row NaN; so do +inf and a row of all -inf.

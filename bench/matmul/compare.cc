@@ -3,7 +3,7 @@
 // One table per dtype and thread count; GFLOP/s, the fraction of the machine's measured peak,
 // the ratios the targets are stated in; then which targets pass.
 //
-//   bench_matmul_compare [--threads=1,2] [--dtypes=bf16,f32] [--shapes=all|plain|mlp|NAME,...]
+//   bench_matmul_compare [--threads=1,2] [--dtypes=bf16,f32] [--shapes=all|plain|mlp|pointwise|NAME,...]
 //                        [--min_time=0.2] [--warmup=0.15] [--batches=5] [--rounds=3] [--peak_time=0.6]
 //
 // bench/matmul/run_matmul_bench.sh builds and runs it; README.md there says how it measures.

@@ -1,6 +1,7 @@
 #include "bench/matmul/shapes.h"
 
 #include <cstdio>
+#include <tuple>
 
 namespace lockstep::bench {
 
@@ -33,6 +34,13 @@ std::vector<MatmulShape> MakeShapes() {
     // dW = X^T * dY, X stored [256, in] = [K, M]; dY is a gradient.
     shapes.push_back({prefix + ".dw", in, kBatch, out, true, false, false});
   }
+  // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
+  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products.
+  for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
+                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40}}) {
+    shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
+                      false, true});
+  }
   return shapes;
 }
 
@@ -61,8 +69,9 @@ std::optional<std::vector<MatmulShape>> SelectShapes(std::string_view list) {
     bool matched = false;
     for (size_t i = 0; i < AllShapes().size(); ++i) {
       const MatmulShape& shape = AllShapes()[i];
-      const bool mlp = shape.name.starts_with("mlp");
-      if (item == "all" || item == shape.name || (item == "mlp" && mlp) || (item == "plain" && !mlp)) {
+      const bool mlp = shape.name.starts_with("mlp"), pointwise = shape.name.starts_with("pw");
+      if (item == "all" || item == shape.name || (item == "mlp" && mlp) || (item == "pointwise" && pointwise) ||
+          (item == "plain" && !mlp && !pointwise)) {
         chosen[i] = true;
         matched = true;
       }
@@ -70,7 +79,7 @@ std::optional<std::vector<MatmulShape>> SelectShapes(std::string_view list) {
     if (!matched) {
       std::fprintf(stderr, "--shapes: unknown shape '%s'; known:", item.c_str());
       for (const MatmulShape& shape : AllShapes()) std::fprintf(stderr, " %s", shape.name.c_str());
-      std::fprintf(stderr, " (or mlp, plain, all)\n");
+      std::fprintf(stderr, " (or mlp, pointwise, plain, all)\n");
       return std::nullopt;
     }
   }
@@ -78,6 +87,13 @@ std::optional<std::vector<MatmulShape>> SelectShapes(std::string_view list) {
   std::vector<MatmulShape> shapes;
   for (size_t i = 0; i < AllShapes().size(); ++i) {
     if (chosen[i]) shapes.push_back(AllShapes()[i]);
+  }
+  // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
+  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products.
+  for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
+                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40}}) {
+    shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
+                      false, true});
   }
   return shapes;
 }

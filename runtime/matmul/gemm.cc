@@ -89,26 +89,35 @@ struct Call {
   uint64_t id;  // unique per Gemm call (see Scratch::a_call)
 };
 
-// One row of the epilogue, each step a separate float operation in the documented order so
-// that an unfused graph (MatMul, then BiasAdd, then the activation op) rounds identically.
-// `t` holds the dot products; it may be C's row itself (then beta is 0).
-void EpilogueRow(const GemmArgs& g, int64_t i, int64_t j0, int64_t nc, float* t) {
-  float* c = g.c + i * g.ldc + j0;
-  if (g.alpha != 1.0f) {
-    for (int64_t j = 0; j < nc; ++j) t[j] *= g.alpha;
+// The epilogue of rows [i, i + rows) and columns [j0, j0 + nc) of C, each step a separate float
+// operation in the documented order so that an unfused graph (MatMul, then BiasAdd, then the
+// activation op) rounds identically. `t` (leading dimension ldt) holds the dot products; it may
+// be C itself (then beta is 0).
+void EpilogueRows(const GemmArgs& g, int64_t i, int64_t rows, int64_t j0, int64_t nc, float* t, int64_t ldt) {
+  if (g.alpha != 1.0f || g.beta != 0.0f) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* tr = t + r * ldt;
+      const float* c = g.c + (i + r) * g.ldc + j0;
+      if (g.alpha != 1.0f) {
+        for (int64_t j = 0; j < nc; ++j) tr[j] *= g.alpha;
+      }
+      if (g.beta != 0.0f) {
+        for (int64_t j = 0; j < nc; ++j) tr[j] += g.beta * c[j];
+      }
+    }
   }
-  if (g.beta != 0.0f) {
-    for (int64_t j = 0; j < nc; ++j) t[j] += g.beta * c[j];
-  }
-  if (const float* bias = g.epilogue.bias) {
-    bias += j0;
-    for (int64_t j = 0; j < nc; ++j) t[j] += bias[j];
-  }
-  if (const float* res = g.epilogue.residual) {
-    res += i * g.epilogue.ldr + j0;
-    for (int64_t j = 0; j < nc; ++j) t[j] += res[j];
-  }
-  ApplyActivation(g.epilogue.activation, t, c, nc);
+  EpilogueBlock block;
+  block.in = t;
+  block.ld_in = ldt;
+  block.out = g.c + i * g.ldc + j0;
+  block.ld_out = g.ldc;
+  block.rows = rows;
+  block.cols = nc;
+  if (g.epilogue.bias != nullptr) block.bias = g.epilogue.bias + j0;
+  if (g.epilogue.residual != nullptr) block.residual = g.epilogue.residual + i * g.epilogue.ldr + j0;
+  block.ldr = g.epilogue.ldr;
+  block.activation = g.epilogue.activation;
+  ApplyEpilogue(block);
 }
 
 bool HasEpilogue(const GemmArgs& g) {
@@ -150,7 +159,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     float* zeros = scratch.t.Get<float>(cols);
     for (int64_t r = 0; r < rows; ++r) {
       std::fill(zeros, zeros + cols, 0.0f);
-      EpilogueRow(g, i0 + r, j0, cols, zeros);
+      EpilogueRows(g, i0 + r, 1, j0, cols, zeros, cols);
     }
     return;
   }
@@ -217,7 +226,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     if (direct && !epilogue) return;
     const int64_t j0 = q0 * kNr;
     const int64_t cols = std::min(g.n, q1 * kNr) - j0;
-    for (int64_t r = 0; r < valid; ++r) EpilogueRow(g, i + r, j0, cols, out + r * args.ldt);
+    EpilogueRows(g, i, valid, j0, cols, out, args.ldt);
   };
   const int64_t b_block_bytes = total_steps * (panel1 - panel0) * kNr * 4;
   if (strips == 1 || b_block_bytes <= kMaxSweptBBytes) {
@@ -261,7 +270,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       if (direct && !epilogue) continue;
       const int64_t j0 = q * kNr;
       const int64_t cols = std::min(g.n, j0 + kNr) - j0;
-      for (int64_t r = 0; r < rows; ++r) EpilogueRow(g, i0 + r, j0, cols, out + r * ld);
+      EpilogueRows(g, i0, rows, j0, cols, out, ld);
     }
   }
 }
@@ -379,7 +388,7 @@ void GemmSwapped(const GemmArgs& g, ThreadPool* pool) {
   float row[kNr / 2];
   for (int64_t i = 0; i < g.m; ++i) {
     for (int64_t j = 0; j < g.n; ++j) row[j] = ct[j * g.m + i];
-    EpilogueRow(g, i, 0, g.n, row);
+    EpilogueRows(g, i, 1, 0, g.n, row, g.n);
   }
 }
 
