@@ -139,8 +139,8 @@ RowsFn ChooseRows() {
 
 }  // namespace
 
-bool DirectConvApplies(const Geometry& g, int64_t cout) {
-  return g.c >= 1 && g.c <= kMaxCin && cout > 0 && cout % kLanes == 0;
+bool DirectConvApplies(int64_t cin, int64_t cout) {
+  return cin >= 1 && cin <= kMaxCin && cout > 0 && cout % kLanes == 0;
 }
 
 void DirectConv(const Geometry& g, int64_t cout, const float* in, const float* filter, const GemmEpilogue& epilogue,

@@ -22,9 +22,10 @@
 
 namespace lockstep {
 
-// Whether DirectConv takes a float32 convolution of this geometry with `cout` output channels:
-// at most 4 input channels, output channels a multiple of 16, no dilation.
-bool DirectConvApplies(const Geometry& g, int64_t cout);
+// Whether DirectConv takes a float32 convolution with `cin` input and `cout` output channels:
+// at most 4 in, a multiple of 16 out. It reads the filter as it is, so the session does not
+// pack such a filter for the Gemm (conv_ops.cc's PackFilter).
+bool DirectConvApplies(int64_t cin, int64_t cout);
 
 // out [N, OH, OW, Cout] = the convolution of `in` (NHWC, g's) with `filter` [KH, KW, Cin, Cout],
 // then `epilogue` (bias [Cout], residual of out's shape with leading dimension ldr = Cout,

@@ -335,7 +335,7 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
   const float* in = input.data<float>().data();
   float* po = out->mutable_data<float>().data();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(g, cout)) {
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(g.c, cout)) {
     DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
     return Status::Ok();
   }
@@ -425,6 +425,10 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
   if (input != 1 || !packable || filter.shape().rank() != 4) return std::shared_ptr<const PackedB>();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
+  // A stem's filter is read as it is (conv_direct.h).
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(f.dim(2), f.dim(3))) {
+    return std::shared_ptr<const PackedB>();
+  }
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
   return std::make_shared<const PackedB>(
       PackedB::Pack(filter.raw_data(), filter.dtype(), false, k, f.dim(3), f.dim(3), compute, pool));

@@ -318,6 +318,33 @@ TEST(Session, PacksConstantConvolutionFilters) {
   }
 }
 
+// A stem's filter (3 input channels, 16 output channels) runs without the Gemm (conv_direct.h):
+// the session leaves it unpacked and keeps its data, released or not.
+TEST(Session, KeepsStemFiltersUnpacked) {
+  std::mt19937 rng(5);
+  GraphBuilder g;
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 9, 9, 3});
+  Tensor filter = RandomTensor(Shape{3, 3, 3, 16}, rng);
+  const AttrMap attrs{{"padding", std::string("SAME")}, {"strides", std::vector<int64_t>{2, 2}}};
+  std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, attrs, "y");
+  g.AddSignature(OneInOneOut(x, Shape{-1, 9, 9, 3}, y, Shape{-1, 5, 5, 16}));
+  const Model model = std::move(g).Build();
+  Tensor in = RandomTensor(Shape{2, 9, 9, 3}, rng);
+  auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, attrs);
+  ASSERT_TRUE(want.ok());
+  for (bool release : {false, true}) {
+    SessionOptions options;
+    options.release_packed_weights = release;
+    auto session = MustCreate(model, options);
+    ASSERT_NE(session, nullptr);
+    EXPECT_EQ(session->packed_weight_bytes(), 0u);
+    EXPECT_NE(session->model().weights.at("f").raw_data(), nullptr);
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
+    EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
+  }
+}
+
 // A session with release_packed_weights, and whether each of `signatures` gives on `inputs`
 // bitwise what a session of the same model without it gives.
 std::unique_ptr<Session> ExpectReleasingChangesNoResult(const Model& model, std::span<const char* const> signatures,
