@@ -85,6 +85,8 @@ struct Call {
   const KernelTable& kernels;
   MatrixView a;
   const uint32_t* b;  // the whole packed op(B)
+  int64_t b_n;        // the columns of that packing (block offsets follow from it)
+  int64_t b_panel0;   // the panel op(B) starts at (GemmArgs::packed_b_col0)
   int64_t num_kb;
   uint64_t id;  // unique per Gemm call (see Scratch::a_call)
 };
@@ -211,7 +213,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
         const int64_t steps = set_k_block(kb);
         args.b_group_stride = panels * args.b_panel_stride;
         args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
-        args.b = call.b + PackedBBlockOffset(kb, g.n) + first_panel * args.b_panel_stride;
+        args.b = call.b + PackedBBlockOffset(kb, call.b_n) + (call.b_panel0 + first_panel) * args.b_panel_stride;
         args.t = out + (first_panel - q0) * kNr;
         fn(args);
       }
@@ -251,7 +253,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = set_k_block(kb);
         args.a_group_stride = steps * mr;
-        args.b = call.b + PackedBBlockOffset(kb, g.n) + q * args.b_panel_stride;
+        args.b = call.b + PackedBBlockOffset(kb, call.b_n) + (call.b_panel0 + q) * args.b_panel_stride;
         const uint32_t* a_block = ap + strips * mr * kb * kKcSteps;
         if (full_strips > 0) {
           args.groups = full_strips;
@@ -409,8 +411,10 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
   const uint32_t* b = g.packed_b != nullptr ? g.packed_b->words()
                                             : PackBForCall(g, bf16, parallel ? pool : nullptr);
   static std::atomic<uint64_t> calls{0};
-  Call call{g, bf16, kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b,
-            NumKBlocks(g.k, bf16), calls.fetch_add(1, std::memory_order_relaxed) + 1};
+  const int64_t b_n = g.packed_b != nullptr ? g.packed_b->n() : g.n;
+  const int64_t b_panel0 = g.packed_b != nullptr ? g.packed_b_col0 / kNr : 0;
+  Call call{g,   bf16,     kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b, b_n,
+            b_panel0, NumKBlocks(g.k, bf16), calls.fetch_add(1, std::memory_order_relaxed) + 1};
 
   const int64_t mr = kernels.mr;
   const int64_t m_strips = CeilDiv(g.m, mr);

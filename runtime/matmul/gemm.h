@@ -56,6 +56,9 @@ struct GemmArgs {
   // When set, op(B) comes from here (its k and n must match) and b, b_type, ldb and
   // transpose_b are not used.
   const PackedB* packed_b = nullptr;
+  // With packed_b: op(B) is its columns [packed_b_col0, packed_b_col0 + n), col0 a multiple of
+  // 32 (a panel), so that one packing holds several products' B side by side (Winograd's 16).
+  int64_t packed_b_col0 = 0;
   // Compute in bf16 even when both operands are float32, each rounded to nearest-even bf16 as
   // it is packed (mixed-precision training's weight gradients). With packed_b, the packed
   // matrix's compute type decides instead.

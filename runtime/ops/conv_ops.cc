@@ -37,6 +37,7 @@
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/conv_direct.h"
+#include "runtime/ops/conv_winograd.h"
 #include "runtime/ops/window.h"
 
 namespace lockstep {
@@ -235,32 +236,10 @@ Blocks ImageBlocks(const Geometry& g, int64_t threads, bool spread) {
   return b;
 }
 
-// Runs fn(block, gemm_pool) for every block: in parallel, one block per task and each Gemm on
-// its own thread, when there are enough blocks to share out; else one after the other, each
-// Gemm using the whole pool.
-template <typename Fn>
-void ForEachBlock(ThreadPool& pool, int64_t count, Fn fn) {
-  const int64_t threads = pool.num_threads();
-  if (threads > 1 && count >= threads) {
-    pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) fn(b, nullptr);
-    });
-  } else {
-    for (int64_t b = 0; b < count; ++b) fn(b, &pool);
-  }
-}
-
 // The products' compute type: bf16 for a bf16 filter or precision bfloat16, else float32.
 StatusOr<DType> ComputeType(const AttrMap& attrs, DType filter) {
   LS_ASSIGN_OR_RETURN(const bool bf16, ReadBf16Precision("Conv2D", attrs));
   return bf16 || filter == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat32;
-}
-
-// A per-thread scratch buffer that only grows.
-float* Scratch(int64_t floats) {
-  thread_local std::vector<float> scratch;
-  if (static_cast<int64_t>(scratch.size()) < floats) scratch.resize(static_cast<size_t>(floats));
-  return scratch.data();
 }
 
 // ---- float64: plain loops, for gradient checks ----
@@ -339,6 +318,22 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
     DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
     return Status::Ok();
   }
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 &&
+      WinogradApplies(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, cout)) {
+    const PackedB* packed = ctx.packed_input(1);
+    if (packed == nullptr) {
+      thread_local PackedB per_call;
+      PackWinogradFilter(filter.data<float>().data(), g.c, cout, per_call, &ctx.pool());
+      packed = &per_call;
+    }
+    if (packed->k() != g.c || packed->n() != WinogradPackedColumns(cout)) {
+      return Internal(std::string(op) + ": the packed filter is " + std::to_string(packed->k()) + " x " +
+                      std::to_string(packed->n()) + ", Winograd's needs " + std::to_string(g.c) + " x " +
+                      std::to_string(WinogradPackedColumns(cout)));
+    }
+    WinogradConv(g, cout, in, *packed, epilogue, po, ctx.pool());
+    return Status::Ok();
+  }
   // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
   // if it is a constant, else once here for all the blocks below.
   const PackedB* packed = ctx.packed_input(1);
@@ -381,7 +376,7 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
   ForEachBlock(ctx.pool(), count, [&](int64_t block, ThreadPool* pool) {
     const int64_t row0 = block * block_rows;
     const int64_t m = std::min(block_rows, rows - row0);
-    float* col = Scratch(m * kdim);
+    float* col = ThreadScratch(m * kdim);
     Im2Col(g, in, row0, m, col);
     GemmArgs args = gemm;
     args.m = m;
@@ -425,9 +420,17 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
   if (input != 1 || !packable || filter.shape().rank() != 4) return std::shared_ptr<const PackedB>();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
-  // A stem's filter is read as it is (conv_direct.h).
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(f.dim(2), f.dim(3))) {
-    return std::shared_ptr<const PackedB>();
+  // A stem's filter is read as it is (conv_direct.h); a Winograd layer's is transformed first.
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32) {
+    if (DirectConvApplies(f.dim(2), f.dim(3))) return std::shared_ptr<const PackedB>();
+    LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+    LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair("Conv2D", attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
+    if (WinogradApplies(f.dim(0), f.dim(1), strides.first, strides.second, dilations.first, dilations.second, f.dim(2),
+                        f.dim(3))) {
+      auto packed = std::make_shared<PackedB>();
+      PackWinogradFilter(filter.data<float>().data(), f.dim(2), f.dim(3), *packed, pool);
+      return std::shared_ptr<const PackedB>(std::move(packed));
+    }
   }
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
   return std::make_shared<const PackedB>(
@@ -468,7 +471,7 @@ Status InputGradient(KernelContext& ctx, std::string_view op, const Tensor& dy, 
     const int64_t images = std::min(blocks.images_per_block, g.n - image0);
     const int64_t row0 = image0 * g.pixels_per_image();
     const int64_t m = images * g.pixels_per_image();
-    float* dcol = Scratch(m * kdim);
+    float* dcol = ThreadScratch(m * kdim);
     GemmArgs args;
     args.m = m;
     args.n = kdim;
@@ -530,7 +533,7 @@ Status BackpropFilterKernel(KernelContext& ctx) {
   for (int64_t block = 0; block < blocks.count; ++block) {
     const int64_t row0 = block * blocks.rows(g);
     const int64_t m = std::min(blocks.rows(g), rows - row0);
-    float* col = Scratch(m * kdim);
+    float* col = ThreadScratch(m * kdim);
     Im2Col(g, in, row0, m, col);
     GemmArgs args;
     args.transpose_a = true;  // col is [m, kdim]: op(A) = colᵀ

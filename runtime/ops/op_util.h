@@ -17,6 +17,7 @@
 #include "runtime/op_registry.h"
 #include "runtime/shape.h"
 #include "runtime/status.h"
+#include "runtime/thread_pool.h"
 
 namespace lockstep {
 
@@ -25,6 +26,30 @@ namespace lockstep {
 inline constexpr int64_t kElementGrain = 16 * 1024;
 
 inline std::string Str(std::string_view s) { return std::string(s); }
+
+// A per-thread scratch buffer of at least `floats` floats that only grows (a kernel's
+// im2col block or transformed tiles: no allocation once warm).
+inline float* ThreadScratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < floats) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
+}
+
+// Runs fn(block, gemm_pool) for every block in [0, count): in parallel, one block per task and
+// each Gemm on its own thread (gemm_pool null), when there are enough blocks to share out;
+// else one after the other, each Gemm using the whole pool. Either way each block is computed
+// the same, so the result does not depend on the thread count.
+template <typename Fn>
+void ForEachBlock(ThreadPool& pool, int64_t count, Fn fn) {
+  const int64_t threads = pool.num_threads();
+  if (threads > 1 && count >= threads) {
+    pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) fn(b, nullptr);
+    });
+  } else {
+    for (int64_t b = 0; b < count; ++b) fn(b, &pool);
+  }
+}
 
 // "[1,-1,3]" for messages about int lists (Shape::ToString for shapes).
 inline std::string IntsString(std::span<const int64_t> values) {

@@ -98,6 +98,10 @@ TEST(OpsConvTest, Conv2DMatchesReference) {
       {1, 5, 5, 0, 3, 3, 4, 1, 1, true},     // no input channels: zeros
       {2, 30, 30, 8, 3, 3, 16, 1, 1, true},  // several im2col blocks
       {2, 9, 10, 3, 3, 3, 32, 2, 2, true},   {1, 11, 9, 1, 7, 7, 16, 2, 1, true},  // direct (stems)
+      // Winograd F(2x2, 3x3) (conv_winograd.h): within the direct form's bound (measured: under
+      // 1 % of it), partial tiles at the bottom and right edges, less than a tile.
+      {1, 9, 11, 32, 3, 3, 32, 1, 1, true},  {2, 8, 8, 48, 3, 3, 40, 1, 1, false},
+      {1, 5, 6, 64, 3, 3, 96, 1, 1, true},   {1, 1, 2, 33, 3, 3, 35, 1, 1, true},
   };
   uint64_t seed = 1;
   for (const ForwardConvCase& c : cases) {
@@ -198,6 +202,47 @@ TEST(OpsConvTest, FewInputChannelsRunDirectlyToTheGemmsBits) {
     }
   }
   ASSERT_TRUE(SetGemmPath(original).ok());
+}
+
+// 3x3 stride-1 layers of 32 to 256 channels run as Winograd F(2x2, 3x3) (conv_winograd.h;
+// Conv2DMatchesReference has its accuracy): the same bits on any thread count and batch size,
+// and FusedConv2D's epilogue the same bits as Conv2D, BiasAdd, Add and the activation one after
+// another.
+TEST(OpsConvTest, WinogradLayersAreIndependentOfThreadsAndBatch) {
+  const ForwardConvCase d{3, 13, 10, 64, 3, 3, 64, 1, 1, true};
+  Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 31);
+  Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 32);
+  ThreadPool one(1), three(3);
+  const Tensor a = op_test::RunOn(one, "Conv2D", {input, filter}, ConvAttrs(d));
+  EXPECT_TRUE(a.BitwiseEqual(op_test::RunOn(three, "Conv2D", {input, filter}, ConvAttrs(d))));
+  // The second image alone.
+  const auto x = input.data<float>();
+  const int64_t image = d.h * d.w * d.cin;
+  Tensor second = Tensor::FromVector<float>({1, d.h, d.w, d.cin}, std::vector<float>(x.begin() + image, x.begin() + 2 * image));
+  const Tensor alone = op_test::RunOn(three, "Conv2D", {second, filter}, ConvAttrs(d));
+  const auto y = a.data<float>(), z = alone.data<float>();
+  const int64_t out_image = alone.num_elements();
+  EXPECT_TRUE(std::equal(z.begin(), z.end(), y.begin() + out_image, [](float p, float q) {
+    return std::memcmp(&p, &q, sizeof p) == 0;
+  }));
+}
+
+TEST(OpsConvTest, WinogradEpilogueIsTheUnfusedOpsBits) {
+  const ForwardConvCase d{2, 7, 9, 32, 3, 3, 48, 1, 1, true};
+  Tensor input = RandomTensor({d.n, d.h, d.w, d.cin}, 41);
+  Tensor filter = RandomTensor({d.kh, d.kw, d.cin, d.cout}, 42);
+  Tensor bias = RandomTensor({d.cout}, 43);
+  Tensor residual = RandomTensor({d.n, d.h, d.w, d.cout}, 44);
+  for (const char* activation : {"relu", "silu"}) {
+    AttrMap attrs = ConvAttrs(d);
+    attrs.Set("activation", std::string(activation));
+    const Tensor fused = RunOk("FusedConv2D", {input, filter, bias, residual}, attrs).at(0);
+    Tensor step = RunOk("Conv2D", {input, filter}, ConvAttrs(d)).at(0);
+    step = RunOk("BiasAdd", {step, bias}).at(0);
+    step = RunOk("Add", {step, residual}).at(0);
+    step = RunOk(std::string(activation) == "relu" ? "Relu" : "Silu", {step}).at(0);
+    EXPECT_TRUE(fused.BitwiseEqual(step)) << activation;
+  }
 }
 
 // 4x4 ones, 3x3 ones, stride 2, SAME: out 2x2, pad_total 1, all of it at the bottom/right.

@@ -293,56 +293,57 @@ TEST(Session, PacksEachConstantWeightOnceForAllSignatures) {
   EXPECT_TRUE(out[0].tensor.BitwiseEqual(want));
 }
 
-TEST(Session, PacksConstantConvolutionFilters) {
-  std::mt19937 rng(4);
+// A session of one Conv2D with a constant filter, released (release_packed_weights) or not:
+// how many bytes it packs, whether the filter keeps its data, and that its answer on a batch of
+// two is RunOp's (which packs per call), bit for bit.
+void ExpectConstantFilterPacking(const Shape& image, const Shape& filter_shape, const AttrMap& attrs,
+                                 size_t packed_bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
   GraphBuilder g;
-  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 6, 3});
-  Tensor filter = RandomTensor(Shape{3, 3, 3, 8}, rng);
-  std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, {{"padding", std::string("SAME")}}, "y");
-  g.AddSignature(OneInOneOut(x, Shape{-1, 6, 6, 3}, y, Shape{-1, 6, 6, 8}));
-  const Model model = std::move(g).Build();
-  Tensor in = RandomTensor(Shape{2, 6, 6, 3}, rng);
-  auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, {{"padding", std::string("SAME")}});
+  Shape batch_image = image;
+  batch_image.set_dim(0, -1);
+  std::string x = g.Input("x", DType::kFloat32, batch_image);
+  Tensor filter = RandomTensor(filter_shape, rng);
+  std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, attrs, "y");
+  Tensor in = RandomTensor(image, rng);
+  auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, attrs);
   ASSERT_TRUE(want.ok());
-  // Released or not (release_packed_weights), the filter is read packed.
+  Shape batch_out = (*want)[0].shape();
+  batch_out.set_dim(0, -1);
+  g.AddSignature(OneInOneOut(x, batch_image, y, batch_out));
+  const Model model = std::move(g).Build();
   for (bool release : {false, true}) {
     SessionOptions options;
     options.release_packed_weights = release;
     auto session = MustCreate(model, options);
     ASSERT_NE(session, nullptr);
-    EXPECT_EQ(session->packed_weight_bytes(), 27 * 32 * sizeof(float));
-    EXPECT_EQ(session->model().weights.at("f").raw_data() == nullptr, release);
+    EXPECT_EQ(session->packed_weight_bytes(), packed_bytes);
+    // Released, a filter read only packed loses its data; one read as it is keeps it.
+    EXPECT_EQ(session->model().weights.at("f").raw_data() == nullptr, release && packed_bytes > 0);
     std::vector<NamedTensor> out;
     ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
     EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
   }
 }
 
+// The Gemm's packing, [KH * KW * Cin, Cout] with Cout in panels of 32.
+TEST(Session, PacksConstantConvolutionFilters) {
+  ExpectConstantFilterPacking(Shape{2, 6, 6, 3}, Shape{3, 3, 3, 8}, {{"padding", std::string("SAME")}},
+                              27 * 32 * sizeof(float), 4);
+}
+
 // A stem's filter (3 input channels, 16 output channels) runs without the Gemm (conv_direct.h):
-// the session leaves it unpacked and keeps its data, released or not.
+// the session leaves it unpacked and keeps its data.
 TEST(Session, KeepsStemFiltersUnpacked) {
-  std::mt19937 rng(5);
-  GraphBuilder g;
-  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 9, 9, 3});
-  Tensor filter = RandomTensor(Shape{3, 3, 3, 16}, rng);
-  const AttrMap attrs{{"padding", std::string("SAME")}, {"strides", std::vector<int64_t>{2, 2}}};
-  std::string y = g.Op("Conv2D", {x, g.Const("f", filter)}, attrs, "y");
-  g.AddSignature(OneInOneOut(x, Shape{-1, 9, 9, 3}, y, Shape{-1, 5, 5, 16}));
-  const Model model = std::move(g).Build();
-  Tensor in = RandomTensor(Shape{2, 9, 9, 3}, rng);
-  auto want = RunOp("Conv2D", std::vector<Tensor>{in, filter}, attrs);
-  ASSERT_TRUE(want.ok());
-  for (bool release : {false, true}) {
-    SessionOptions options;
-    options.release_packed_weights = release;
-    auto session = MustCreate(model, options);
-    ASSERT_NE(session, nullptr);
-    EXPECT_EQ(session->packed_weight_bytes(), 0u);
-    EXPECT_NE(session->model().weights.at("f").raw_data(), nullptr);
-    std::vector<NamedTensor> out;
-    ASSERT_TRUE(session->Run("serving_default", std::vector<NamedTensor>{{"x", in}}, &out).ok());
-    EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0])) << release;
-  }
+  ExpectConstantFilterPacking(Shape{2, 9, 9, 3}, Shape{3, 3, 3, 16},
+                              {{"padding", std::string("SAME")}, {"strides", std::vector<int64_t>{2, 2}}}, 0, 5);
+}
+
+// A Winograd layer's filter (3x3, stride 1, 32 channels) is packed transformed: 16 products'
+// B side by side, 32 x (16 x 32) floats.
+TEST(Session, PacksWinogradFiltersTransformed) {
+  ExpectConstantFilterPacking(Shape{2, 6, 7, 32}, Shape{3, 3, 32, 32}, {{"padding", std::string("SAME")}},
+                              32 * 16 * 32 * sizeof(float), 6);
 }
 
 // A session with release_packed_weights, and whether each of `signatures` gives on `inputs`
