@@ -153,7 +153,7 @@ Transforms ChooseTransforms() {
 bool WinogradApplies(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t cin,
                      int64_t cout) {
   return kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && cin >= 32 && cout >= 32 &&
-         cin * cout <= 256 * 256;
+         cin * cout <= 512 * 512;
 }
 
 int64_t WinogradPackedColumns(int64_t cout) { return kTiles * PaddedCout(cout); }
