@@ -318,12 +318,11 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
     DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
     return Status::Ok();
   }
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 &&
-      WinogradApplies(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, cout)) {
+  if (WinogradApplies(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, cout)) {
     const PackedB* packed = ctx.packed_input(1);
     if (packed == nullptr) {
       thread_local PackedB per_call;
-      PackWinogradFilter(filter.data<float>().data(), g.c, cout, per_call, &ctx.pool());
+      PackWinogradFilter(filter.raw_data(), filter.dtype(), g.c, cout, compute, per_call, &ctx.pool());
       packed = &per_call;
     }
     if (packed->k() != g.c || packed->n() != WinogradPackedColumns(cout)) {
@@ -421,16 +420,16 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
   // A stem's filter is read as it is (conv_direct.h); a Winograd layer's is transformed first.
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32) {
-    if (DirectConvApplies(f.dim(2), f.dim(3))) return std::shared_ptr<const PackedB>();
-    LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
-    LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair("Conv2D", attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
-    if (WinogradApplies(f.dim(0), f.dim(1), strides.first, strides.second, dilations.first, dilations.second, f.dim(2),
-                        f.dim(3))) {
-      auto packed = std::make_shared<PackedB>();
-      PackWinogradFilter(filter.data<float>().data(), f.dim(2), f.dim(3), *packed, pool);
-      return std::shared_ptr<const PackedB>(std::move(packed));
-    }
+  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(f.dim(2), f.dim(3))) {
+    return std::shared_ptr<const PackedB>();
+  }
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair("Conv2D", attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
+  if (WinogradApplies(f.dim(0), f.dim(1), strides.first, strides.second, dilations.first, dilations.second, f.dim(2),
+                      f.dim(3))) {
+    auto packed = std::make_shared<PackedB>();
+    PackWinogradFilter(filter.raw_data(), filter.dtype(), f.dim(2), f.dim(3), compute, *packed, pool);
+    return std::shared_ptr<const PackedB>(std::move(packed));
   }
   const int64_t k = f.dim(0) * f.dim(1) * f.dim(2);
   return std::make_shared<const PackedB>(

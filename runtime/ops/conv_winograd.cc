@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/activation.h"
+#include "runtime/bfloat16.h"
 #include "runtime/matmul/gemm_path.h"
 #include "runtime/ops/op_util.h"
 
@@ -158,14 +159,21 @@ bool WinogradApplies(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
 
 int64_t WinogradPackedColumns(int64_t cout) { return kTiles * PaddedCout(cout); }
 
-void PackWinogradFilter(const float* filter, int64_t cin, int64_t cout, PackedB& into, ThreadPool* pool) {
+void PackWinogradFilter(const void* filter, DType filter_type, int64_t cin, int64_t cout, DType compute,
+                        PackedB& into, ThreadPool* pool) {
   const int64_t cols = WinogradPackedColumns(cout), padded = PaddedCout(cout);
   std::vector<float> u(static_cast<size_t>(cin * cols), 0.0f);
   for (int64_t ci = 0; ci < cin; ++ci) {
     for (int64_t co = 0; co < cout; ++co) {
       float g[3][3];
       for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j) g[i][j] = filter[((i * 3 + j) * cin + ci) * cout + co];
+        for (int j = 0; j < 3; ++j) {
+          const int64_t at = ((i * 3 + j) * cin + ci) * cout + co;
+          float v = filter_type == DType::kBFloat16 ? Bfloat16ToFloat(static_cast<const bfloat16*>(filter)[at])
+                                                    : static_cast<const float*>(filter)[at];
+          if (compute == DType::kBFloat16) v = Bfloat16ToFloat(FloatToBfloat16(v));
+          g[i][j] = v;
+        }
       }
       // G g: rows.
       float t[4][3];
@@ -183,7 +191,7 @@ void PackWinogradFilter(const float* filter, int64_t cin, int64_t cout, PackedB&
       }
     }
   }
-  into.Repack(u.data(), DType::kFloat32, false, cin, cols, cols, DType::kFloat32, pool);
+  into.Repack(u.data(), DType::kFloat32, false, cin, cols, cols, compute, pool);
 }
 
 void WinogradConv(const Geometry& g, int64_t cout, const float* in, const PackedB& packed,

@@ -1,4 +1,4 @@
-// A float32 3x3 convolution at stride 1 by Winograd's minimal filtering F(2x2, 3x3): each 2x2
+// A 3x3 convolution at stride 1 by Winograd's minimal filtering F(2x2, 3x3): each 2x2
 // block of output pixels from a 4x4 block of input, with 16 products per channel pair where
 // the direct form takes 36, so 2.25 times fewer multiply-adds. Internal to runtime/ops/
 // (conv_ops.cc calls it for ResNet-style 3x3 layers).
@@ -26,7 +26,7 @@
 
 namespace lockstep {
 
-// Whether a float32 convolution with this filter ([KH, KW, Cin, Cout]), strides and dilations
+// Whether a convolution with this filter ([KH, KW, Cin, Cout]), strides and dilations
 // runs as Winograd F(2x2, 3x3): 3x3, stride 1, no dilation, 32 or more input and output
 // channels, and at most 512 x 512 of them (the widest measured: ResNet-50's last stage, 7 x 7
 // pixels, where the transformed filter's 16 / 9 more bytes weigh most, still gained 17 %).
@@ -36,9 +36,13 @@ bool WinogradApplies(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
 // The columns a packed transformed filter has: 16 x Cout rounded up to a panel.
 int64_t WinogradPackedColumns(int64_t cout);
 
-// Transforms filter [3, 3, Cin, Cout] to U and packs it for the Gemm into `into` (in place when
-// the size allows).
-void PackWinogradFilter(const float* filter, int64_t cin, int64_t cout, PackedB& into, ThreadPool* pool);
+// Transforms filter [3, 3, Cin, Cout] (float32 or bfloat16, `filter_type`) to U in float32 and
+// packs it for the Gemm into `into` (in place when the size allows), for products in `compute`:
+// kFloat32, or kBFloat16 (a bf16 filter, or precision "bfloat16"): then the filter is first
+// rounded to bf16 as the direct form rounds it, so that both ways give the same U, and U and the
+// transformed input are rounded to bf16 for the products.
+void PackWinogradFilter(const void* filter, DType filter_type, int64_t cin, int64_t cout, DType compute,
+                        PackedB& into, ThreadPool* pool);
 
 // out [N, OH, OW, Cout] = the convolution of `in` (NHWC, g's) with the filter `packed` by
 // PackWinogradFilter, then `epilogue` (bias, residual of out's shape with ldr = Cout,

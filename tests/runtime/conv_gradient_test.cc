@@ -166,6 +166,25 @@ TEST(ConvGradients, Bf16FiltersAndBf16PrecisionAgree) {
     EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
     EXPECT_FALSE(a.value()[0].BitwiseEqual(full.value()[0]));
   }
+  // The same for a layer that runs as Winograd F(2x2, 3x3) (conv_winograd.h: the filter rounded
+  // to bf16 before its transform either way), close to the float32 products.
+  const Tensor wx = op_test::RandomTensor(Shape{2, 7, 6, 32}, 4);
+  const Tensor wf = op_test::RandomTensor(Shape{3, 3, 32, 32}, 5);
+  StatusOr<std::vector<Tensor>> wf16 = RunOp("Cast", std::vector<Tensor>{wf}, AttrMap{{"dtype", DType::kBFloat16}});
+  ASSERT_TRUE(wf16.ok());
+  StatusOr<std::vector<Tensor>> a = RunOp("Conv2D", std::vector<Tensor>{wx, wf16.value()[0]}, fp32);
+  StatusOr<std::vector<Tensor>> b = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, bf16);
+  StatusOr<std::vector<Tensor>> full = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, fp32);
+  ASSERT_TRUE(a.ok() && b.ok() && full.ok());
+  EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
+  const auto got = b.value()[0].data<float>(), want = full.value()[0].data<float>();
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  }
+  EXPECT_GT(worst, 0.0);
+  EXPECT_LT(worst, 0.02 * scale);  // bf16 keeps 8 bits: a 288-term sum stays within 2 %
 }
 
 TEST(ConvGradients, MaxPoolSendsATiedWindowsGradientToItsFirstElement) {
