@@ -6,6 +6,7 @@
 // Rows are independent: they run in parallel, each summed in one order.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
@@ -37,14 +38,49 @@ StatusOr<std::vector<TensorSpec>> InferLayerNormalizeGrad(const ShapeInferenceCo
   return Single(ctx.inputs[1].dtype, ctx.inputs[1].shape);
 }
 
+// Over a row, the sum of x[i] or (kSquares) of (x[i] - mean)^2, in 16 lanes (element i in lane
+// i % 16), then the lanes in order: one fixed order on every instruction set and thread count,
+// and vector adds rather than one dependent add an element (a BERT's or a ViT's 768-wide rows
+// ran at 1.7 ns an element).
+template <typename T>
+struct SixteenLanes;
+template <>
+struct SixteenLanes<float> {
+  using type = float __attribute__((vector_size(64)));
+};
+template <>
+struct SixteenLanes<double> {
+  using type = double __attribute__((vector_size(128)));
+};
+
+template <bool kSquares, typename T>
+T LaneSum(const T* x, int64_t d, T mean) {
+  constexpr int64_t kL = 16;
+  using Lanes = typename SixteenLanes<T>::type;
+  Lanes acc = {};
+  int64_t i = 0;
+  for (; i + kL <= d; i += kL) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof v);
+    if constexpr (kSquares) {
+      v -= mean;
+      v *= v;
+    }
+    acc += v;
+  }
+  T lanes[kL];
+  std::memcpy(lanes, &acc, sizeof lanes);
+  for (; i < d; ++i) lanes[i % kL] += kSquares ? (x[i] - mean) * (x[i] - mean) : x[i];
+  T sum = 0;
+  for (int64_t l = 0; l < kL; ++l) sum += lanes[l];
+  return sum;
+}
+
 // Mean and 1 / sqrt(var + epsilon) of one row.
 template <typename T>
 std::pair<T, T> RowMoments(const T* x, int64_t d, T epsilon) {
-  T sum = 0;
-  for (int64_t i = 0; i < d; ++i) sum += x[i];
-  const T mean = sum / static_cast<T>(d);
-  T sq = 0;
-  for (int64_t i = 0; i < d; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const T mean = LaneSum<false>(x, d, T(0)) / static_cast<T>(d);
+  const T sq = LaneSum<true>(x, d, mean);
   return {mean, T(1) / std::sqrt(sq / static_cast<T>(d) + epsilon)};
 }
 
