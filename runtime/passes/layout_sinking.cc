@@ -14,6 +14,9 @@
 // reduced, but a sum (Mean, Sum) then adds them in the order they lie in the untransposed
 // value, so its bits may differ in the last place; Max and Min give the same bits.
 //
+// A Transpose that only feeds a BatchMatMul operand folds into the product's transpose flag as
+// far as it swaps the last two axes (FoldTransposeIntoProduct).
+//
 // A rewrite never adds a copy: a Transpose (a copy) moves below a unary op or Pad only when that
 // op alone reads it, below a binary op only when one of its two Transposes is read by it alone;
 // a Reshape (an alias, free) moves freely. An Add of a constant row to a value of that width is
@@ -64,6 +67,8 @@ class Sinker {
         done = SinkPad(i);
       } else if (kReductionOps.count(op) > 0 && arity == 1) {
         done = SinkReduction(i);
+      } else if (op == "BatchMatMul" && arity == 2) {
+        done = FoldTransposeIntoProduct(i);
       }
       if (done) {
         changed = true;
@@ -339,6 +344,36 @@ class Sinker {
     Rewrite(i, {source}, x.node);
     model_.graph.nodes[i].attrs = AttrMap{{"perm", after}};
     return true;
+  }
+
+  // A BatchMatMul operand that a Transpose makes by moving the innermost axis to the second
+  // last place (attention's K^T: [S, H, D] -> [H, D, S], a tile-by-tile copy) reads instead the
+  // Transpose that keeps the innermost axis ([S, H, D] -> [H, S, D], whole rows), or x itself,
+  // with the product's transpose flag for that operand flipped. The Gemm packs an operand the
+  // same whichever way it is stored: the same bits.
+  bool FoldTransposeIntoProduct(int i) {
+    for (int k = 0; k < 2; ++k) {
+      const ValueId x = a_.inputs[i][static_cast<size_t>(k)];
+      if (!Movable(x, false) || !IsTranspose(x.node)) continue;
+      std::vector<int64_t> perm = PermOf(x.node);
+      const size_t r = perm.size();
+      if (r < 2 || perm[r - 2] != static_cast<int64_t>(r) - 1) continue;
+      std::swap(perm[r - 2], perm[r - 1]);
+      bool identity = true;
+      for (size_t d = 0; d < r; ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
+      NodeDef& node = model_.graph.nodes[i];
+      const char* flag = k == 0 ? "transpose_a" : "transpose_b";
+      StatusOr<bool> transposed = node.attrs.GetBoolOr(flag, false);
+      if (!transposed.ok()) continue;
+      node.attrs.Set(flag, !*transposed);
+      if (identity) {
+        node.inputs[static_cast<size_t>(k)] = Node(x.node).inputs[0];
+      } else {
+        model_.graph.nodes[x.node].attrs.Set("perm", perm);
+      }
+      return true;
+    }
+    return false;
   }
 
   // Reshape of a Reshape is the second Reshape of the first's input (for a target that does not

@@ -514,6 +514,37 @@ TEST(Passes, AResidualAddFusesIntoTheConvolutionBeforeItsActivation) {
 
 // A Transpose that something else reads too stays where it is: moving the op below it would
 // add a Transpose, not remove one. A transposed value that is a signature output stays one.
+// Attention's K^T: a Transpose moving K's innermost axis to the second last place, read only
+// by the product, becomes one keeping it (rows copied, not tiles) and the product's
+// transpose_b; one that only swaps the last two axes goes altogether (here on the left operand).
+// The same bits either way.
+TEST(Passes, TransposesFoldIntoBatchMatMulFlags) {
+  GraphBuilder g;
+  std::string q = g.Input("q", DType::kFloat32, Shape{2, 5, 3});
+  std::string k = g.Input("k", DType::kFloat32, Shape{5, 2, 3});
+  std::string kt = g.Op("Transpose", {k}, AttrMap{{"perm", std::vector<int64_t>{1, 2, 0}}}, "kt");  // [2, 3, 5]
+  std::string scores = g.Op("BatchMatMul", {q, kt}, {}, "scores");                                   // [2, 5, 5]
+  std::string st = g.Op("Transpose", {scores}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1}}}, "st");
+  std::string y = g.Op("BatchMatMul", {st, q}, {}, "y");  // [2, 5, 3]
+  g.AddSignature({"serving_default",
+                  "",
+                  {{"q", q, DType::kFloat32, Shape{2, 5, 3}}, {"k", k, DType::kFloat32, Shape{5, 2, 3}}},
+                  {{"y", y, DType::kFloat32, Shape{2, 5, 3}}}});
+  const Model model = std::move(g).Build();
+  Model m = model;
+  ASSERT_TRUE(SinkLayoutChanges(m).ok());
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  ASSERT_NE(m.graph.FindNode("kt"), nullptr);
+  EXPECT_EQ(m.graph.FindNode("kt")->attrs.GetInts("perm").value()[2], 2);  // keeps the innermost axis
+  EXPECT_TRUE(m.graph.FindNode("scores")->attrs.GetBoolOr("transpose_b", false).value());
+  EXPECT_EQ(m.graph.FindNode("st"), nullptr);
+  EXPECT_TRUE(m.graph.FindNode("y")->attrs.GetBoolOr("transpose_a", false).value());
+  EXPECT_EQ(CountOps(m, "Transpose"), 1);
+  const std::vector<NamedTensor> inputs = {{"q", RandomTensor(Shape{2, 5, 3}, 1)}, {"k", RandomTensor(Shape{5, 2, 3}, 2)}};
+  ThreadPool one(1), three(3);
+  ExpectOptimisedIsPlain(model, inputs, {&one, &three});
+}
+
 TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
   GraphBuilder g;
   std::string x = g.Input("x", DType::kFloat32, Shape{-1, 2, 3});
