@@ -116,21 +116,53 @@ StatusOr<Tensor*> SumDown(KernelContext& ctx, std::string_view op, const Tensor&
     const T* px = x.data<T>().data();
     if (runs && x.num_elements() > 0 && runs->outer * runs->inner == width) {
       const int64_t inner = runs->inner, middle = runs->middle;
-      for (int64_t o = 0; o < runs->outer; ++o) {
-        T* __restrict to = po + o * inner;
-        const T* from = px + o * middle * inner;
-        if (inner == 1) {
+      if (inner == 1) {
+        for (int64_t o = 0; o < runs->outer; ++o) {
           T sum = T(0);
-          for (int64_t m = 0; m < middle; ++m) sum += from[m];
-          *to = sum;
-          continue;
+          for (int64_t m = 0; m < middle; ++m) sum += px[o * middle + m];
+          po[o] = sum;
         }
-        std::fill(to, to + inner, T(0));
-        for (int64_t m = 0; m < middle; ++m) {
-          const T* __restrict row = from + m * inner;
-          for (int64_t j = 0; j < inner; ++j) to[j] += row[j];
-        }
+        return Status::Ok();
       }
+      // Columns [j0, j0 + 64) of one outer index at a time (then 32, 16, and the rest), their
+      // sums kept in a local array (registers) down all the middle rows rather than loaded and
+      // stored each row; in parallel when the sum is large (a batch's global pooling).
+      constexpr int64_t kChunk = 64;
+      const int64_t chunks = (inner + kChunk - 1) / kChunk;
+      auto columns = [&]<int64_t kWidth>(const T* from, T* to) {
+        T acc[kWidth] = {};
+        for (int64_t m = 0; m < middle; ++m) {
+          for (int64_t j = 0; j < kWidth; ++j) acc[j] += from[m * inner + j];
+        }
+        std::copy(acc, acc + kWidth, to);
+      };
+      auto sum_chunks = [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          const int64_t o = c / chunks, j0 = c % chunks * kChunk;
+          const T* from = px + o * middle * inner + j0;
+          T* to = po + o * inner + j0;
+          const int64_t len = std::min(kChunk, inner - j0);
+          int64_t j = 0;
+          if (len == 64) {
+            columns.template operator()<64>(from, to);
+            continue;
+          }
+          if (len - j >= 32) {
+            columns.template operator()<32>(from + j, to + j);
+            j += 32;
+          }
+          if (len - j >= 16) {
+            columns.template operator()<16>(from + j, to + j);
+            j += 16;
+          }
+          for (; j < len; ++j) {
+            T sum = T(0);
+            for (int64_t m = 0; m < middle; ++m) sum += from[m * inner + j];
+            to[j] = sum;
+          }
+        }
+      };
+      ctx.pool().ParallelFor(runs->outer * chunks, std::max<int64_t>(1, kElementGrain / (middle * kChunk)), sum_chunks);
       return Status::Ok();
     }
     std::fill(po, po + width, T(0));
