@@ -104,7 +104,14 @@ void RunPlan(const BroadcastPlan<N>& plan, ThreadPool& pool, const RowFn& row) {
 template <typename A, typename B, typename Out, typename F>
 void BinaryRow(const A* a, bool a_step, const B* b, bool b_step, Out* out, int64_t n, const F& f) {
   if (a_step && b_step) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    // Blocks of 16 first, a fixed-length loop: rows as short as a squeeze-and-excitation's
+    // channels (32 of them, a row per pixel) paid more for the general loop's set-up than for
+    // their elements.
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      for (int64_t l = 0; l < 16; ++l) out[i + l] = f(a[i + l], b[i + l]);
+    }
+    for (; i < n; ++i) out[i] = f(a[i], b[i]);
   } else if (a_step) {
     const B y = *b;
     for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], y);
