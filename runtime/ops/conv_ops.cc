@@ -20,6 +20,12 @@
 // accumulation, and the filter's gradient float32). float64 input and filter (gradient checks
 // only) run plain loops over the same windows.
 //
+// Two forward layers take other ways: a stem's (at most 4 input channels, float32) runs
+// directly, to the im2col path's bits (conv_direct.h); a 3x3 stride-1 layer of 32 to 512
+// channels runs as Winograd F(2x2, 3x3) on the Gemm core (conv_winograd.h), its filter packed
+// transformed. The session's packing (PackFilter) follows the same choice, from the filter's
+// shape and the attrs alone.
+//
 // im2col runs block by block, so the scratch stays small however large the batch. The
 // backward ops cut blocks of whole images: a block's col2im touches only its own images, so
 // blocks run in parallel without sharing a write, and every sum is taken in the same order
