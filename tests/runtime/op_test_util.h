@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -197,6 +198,17 @@ inline int64_t BroadcastSource(const Shape& out, const Shape& in, int64_t flat) 
     stride *= in.dim(id);
   }
   return src;
+}
+
+// TensorFlow's output size and leading padding for one spatial dimension.
+inline void TfWindow(int64_t in, int64_t k, int64_t s, bool same, int64_t* out, int64_t* pad) {
+  if (same) {
+    *out = (in + s - 1) / s;
+    *pad = std::max<int64_t>((*out - 1) * s + k - in, 0) / 2;
+  } else {
+    *out = (in - k + s) / s;  // ceil((in - k + 1) / s)
+    *pad = 0;
+  }
 }
 
 }  // namespace lockstep::op_test

@@ -512,8 +512,6 @@ TEST(Passes, AResidualAddFusesIntoTheConvolutionBeforeItsActivation) {
   }
 }
 
-// A Transpose that something else reads too stays where it is: moving the op below it would
-// add a Transpose, not remove one. A transposed value that is a signature output stays one.
 // Attention's K^T: a Transpose moving K's innermost axis to the second last place, read only
 // by the product, becomes one keeping it (rows copied, not tiles) and the product's
 // transpose_b; one that only swaps the last two axes goes altogether (here on the left operand).
@@ -546,6 +544,8 @@ TEST(Passes, TransposesFoldIntoBatchMatMulFlags) {
   ExpectOptimisedIsPlain(model, inputs, {&one, &three});
 }
 
+// A Transpose that something else reads too stays where it is: moving the op below it would
+// add a Transpose, not remove one. A transposed value that is a signature output stays one.
 TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
   GraphBuilder g;
   std::string x = g.Input("x", DType::kFloat32, Shape{-1, 2, 3});
