@@ -40,10 +40,10 @@
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/ops.h"
 #include "runtime/ops/conv_direct.h"
 #include "runtime/ops/conv_winograd.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/ops.h"
 #include "runtime/ops/window.h"
 
 namespace lockstep {
@@ -242,6 +242,19 @@ Blocks ImageBlocks(const Geometry& g, int64_t threads, bool spread) {
   return b;
 }
 
+// Which way a forward convolution runs. ConvForward and the session's packing (PackFilter)
+// both ask here, from the filter's shape, the strides and dilations and the products' type
+// alone, so that a filter is packed for the way it will be read.
+enum class ConvWay { kIm2col, kDirect, kWinograd };
+ConvWay ChooseConvWay(int64_t kh, int64_t kw, std::pair<int64_t, int64_t> strides,
+                      std::pair<int64_t, int64_t> dilations, int64_t cin, int64_t cout, DType filter, DType compute) {
+  if (compute == DType::kFloat32 && filter == DType::kFloat32 && DirectConvApplies(cin, cout)) return ConvWay::kDirect;
+  if (WinogradApplies(kh, kw, strides.first, strides.second, dilations.first, dilations.second, cin, cout)) {
+    return ConvWay::kWinograd;
+  }
+  return ConvWay::kIm2col;
+}
+
 // The products' compute type: bf16 for a bf16 filter or precision bfloat16, else float32.
 StatusOr<DType> ComputeType(const AttrMap& attrs, DType filter) {
   LS_ASSIGN_OR_RETURN(const bool bf16, ReadBf16Precision("Conv2D", attrs));
@@ -320,11 +333,12 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
   const float* in = input.data<float>().data();
   float* po = out->mutable_data<float>().data();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(g.c, cout)) {
+  const ConvWay way = ChooseConvWay(g.kh, g.kw, {g.sh, g.sw}, {g.dh, g.dw}, g.c, cout, filter.dtype(), compute);
+  if (way == ConvWay::kDirect) {
     DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
     return Status::Ok();
   }
-  if (WinogradApplies(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, cout)) {
+  if (way == ConvWay::kWinograd) {
     const PackedB* packed = ctx.packed_input(1);
     if (packed == nullptr) {
       thread_local PackedB per_call;
@@ -425,14 +439,13 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
   if (input != 1 || !packable || filter.shape().rank() != 4) return std::shared_ptr<const PackedB>();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(attrs, filter.dtype()));
   const Shape& f = filter.shape();
-  // A stem's filter is read as it is (conv_direct.h); a Winograd layer's is transformed first.
-  if (compute == DType::kFloat32 && filter.dtype() == DType::kFloat32 && DirectConvApplies(f.dim(2), f.dim(3))) {
-    return std::shared_ptr<const PackedB>();
-  }
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair("Conv2D", attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
-  if (WinogradApplies(f.dim(0), f.dim(1), strides.first, strides.second, dilations.first, dilations.second, f.dim(2),
-                      f.dim(3))) {
+  const ConvWay way =
+      ChooseConvWay(f.dim(0), f.dim(1), strides, dilations, f.dim(2), f.dim(3), filter.dtype(), compute);
+  // A stem's filter is read as it is (conv_direct.h); a Winograd layer's is transformed first.
+  if (way == ConvWay::kDirect) return std::shared_ptr<const PackedB>();
+  if (way == ConvWay::kWinograd) {
     auto packed = std::make_shared<PackedB>();
     PackWinogradFilter(filter.raw_data(), filter.dtype(), f.dim(2), f.dim(3), compute, *packed, pool);
     return std::shared_ptr<const PackedB>(std::move(packed));

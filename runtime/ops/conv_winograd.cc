@@ -1,7 +1,6 @@
 #include "runtime/ops/conv_winograd.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "runtime/activation.h"
 #include "runtime/bfloat16.h"
@@ -162,7 +161,10 @@ int64_t WinogradPackedColumns(int64_t cout) { return kTiles * PaddedCout(cout); 
 void PackWinogradFilter(const void* filter, DType filter_type, int64_t cin, int64_t cout, DType compute,
                         PackedB& into, ThreadPool* pool) {
   const int64_t cols = WinogradPackedColumns(cout), padded = PaddedCout(cout);
-  std::vector<float> u(static_cast<size_t>(cin * cols), 0.0f);
+  // The transformed filter before packing: this thread's scratch, not an allocation, since a
+  // trainer feeding the filter packs it every step.
+  float* u = ThreadScratch(cin * cols);
+  std::fill(u, u + cin * cols, 0.0f);
   for (int64_t ci = 0; ci < cin; ++ci) {
     for (int64_t co = 0; co < cout; ++co) {
       float g[3][3];
@@ -187,11 +189,11 @@ void PackWinogradFilter(const void* filter, DType filter_type, int64_t cin, int6
       for (int i = 0; i < 4; ++i) {
         const float w[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]), 0.5f * (t[i][0] - t[i][1] + t[i][2]),
                             t[i][2]};
-        for (int j = 0; j < 4; ++j) u[static_cast<size_t>(ci * cols + (i * 4 + j) * padded + co)] = w[j];
+        for (int j = 0; j < 4; ++j) u[ci * cols + (i * 4 + j) * padded + co] = w[j];
       }
     }
   }
-  into.Repack(u.data(), DType::kFloat32, false, cin, cols, cols, compute, pool);
+  into.Repack(u, DType::kFloat32, false, cin, cols, cols, compute, pool);
 }
 
 void WinogradConv(const Geometry& g, int64_t cout, const float* in, const PackedB& packed,
