@@ -21,6 +21,7 @@
 // op alone reads it, below a binary op only when one of its two Transposes is read by it alone;
 // a Reshape (an alias, free) moves freely. An Add of a constant row to a value of that width is
 // a BiasAdd, which FuseMatMul then folds into the matmul before it.
+#include <optional>
 #include <set>
 
 #include "runtime/graph_analysis.h"
@@ -165,7 +166,8 @@ class Sinker {
     return true;
   }
 
-  // Both operands changed alike, or one changed and the other a one-element value of rank 0.
+  // Both operands changed alike, or one changed and the other a one-element value of rank 0 or
+// (for a Transpose) a constant.
   // Two Transposes alike keep broadcasting as it was (same rank, axes moved alike); two
   // Reshapes alike need operands of one shape before them (with at most one unknown dimension,
   // equal sizes after the Reshape make them equal).
@@ -186,13 +188,50 @@ class Sinker {
     }
     for (int side = 0; side < 2; ++side) {
       const ValueId changed = a_.inputs[i][side], other = a_.inputs[i][1 - side];
-      if (!Movable(changed, false) || a_.Spec(other).shape.rank() != 0) continue;
+      if (!Movable(changed, false)) continue;
       std::vector<std::string> inputs = Node(i).inputs;
+      if (a_.Spec(other).shape.rank() != 0) {
+        std::optional<std::string> moved = ConstantBeforeTranspose(other, changed.node, Node(i).name);
+        if (!moved) continue;
+        inputs[1 - side] = *moved;
+      }
       inputs[side] = Node(changed.node).inputs[0];
       Rewrite(i, std::move(inputs), changed.node);
       return true;
     }
     return false;
+  }
+
+  // op(T(x), c) = T(op(x, c')) for a constant c when c' is c seen from before Transpose t: c's
+  // shape, padded with leading 1s to t's rank as broadcasting pads it, with each axis moved back
+  // to where t takes it from. Only when that keeps c's elements in their order (its axes of more
+  // than one element stay in the same order: an NCHW model's per-channel [C, 1, 1] scale), so c'
+  // is c's data under another shape. Returns the name of a new constant holding c'.
+  std::optional<std::string> ConstantBeforeTranspose(ValueId c, int t, const std::string& user) {
+    const NodeDef& node = Node(c.node);
+    StatusOr<std::string> weight = node.op == kConstOp ? node.attrs.GetString("weight") : StatusOr<std::string>(NotFound(""));
+    const std::vector<int64_t> perm = IsTranspose(t) ? PermOf(t) : std::vector<int64_t>();
+    if (!weight.ok() || perm.empty()) return std::nullopt;
+    auto it = model_.weights.find(*weight);
+    const auto rank = static_cast<int>(perm.size());
+    if (it == model_.weights.end() || it->second.shape().rank() > rank) return std::nullopt;
+    const Shape& shape = it->second.shape();
+    std::vector<int64_t> padded(static_cast<size_t>(rank - shape.rank()), 1), moved(static_cast<size_t>(rank), 1);
+    for (int k = 0; k < shape.rank(); ++k) padded.push_back(shape.dim(k));
+    int64_t last_source = -1;
+    for (int k = 0; k < rank; ++k) {
+      const int64_t source = perm[static_cast<size_t>(k)];
+      moved[static_cast<size_t>(source)] = padded[static_cast<size_t>(k)];
+      if (padded[static_cast<size_t>(k)] == 1) continue;
+      if (source < last_source) return std::nullopt;
+      last_source = source;
+    }
+    StatusOr<Shape> moved_shape = Shape::FromDims(moved);
+    if (!moved_shape.ok()) return std::nullopt;
+    const std::string name = UniqueName(user + "/const_before_transpose");
+    model_.weights.insert_or_assign(name, it->second.Reshaped(*moved_shape));
+    model_.graph.nodes.push_back(NodeDef{name, std::string(kConstOp), {}, AttrMap{{"weight", name}}});
+    return name;
   }
 
   // Add(x, c) or Add(c, x) of a constant row c [N] and x [..., N] is BiasAdd(x, c): the same
