@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/layer_norm_row.h"
 #include "runtime/matmul/gemm_path.h"
 
 namespace lockstep {
@@ -160,11 +161,15 @@ struct Loops {
   void (*map)(Activation, const float*, float*, int64_t);
   void (*softmax)(const float*, float*, int64_t);
   void (*epilogue)(const EpilogueBlock&);
+  void (*layer_norm)(const float*, const float*, const float*, float*, int64_t, float);
 };
 
 void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(a, in, out, n); }
 void SoftmaxBaseline(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, out, n); }
 void EpilogueBaseline(const EpilogueBlock& e) { EpilogueAny(e); }
+void LayerNormBaseline(const float* x, const float* scale, const float* offset, float* y, int64_t n, float eps) {
+  LayerNormRowAny(x, scale, offset, y, n, eps);
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // With FMA (which the AVX2 path requires, gemm_path.cc): ExpFloat's std::fma is an instruction.
@@ -182,18 +187,26 @@ __attribute__((target("avx512f,fma"))) void SoftmaxAvx512(const float* x, float*
 }
 __attribute__((target("avx2,fma"))) void EpilogueAvx2(const EpilogueBlock& e) { EpilogueAny(e); }
 __attribute__((target("avx512f,fma"))) void EpilogueAvx512(const EpilogueBlock& e) { EpilogueAny(e); }
+__attribute__((target("avx2,fma"))) void LayerNormAvx2(const float* x, const float* scale, const float* offset,
+                                                       float* y, int64_t n, float eps) {
+  LayerNormRowAny(x, scale, offset, y, n, eps);
+}
+__attribute__((target("avx512f,fma"))) void LayerNormAvx512(const float* x, const float* scale, const float* offset,
+                                                            float* y, int64_t n, float eps) {
+  LayerNormRowAny(x, scale, offset, y, n, eps);
+}
 #endif
 
 Loops ChooseLoops() {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (ActiveGemmPath()) {
     case GemmPath::kAvx512:
-    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512, EpilogueAvx512};
-    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2};
+    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512, EpilogueAvx512, LayerNormAvx512};
+    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2, LayerNormAvx2};
     case GemmPath::kPortable: break;
   }
 #endif
-  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline};
+  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline, LayerNormBaseline};
 }
 
 }  // namespace
@@ -209,6 +222,10 @@ void ApplyEpilogue(const EpilogueBlock& block) {
 
 void SoftmaxRow(const float* x, float* out, int64_t n) {
   if (n > 0) ChooseLoops().softmax(x, out, n);
+}
+
+void LayerNormRow(const float* x, const float* scale, const float* offset, float* out, int64_t n, float epsilon) {
+  if (n > 0) ChooseLoops().layer_norm(x, scale, offset, out, n, epsilon);
 }
 
 void ApplyActivation(Activation a, std::span<float> values) {

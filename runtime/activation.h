@@ -195,4 +195,9 @@ void ApplyEpilogue(const EpilogueBlock& block);
 // A NaN anywhere in the row makes the whole row NaN; so do +inf and a row of all -inf.
 void SoftmaxRow(const float* x, float* out, int64_t n);
 
+// LayerNormalize over one row of n floats (layer_norm_row.h: zero mean and unit variance, then
+// times scale[i] and plus offset[i] where not null), vectorised like the activations and the
+// same bits on every path.
+void LayerNormRow(const float* x, const float* scale, const float* offset, float* out, int64_t n, float epsilon);
+
 }  // namespace lockstep

@@ -1,14 +1,18 @@
-// LayerNormalize(x; epsilon = 1e-5): each row along the last axis to zero mean and unit
-// variance, y = (x - mean) / sqrt(var + epsilon) with the biased variance, as Keras's
+// LayerNormalize(x[, scale, offset]; epsilon = 1e-5): each row along the last axis to zero mean
+// and unit variance, y = (x - mean) / sqrt(var + epsilon) with the biased variance, as Keras's
 // LayerNormalization before its scale and offset (a model adds those as Mul and Add, whose
-// gradients already exist). LayerNormalizeGrad(dy, x; epsilon) is its gradient:
+// gradients already exist). With scale and offset (each [d], the last axis's size; what the
+// fusion pass folds a model's Mul and Add into, for serving), y * scale + offset in the same
+// pass, the same bits as the separate ops. LayerNormalizeGrad(dy, x; epsilon) is the gradient
+// of the plain form:
 //   dx = (dy - mean(dy) - y * mean(dy * y)) / sqrt(var + epsilon)
 // Rows are independent: they run in parallel, each summed in one order.
-#include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <type_traits>
 
+#include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/layer_norm_row.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -23,10 +27,20 @@ StatusOr<double> ReadEpsilon(std::string_view op, const AttrMap& attrs) {
 }
 
 StatusOr<std::vector<TensorSpec>> InferLayerNormalize(const ShapeInferenceContext& ctx) {
-  LS_RETURN_IF_ERROR(CheckInputCount("LayerNormalize", ctx.inputs.size(), 1, 1));
+  LS_RETURN_IF_ERROR(CheckInputCount("LayerNormalize", ctx.inputs.size(), 1, 3));
   LS_RETURN_IF_ERROR(CheckReal("LayerNormalize", "x", ctx.inputs[0].dtype));
-  if (ctx.inputs[0].shape.rank() < 1)
-    return InvalidArgument("LayerNormalize: x must have rank >= 1, got a scalar");
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.rank() < 1) return InvalidArgument("LayerNormalize: x must have rank >= 1, got a scalar");
+  for (size_t k = 1; k < ctx.inputs.size(); ++k) {
+    const TensorSpec& row = ctx.inputs[k];
+    const int64_t d = x.dim(x.rank() - 1);
+    if (row.dtype != ctx.inputs[0].dtype || row.shape.rank() != 1 ||
+        (d >= 0 && row.shape.dim(0) >= 0 && row.shape.dim(0) != d)) {
+      return InvalidArgument(Str("LayerNormalize: ") + (k == 1 ? "scale" : "offset") + " must be " +
+                             Str(DTypeName(ctx.inputs[0].dtype)) + " [" + std::to_string(d) + "], got " +
+                             Str(DTypeName(row.dtype)) + " " + row.shape.ToString());
+    }
+  }
   LS_RETURN_IF_ERROR(ReadEpsilon("LayerNormalize", ctx.attrs).status());
   return Single(ctx.inputs[0].dtype, ctx.inputs[0].shape);
 }
@@ -36,52 +50,6 @@ StatusOr<std::vector<TensorSpec>> InferLayerNormalizeGrad(const ShapeInferenceCo
   LS_RETURN_IF_ERROR(CheckReal("LayerNormalizeGrad", "dy", ctx.inputs[0].dtype));
   LS_RETURN_IF_ERROR(ReadEpsilon("LayerNormalizeGrad", ctx.attrs).status());
   return Single(ctx.inputs[1].dtype, ctx.inputs[1].shape);
-}
-
-// Over a row, the sum of x[i] or (kSquares) of (x[i] - mean)^2, in 16 lanes (element i in lane
-// i % 16), then the lanes in order: one fixed order on every instruction set and thread count,
-// and vector adds rather than one dependent add an element (a BERT's or a ViT's 768-wide rows
-// ran at 1.7 ns an element).
-template <typename T>
-struct SixteenLanes;
-template <>
-struct SixteenLanes<float> {
-  using type = float __attribute__((vector_size(64)));
-};
-template <>
-struct SixteenLanes<double> {
-  using type = double __attribute__((vector_size(128)));
-};
-
-template <bool kSquares, typename T>
-T LaneSum(const T* x, int64_t d, T mean) {
-  constexpr int64_t kL = 16;
-  using Lanes = typename SixteenLanes<T>::type;
-  Lanes acc = {};
-  int64_t i = 0;
-  for (; i + kL <= d; i += kL) {
-    Lanes v;
-    std::memcpy(&v, x + i, sizeof v);
-    if constexpr (kSquares) {
-      v -= mean;
-      v *= v;
-    }
-    acc += v;
-  }
-  T lanes[kL];
-  std::memcpy(lanes, &acc, sizeof lanes);
-  for (; i < d; ++i) lanes[i % kL] += kSquares ? (x[i] - mean) * (x[i] - mean) : x[i];
-  T sum = 0;
-  for (int64_t l = 0; l < kL; ++l) sum += lanes[l];
-  return sum;
-}
-
-// Mean and 1 / sqrt(var + epsilon) of one row.
-template <typename T>
-std::pair<T, T> RowMoments(const T* x, int64_t d, T epsilon) {
-  const T mean = LaneSum<false>(x, d, T(0)) / static_cast<T>(d);
-  const T sq = LaneSum<true>(x, d, mean);
-  return {mean, T(1) / std::sqrt(sq / static_cast<T>(d) + epsilon)};
 }
 
 // Runs fn(row) for every row of `x`'s last axis, in parallel.
@@ -98,15 +66,29 @@ void ForEachRow(KernelContext& ctx, const Tensor& x, Fn fn) {
 Status LayerNormalizeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.shape().rank() < 1) return InvalidArgument("LayerNormalize: x must have rank >= 1, got a scalar");
+  const int64_t d = x.shape().dim(x.shape().rank() - 1);
+  for (int k = 1; k < ctx.num_inputs(); ++k) {
+    const Tensor& row = ctx.input(k);
+    if (row.dtype() != x.dtype() || row.shape().rank() != 1 || row.shape().dim(0) != d) {
+      return InvalidArgument(Str("LayerNormalize: ") + (k == 1 ? "scale" : "offset") + " must be " +
+                             Str(DTypeName(x.dtype())) + " [" + std::to_string(d) + "], got " +
+                             Str(DTypeName(row.dtype())) + " " + row.shape().ToString());
+    }
+  }
   LS_ASSIGN_OR_RETURN(double epsilon, ReadEpsilon("LayerNormalize", ctx.attrs()));
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), x.shape()));
   return DispatchReal(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* px = x.data<T>().data();
+    const T* scale = ctx.num_inputs() > 1 ? ctx.input(1).data<T>().data() : nullptr;
+    const T* offset = ctx.num_inputs() > 2 ? ctx.input(2).data<T>().data() : nullptr;
     T* py = out->mutable_data<T>().data();
-    ForEachRow(ctx, x, [&](int64_t r, int64_t d) {
-      const auto [mean, inv] = RowMoments(px + r * d, d, static_cast<T>(epsilon));
-      for (int64_t i = 0; i < d; ++i) py[r * d + i] = (px[r * d + i] - mean) * inv;
+    ForEachRow(ctx, x, [&](int64_t r, int64_t n) {
+      if constexpr (std::is_same_v<T, float>) {
+        LayerNormRow(px + r * n, scale, offset, py + r * n, n, static_cast<float>(epsilon));
+      } else {
+        LayerNormRowAny(px + r * n, scale, offset, py + r * n, n, static_cast<T>(epsilon));
+      }
     });
     return Status::Ok();
   });
@@ -145,6 +127,7 @@ Status LayerNormalizeGradKernel(KernelContext& ctx) {
 
 Status LayerNormalizeGradient(GradientBuilder& g) {
   LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  if (g.num_inputs() != 1) return Unimplemented("LayerNormalize: no gradient for the fused scale and offset");
   g.SetInputGrad(0, g.Op("LayerNormalizeGrad", {g.output_grad(0), g.input(0)}, g.attrs()));
   return Status::Ok();
 }
@@ -152,8 +135,10 @@ Status LayerNormalizeGradient(GradientBuilder& g) {
 }  // namespace
 
 void RegisterLayerNormOps(OpRegistry& registry) {
-  (void)registry.Register(
-      SimpleOpDef("LayerNormalize", 1, InferLayerNormalize, LayerNormalizeKernel, LayerNormalizeGradient));
+  OpDef layer_normalize =
+      SimpleOpDef("LayerNormalize", 1, InferLayerNormalize, LayerNormalizeKernel, LayerNormalizeGradient);
+  layer_normalize.max_inputs = 3;
+  (void)registry.Register(std::move(layer_normalize));
   (void)registry.Register(
       SimpleOpDef("LayerNormalizeGrad", 2, InferLayerNormalizeGrad, LayerNormalizeGradKernel));
 }

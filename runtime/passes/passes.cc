@@ -9,6 +9,7 @@ Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry)
   LS_RETURN_IF_ERROR(SinkLayoutChanges(model, registry));
   LS_RETURN_IF_ERROR(FoldConstants(model, pool, registry));
   LS_RETURN_IF_ERROR(FuseMatMul(model, registry));
+  LS_RETURN_IF_ERROR(FuseLayerNormScaleOffset(model, registry));
   LS_RETURN_IF_ERROR(EliminateDeadNodes(model, registry));
   return Status::Ok();
 }

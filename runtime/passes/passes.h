@@ -29,6 +29,11 @@ StatusOr<Tensor> EvaluateConstantOp(const OpDef& op, const std::vector<Tensor>& 
 // values feed nothing else.
 Status FuseMatMul(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
+// Rewrites LayerNormalize -> Mul by a float32 row [d] (a model's scale) -> optionally Add of
+// another (its offset) into one LayerNormalize(x, scale[, offset]), when the intermediate values
+// feed nothing else: one pass over the rows instead of three, the same bits.
+Status FuseLayerNormScaleOffset(Model& model, const OpRegistry& registry = OpRegistry::Global());
+
 // Moves layout changes (Transpose, Reshape) below element-wise ops, Pad, bias additions and
 // reductions (Mean, Sum, Max, Min over attr axes), and composes those that meet, dropping
 // Transposes that cancel (layout_sinking.cc): the Transpose pairs an NCHW model's importer puts

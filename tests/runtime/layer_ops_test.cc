@@ -105,6 +105,32 @@ TEST(LayerOps, LayerNormalizeRowsHaveZeroMeanAndUnitVariance) {
   }
 }
 
+// With scale and offset (what FuseLayerNormScaleOffset makes of a model's Mul and Add): the
+// same bits as the three ops, for float32 (the vectorised row, at widths around its 16 lanes)
+// and float64, and a clear error for a row of the wrong width.
+TEST(LayerOps, LayerNormalizeWithScaleAndOffsetIsTheSeparateOpsBitForBit) {
+  for (int64_t d : {1, 15, 16, 17, 96, 197}) {
+    const Tensor x = op_test::RandomTensor(Shape{5, d}, 3, -3.0f, 7.0f);
+    const Tensor scale = op_test::RandomTensor(Shape{d}, 4, -2.0f, 2.0f);
+    const Tensor offset = op_test::RandomTensor(Shape{d}, 5, -1.0f, 1.0f);
+    const Tensor normal = op_test::Run1("LayerNormalize", {x});
+    const Tensor scaled = op_test::Run1("Mul", {normal, scale});
+    EXPECT_TRUE(op_test::Run1("LayerNormalize", {x, scale}).BitwiseEqual(scaled)) << d;
+    EXPECT_TRUE(op_test::Run1("LayerNormalize", {x, scale, offset}).BitwiseEqual(op_test::Run1("Add", {scaled, offset})))
+        << d;
+  }
+  auto f64 = [](const std::vector<double>& v) { return Tensor::FromVector<double>(Shape{static_cast<int64_t>(v.size())}, v); };
+  const Tensor x = Tensor::FromVector<double>(Shape{2, 3}, {1, 2, 4, -1, 0.5, 3});
+  const Tensor scale = f64({0.5, -2, 3}), offset = f64({1, 0, -1});
+  const Tensor want = op_test::Run1("Add", {op_test::Run1("Mul", {op_test::Run1("LayerNormalize", {x}), scale}), offset});
+  EXPECT_TRUE(op_test::Run1("LayerNormalize", {x, scale, offset}).BitwiseEqual(want));
+
+  const Status wrong = RunOp("LayerNormalize", std::vector<Tensor>{x, f64({1, 2})}).status();
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.message().find("scale must be float64 [3]"), std::string::npos) << wrong.ToString();
+  EXPECT_EQ(op_test::KernelStatus("LayerNormalize", {x, scale, f64({1})}).code(), StatusCode::kInvalidArgument);
+}
+
 std::vector<float> Mask(const Tensor& x, int64_t seed, double rate, int64_t stream) {
   AttrMap attrs;
   attrs.Set("rate", rate);

@@ -106,7 +106,8 @@ TEST(OnnxPyTorchTest, MobileBlocksActivationsFuseAndTheirLayoutChangesCancel) {
 }
 
 // The transformer's GELUs and LayerNorms, which PyTorch spells out in primitive ops, run as
-// Gelu (in its matmul's epilogue) and LayerNormalize; every dense layer is one FusedMatMul.
+// Gelu (in its matmul's epilogue) and LayerNormalize (with its scale and offset); every dense
+// layer is one FusedMatMul.
 TEST(OnnxPyTorchTest, TheTransformersGeluAndLayerNormRunAsOneOpEach) {
   StatusOr<Model> model = ReadOnnxModel(kModels / "transformer");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -115,6 +116,11 @@ TEST(OnnxPyTorchTest, TheTransformersGeluAndLayerNormRunAsOneOpEach) {
   for (const NodeDef& node : model->graph.nodes) ++ops[node.op];
   EXPECT_EQ(ops["LayerNormalize"], 4);
   EXPECT_EQ(ops["Erf"] + ops["Sqrt"] + ops["Gelu"] + ops["MatMul"], 0);
+  for (const NodeDef& node : model->graph.nodes) {
+    if (node.op == "LayerNormalize") {
+      EXPECT_EQ(node.inputs.size(), 3u) << node.name;  // its scale and offset fused
+    }
+  }
   int gelu = 0;
   for (const NodeDef& node : model->graph.nodes) {
     if (node.op == "FusedMatMul" && std::get<std::string>(node.attrs.values().at("activation")) == "gelu") ++gelu;

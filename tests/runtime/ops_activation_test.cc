@@ -176,6 +176,24 @@ TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
       ++k;
     }
   }
+  // LayerNormalize's rows, with and without scale and offset, likewise.
+  const Tensor scale = RandomTensor({4099}, 12, -2, 2), offset = RandomTensor({4099}, 13, -1, 1);
+  first.clear();
+  for (GemmPath path : SupportedGemmPaths()) {
+    ASSERT_TRUE(SetGemmPath(path).ok());
+    size_t k = 0;
+    for (int64_t n : {1, 15, 16, 17, 96, 197, 4099}) {
+      for (bool affine : {false, true}) {
+        std::vector<float> out(static_cast<size_t>(n));
+        LayerNormRow(x.data<float>().data(), affine ? scale.data<float>().data() : nullptr,
+                     affine ? offset.data<float>().data() : nullptr, out.data(), n, 1e-5f);
+        if (first.size() <= k) first.push_back(out);
+        ASSERT_EQ(std::memcmp(first[k].data(), out.data(), out.size() * sizeof(float)), 0)
+            << "LayerNormalize of " << n << (affine ? " with scale and offset" : "") << " on " << GemmPathName(path);
+        ++k;
+      }
+    }
+  }
   ASSERT_TRUE(SetGemmPath(before).ok());
 }
 

@@ -327,6 +327,42 @@ TEST(Passes, TransposesSinkBelowElementwiseOpsAndCancel) {
   for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(sunk[k].tensor.BitwiseEqual(plain[k].tensor)) << sunk[k].name;
 }
 
+// ConvNeXt's block as an NCHW model's import lays it out in an NHWC runtime: the block's
+// result goes back to NCHW, is scaled per channel by a constant [C, 1, 1] (its layer scale) and
+// added to the block's input before the next block's NHWC op. The Transpose moves below the
+// constant's Mul (the constant becomes [1, 1, 1, C]) and the residual Add, and then every
+// Transpose cancels, with the same bits. A constant whose axes the Transpose would reorder
+// ([C, H, 1]) keeps its Transpose.
+TEST(Passes, TransposesSinkBelowAPerChannelConstant) {
+  GraphBuilder g;
+  std::mt19937 rng(13);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 4, 5, 3});
+  auto nchw = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNchw, name); };
+  auto nhwc = [&](const std::string& v, const char* name) { return ToLayout(g, v, kToNhwc, name); };
+  std::string input = nchw(x, "t_in");
+  std::string block = g.Op("Softmax", {nhwc(input, "t1")}, {}, "block");  // stands for the block's NHWC ops
+  std::string scale = g.Const("layer_scale", RandomTensor(Shape{3, 1, 1}, rng));
+  std::string scaled = g.Op("Mul", {scale, nchw(block, "t2")}, {}, "scaled");
+  std::string sum = g.Op("Add", {scaled, input}, {}, "residual");
+  std::string y = g.Op("Sigmoid", {nhwc(sum, "t3")}, {}, "y");
+  std::string z = g.Input("z", DType::kFloat32, Shape{-1, 4, 5, 3});
+  std::string mixed = g.Op("Mul", {nchw(z, "tz"), g.Const("by_pixel", RandomTensor(Shape{3, 4, 1}, rng))}, {}, "mixed");
+  Signature sig = OneInOneOut("x", Shape{-1, 4, 5, 3}, y, Shape{-1, 4, 5, 3});
+  sig.inputs.push_back({"z", z, DType::kFloat32, Shape{-1, 4, 5, 3}});
+  sig.outputs.push_back({"mixed", mixed, DType::kFloat32, Shape{-1, 3, 4, 5}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  const Model original = m;
+  ASSERT_TRUE(SinkLayoutChanges(m).ok());
+  ASSERT_TRUE(EliminateDeadNodes(m).ok());
+  EXPECT_EQ(CountOps(m, "Transpose"), 1);  // tz
+  EXPECT_EQ(m.graph.FindNode("tz")->op, "Transpose");
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 4, 5, 3}, rng)}, {"z", RandomTensor(Shape{2, 4, 5, 3}, rng)}};
+  const std::vector<NamedTensor> sunk = RunUnoptimised(m, inputs), plain = RunUnoptimised(original, inputs);
+  ASSERT_EQ(sunk.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(sunk[k].tensor.BitwiseEqual(plain[k].tensor)) << sunk[k].name;
+}
+
 // A squeeze-and-excitation block as an NCHW model's import lays it out in an NHWC runtime: the
 // global average pool (Mean over H, W, kept), its scale through an activation, and the channel
 // scale, each between Transposes. The reductions move below their Transposes (kept dimensions,
@@ -559,6 +595,39 @@ TEST(Passes, TransposesStayWhereMovingWouldAddOne) {
   ASSERT_TRUE(SinkLayoutChanges(m).ok());
   EXPECT_EQ(m.graph.FindNode("relu")->op, "Relu");
   EXPECT_EQ(m.graph.FindNode("t")->op, "Transpose");
+}
+
+// LayerNormalize -> Mul(scale row) -> Add(offset row, either side) becomes one LayerNormalize,
+// with the same bits; where the scaled value is read elsewhere too, only the scale fuses.
+TEST(Passes, LayerNormScaleAndOffsetFuseIntoIt) {
+  GraphBuilder g;
+  std::mt19937 rng(17);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 3, 24});
+  std::string normal = g.Op("LayerNormalize", {x}, {}, "ln");
+  std::string scaled = g.Op("Mul", {g.Const("gamma", RandomTensor(Shape{24}, rng)), normal}, {}, "scaled");
+  std::string y = g.Op("Add", {g.Const("beta", RandomTensor(Shape{24}, rng)), scaled}, {}, "y");
+  std::string z = g.Input("z", DType::kFloat32, Shape{-1, 24});
+  std::string z_scaled = g.Op("Mul", {g.Op("LayerNormalize", {z}, {}, "ln_z"), g.Const("gamma_z", RandomTensor(Shape{24}, rng))}, {}, "z_scaled");
+  std::string w = g.Op("BiasAdd", {z_scaled, g.Const("beta_z", RandomTensor(Shape{24}, rng))}, {}, "w");
+  Signature sig = OneInOneOut("x", Shape{-1, 3, 24}, y, Shape{-1, 3, 24});
+  sig.inputs.push_back({"z", z, DType::kFloat32, Shape{-1, 24}});
+  sig.outputs.push_back({"w", w, DType::kFloat32, Shape{-1, 24}});
+  sig.outputs.push_back({"z_scaled", z_scaled, DType::kFloat32, Shape{-1, 24}});
+  g.AddSignature(sig);
+  Model m = std::move(g).Build();
+  const Model original = m;
+  ASSERT_TRUE(FuseLayerNormScaleOffset(m).ok());
+  EXPECT_EQ(m.graph.FindNode("y")->op, "LayerNormalize");
+  EXPECT_EQ(m.graph.FindNode("y")->inputs.size(), 3u);
+  EXPECT_EQ(m.graph.FindNode("ln"), nullptr);
+  EXPECT_EQ(m.graph.FindNode("scaled"), nullptr);
+  EXPECT_EQ(m.graph.FindNode("z_scaled")->op, "LayerNormalize");  // a signature reads it: the offset stays out
+  EXPECT_EQ(m.graph.FindNode("z_scaled")->inputs.size(), 2u);
+  EXPECT_EQ(m.graph.FindNode("w")->op, "BiasAdd");
+  std::vector<NamedTensor> inputs = {{"x", RandomTensor(Shape{2, 3, 24}, rng)}, {"z", RandomTensor(Shape{5, 24}, rng)}};
+  const std::vector<NamedTensor> fused = RunUnoptimised(m, inputs), plain = RunUnoptimised(original, inputs);
+  ASSERT_EQ(fused.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(fused[k].tensor.BitwiseEqual(plain[k].tensor)) << fused[k].name;
 }
 
 TEST(Passes, DeadNodeEliminationKeepsSignatureInputs) {
