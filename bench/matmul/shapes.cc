@@ -35,9 +35,11 @@ std::vector<MatmulShape> MakeShapes() {
     shapes.push_back({prefix + ".dw", in, kBatch, out, true, false, false});
   }
   // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
-  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products.
+  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products; and
+  // ConvNeXt-T's first stage's pointwise layers (K or N of 96).
   for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
-                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40}}) {
+                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40},
+                                {3136, 96, 384}, {3136, 384, 96}}) {
     shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
                       false, true});
   }
@@ -89,9 +91,11 @@ std::optional<std::vector<MatmulShape>> SelectShapes(std::string_view list) {
     if (chosen[i]) shapes.push_back(AllShapes()[i]);
   }
   // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
-  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products.
+  // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products; and
+  // ConvNeXt-T's first stage's pointwise layers (K or N of 96).
   for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
-                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40}}) {
+                                {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40},
+                                {3136, 96, 384}, {3136, 384, 96}}) {
     shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
                       false, true});
   }

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <type_traits>
 
 #include "runtime/bfloat16.h"
@@ -45,6 +46,13 @@ template <typename Src, bool kBf16>
 void LineWords(const Src* src, int64_t kc, uint32_t* dst) {
   if constexpr (!kBf16) {
     for (int64_t s = 0; s < kc; ++s) dst[s] = F32Bits(src[s]);
+  } else if constexpr (std::is_same_v<Src, float>) {
+    // A pair's word is its two bf16s in memory order: the line converted in bulk (vectorised,
+    // the scalar rounding's bits; the scalar loop here took 10 % of a bf16 ConvNeXt-T).
+    const int64_t pairs = kc / 2;
+    FloatToBfloat16(std::span<const float>(src, static_cast<size_t>(2 * pairs)),
+                    std::span<bfloat16>(reinterpret_cast<bfloat16*>(dst), static_cast<size_t>(2 * pairs)));
+    if (kc % 2 != 0) dst[pairs] = Bf16Bits(src[kc - 1]);
   } else {
     const int64_t pairs = kc / 2;
     for (int64_t s = 0; s < pairs; ++s) dst[s] = Bf16Bits(src[2 * s]) | (Bf16Bits(src[2 * s + 1]) << 16);
