@@ -26,18 +26,23 @@ StatusOr<Activation> ParseActivation(std::string_view name);
 // on [-4, 4] (from 3.87 on, erf is +-1 in float), with P of degree 6 and Q of degree 5 fitted for
 // Lockstep (a weighted least-squares iteration towards the minimax error against float64 erf).
 // Evaluated in float its error is below 4e-7 absolute and 3e-7 relative under 0.5; Q >= 1,
-// so there is no pole.
+// so there is no pole. P and Q by Horner's rule in fused multiply-adds (std::fma: one rounding
+// wherever it runs, as ExpFloat's), half the operations of separate ones: a ConvNeXt's GELUs
+// took 4 % of it at 0.42 ns an element.
 inline float ErfFloat(float x) {
   const float c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
   const float z = c * c;
-  const float p = 1.128379225730896f +
-                  z * (0.18395359814167023f +
-                       z * (0.05425324663519859f +
-                            z * (0.0038107375148683786f +
-                                 z * (0.0003829365305136889f + z * (4.8069450713228434e-06f + z * -1.3752218031015673e-08f)))));
-  const float q = 1.0f + z * (0.49635830521583557f +
-                              z * (0.11353198438882828f +
-                                   z * (0.015397747978568077f + z * (0.0013039467157796025f + z * 6.424890307243913e-05f))));
+  float p = std::fma(z, -1.3752218031015673e-08f, 4.8069450713228434e-06f);
+  p = std::fma(z, p, 0.0003829365305136889f);
+  p = std::fma(z, p, 0.0038107375148683786f);
+  p = std::fma(z, p, 0.05425324663519859f);
+  p = std::fma(z, p, 0.18395359814167023f);
+  p = std::fma(z, p, 1.128379225730896f);
+  float q = std::fma(z, 6.424890307243913e-05f, 0.0013039467157796025f);
+  q = std::fma(z, q, 0.015397747978568077f);
+  q = std::fma(z, q, 0.11353198438882828f);
+  q = std::fma(z, q, 0.49635830521583557f);
+  q = std::fma(z, q, 1.0f);
   const float e = c * p / q;
   // From 3.87 on, erf rounds to 1 in float.
   return x >= 3.87f ? 1.0f : (x <= -3.87f ? -1.0f : e);
