@@ -208,9 +208,12 @@ void WinogradConv(const Geometry& g, int64_t cout, const float* in, const Packed
   const int64_t padded = PaddedCout(cout);
 
   // One block: its tiles transformed, the 16 products, the output transform and the
-  // activation over its output rows. `gemm_pool` shares the products out when the blocks are
-  // not.
-  auto run = [&](int64_t block, ThreadPool* gemm_pool) {
+  // activation over its output rows. With fewer blocks than threads (a small image), the
+  // block's 16 products are shared out among the threads, each product whole on one thread:
+  // each thread then streams only its share of the transformed filters, where splitting every
+  // product across threads had them all wait 16 times for each other and ran no faster than one
+  // thread (ResNet-50's 7x7 layers in bf16).
+  auto run = [&](int64_t block, ThreadPool* share_products) {
     const int64_t row0 = block * block_rows, rows = std::min(block_rows, tile_rows - row0);
     const int64_t tiles = rows * tiles_per_row;
     float* scratch = ThreadScratch(kTiles * tiles * (g.c + cout) + g.c + cout);
@@ -219,18 +222,25 @@ void WinogradConv(const Geometry& g, int64_t cout, const float* in, const Packed
     const Block b{&g,      cout,    tiles_per_row, in,  zeros, scratch, scratch + kTiles * tiles * g.c,
                   zeros + g.c, out, row0,          rows};
     transforms.input(b);
-    for (int t = 0; t < kTiles; ++t) {
-      GemmArgs args;
-      args.m = tiles;
-      args.n = cout;
-      args.k = g.c;
-      args.a = b.v + t * tiles * g.c;
-      args.lda = g.c;
-      args.packed_b = &packed;
-      args.packed_b_col0 = t * padded;
-      args.c = b.m + t * tiles * cout;
-      args.ldc = cout;
-      Gemm(args, gemm_pool);
+    auto products = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        GemmArgs args;
+        args.m = tiles;
+        args.n = cout;
+        args.k = g.c;
+        args.a = b.v + t * tiles * g.c;
+        args.lda = g.c;
+        args.packed_b = &packed;
+        args.packed_b_col0 = t * padded;
+        args.c = b.m + t * tiles * cout;
+        args.ldc = cout;
+        Gemm(args, nullptr);
+      }
+    };
+    if (share_products != nullptr && share_products->num_threads() > 1) {
+      share_products->ParallelFor(kTiles, 1, products);
+    } else {
+      products(0, kTiles);
     }
     transforms.output(b, epilogue);
     // The block's output rows: [2 * row0, 2 * (row0 + rows)) of the flattened (image, row),
