@@ -89,7 +89,20 @@ struct Call {
   int64_t b_panel0;   // the panel op(B) starts at (GemmArgs::packed_b_col0)
   int64_t num_kb;
   uint64_t id;  // unique per Gemm call (see Scratch::a_call)
+  bool direct_a;  // A read in place by the direct kernels, not packed (UsesDirectA)
 };
+
+// A float32 product whose K is at most this reads A in place (KernelTable::direct_one) instead
+// of packing it: a strip's rows (12 x 512 floats, 24 KB) then stay in L1 while the kernel
+// sweeps the panels, and packing A cost as much as the products of a narrow layer (12544 x 16 x
+// 16: 42 -> 78 GFLOP/s; 3136 x 144 x 24: 65 -> 79). Past it the twelve rows read at once
+// missed L1 (2048^3: 95 -> 79 % of the peak).
+constexpr int64_t kMaxDirectADepth = 512;
+
+bool UsesDirectA(const GemmArgs& g, bool bf16, const KernelTable& kernels) {
+  return !bf16 && g.a_type == DType::kFloat32 && !g.transpose_a && g.k <= kMaxDirectADepth &&
+         kernels.direct_one[1] != nullptr;
+}
 
 // The epilogue of rows [i, i + rows) and columns [j0, j0 + nc) of C, each step a separate float
 // operation in the documented order so that an unfused graph (MatMul, then BiasAdd, then the
@@ -149,7 +162,9 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   const int64_t mr = kt.mr;
   const int64_t strips = CeilDiv(rows, mr);
   const int64_t n_panels = CeilDiv(g.n, kNr);
-  const int64_t direct_end = g.beta == 0.0f ? std::clamp(g.n / kNr, panel0, panel1) : panel0;
+  // A last panel of exactly kNr / 2 columns is whole in C too: the half kernel writes only those.
+  const int64_t panels_in_c = g.n / kNr + (g.n % kNr == kNr / 2 ? 1 : 0);
+  const int64_t direct_end = g.beta == 0.0f ? std::clamp(panels_in_c, panel0, panel1) : panel0;
   const int64_t ldt = (panel1 - direct_end) * kNr;
   const bool epilogue = HasEpilogue(g);
   Scratch& scratch = LocalScratch();
@@ -173,17 +188,29 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   // worker reading the caller's copy paid a cache miss per k step, and the caller packing
   // before the tasks start kept the worker waiting (32 x 784 x 512 on 2 threads: 0.87 ->
   // 0.95-1.0x oneDNN).
-  uint32_t* ap = scratch.a.Get<uint32_t>(strips * mr * total_steps);
-  if (scratch.a_call != call.id || scratch.a_i0 != i0 || scratch.a_rows != rows) {
+  uint32_t* ap = call.direct_a ? nullptr : scratch.a.Get<uint32_t>(strips * mr * total_steps);
+  if (!call.direct_a && (scratch.a_call != call.id || scratch.a_i0 != i0 || scratch.a_rows != rows)) {
     PackA(call, i0, rows, ap);
     scratch.a_call = call.id;
     scratch.a_i0 = i0;
     scratch.a_rows = rows;
   }
+  // K block kb of strip s, and the distance from one strip to the next: in the packed copy, or
+  // in A itself for the direct kernels.
+  const float* a_in_place = static_cast<const float*>(g.a);
+  auto strip_at = [&](int64_t kb, int64_t s, int64_t steps) -> const uint32_t* {
+    if (call.direct_a) return reinterpret_cast<const uint32_t*>(a_in_place + (i0 + s * mr) * g.lda + kb * block_k);
+    return ap + strips * mr * kb * kKcSteps + s * steps * mr;
+  };
+  const int64_t strip_stride_of_steps = call.direct_a ? 0 : mr;  // times steps, packed
+  const int64_t strip_stride_fixed = call.direct_a ? mr * g.lda : 0;
+  const MicroKernelFn* one = call.direct_a ? kt.direct_one : kt.one;
+  const MicroKernelFn* half_fn = call.direct_a ? kt.direct_half : kt.half;
 
   // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
   const bool half_panel = g.n % kNr != 0 && g.n % kNr <= kNr / 2;
   MicroKernelArgs args;
+  args.lda = call.direct_a ? g.lda : 0;
   // Points args at K block kb: its step count and whether it adds to earlier blocks; returns
   // the step count (the strides of both operands' blocks follow from it).
   auto set_k_block = [&](int64_t kb) {
@@ -212,7 +239,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = set_k_block(kb);
         args.b_group_stride = panels * args.b_panel_stride;
-        args.a = ap + strips * mr * kb * kKcSteps + s * steps * mr;
+        args.a = strip_at(kb, s, steps);
         args.b = call.b + PackedBBlockOffset(kb, call.b_n) + (call.b_panel0 + first_panel) * args.b_panel_stride;
         args.t = out + (first_panel - q0) * kNr;
         fn(args);
@@ -220,11 +247,11 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     };
     const bool half_last = q1 == n_panels && half_panel;
     const int64_t full_end = half_last ? q1 - 1 : q1;
-    const int64_t wide_groups = (full_end - q0) / wide;
+    const int64_t wide_groups = call.direct_a ? 0 : (full_end - q0) / wide;
     call_kernel(q0, wide_groups, wide, kt.wide[valid]);
     const int64_t q = q0 + wide_groups * wide;
-    call_kernel(q, full_end - q, 1, kt.one[valid]);
-    if (half_last) call_kernel(full_end, 1, 1, kt.half[valid]);
+    call_kernel(q, full_end - q, 1, one[valid]);
+    if (half_last) call_kernel(full_end, 1, 1, half_fn[valid]);
     if (direct && !epilogue) return;
     const int64_t j0 = q0 * kNr;
     const int64_t cols = std::min(g.n, q1 * kNr) - j0;
@@ -252,21 +279,20 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       args.t_group_stride = mr * ld;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = set_k_block(kb);
-        args.a_group_stride = steps * mr;
+        args.a_group_stride = steps * strip_stride_of_steps + strip_stride_fixed;
         args.b = call.b + PackedBBlockOffset(kb, call.b_n) + (call.b_panel0 + q) * args.b_panel_stride;
-        const uint32_t* a_block = ap + strips * mr * kb * kKcSteps;
         if (full_strips > 0) {
           args.groups = full_strips;
-          args.a = a_block;
+          args.a = strip_at(kb, 0, steps);
           args.t = out;
-          (half ? kt.half[mr] : kt.one[mr])(args);
+          (half ? half_fn[mr] : one[mr])(args);
         }
         if (full_strips < strips) {
           const int64_t valid = rows - full_strips * mr;
           args.groups = 1;
-          args.a = a_block + full_strips * steps * mr;
+          args.a = strip_at(kb, full_strips, steps);
           args.t = out + full_strips * mr * ld;
-          (half ? kt.half[valid] : kt.one[valid])(args);
+          (half ? half_fn[valid] : one[valid])(args);
         }
       }
       if (direct && !epilogue) continue;
@@ -413,8 +439,11 @@ void Gemm(const GemmArgs& g, ThreadPool* pool) {
   static std::atomic<uint64_t> calls{0};
   const int64_t b_n = g.packed_b != nullptr ? g.packed_b->n() : g.n;
   const int64_t b_panel0 = g.packed_b != nullptr ? g.packed_b_col0 / kNr : 0;
-  Call call{g,   bf16,     kernels, MatrixView{g.a, g.a_type, g.lda, g.transpose_a}, b, b_n,
-            b_panel0, NumKBlocks(g.k, bf16), calls.fetch_add(1, std::memory_order_relaxed) + 1};
+  Call call{g,        bf16,
+            kernels,  MatrixView{g.a, g.a_type, g.lda, g.transpose_a},
+            b,        b_n,
+            b_panel0, NumKBlocks(g.k, bf16),
+            calls.fetch_add(1, std::memory_order_relaxed) + 1, UsesDirectA(g, bf16, kernels)};
 
   const int64_t mr = kernels.mr;
   const int64_t m_strips = CeilDiv(g.m, mr);

@@ -55,6 +55,39 @@ struct F32Kernel {
   }
 };
 
+// F32Kernel<R, 1, kHalf> reading A in place (MicroKernelArgs::lda): the same fused
+// multiply-adds in the same order. The rows are reached from four pointers three rows apart
+// (row r at p[r / 3] + (r % 3) * lda, which x86 addresses as base + index * scale): twelve row
+// pointers would not fit in the general registers beside the loop's others.
+template <int R, bool kHalf>
+struct F32DirectKernel {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t lda = g.lda;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      float* t = g.t + group * g.t_group_stride;
+      __m512 acc[R][V];
+      StartTile<R, V>(g, t, acc);
+      const float* a = reinterpret_cast<const float*>(g.a) + group * g.a_group_stride;
+      const float* p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
+      const float* b = reinterpret_cast<const float*>(g.b + group * g.b_group_stride);
+      for (int64_t s = 0; s < g.steps; ++s, b += kNr) {
+        __m512 bv[V];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          const __m512 av = _mm512_set1_ps(p[r / 3][(r % 3) * lda + s]);
+#pragma GCC unroll 4
+          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+      }
+      asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
+      StoreTile<R, V>(g, t, acc);
+    }
+  }
+};
+
 template <int R, int P, bool kHalf>
 struct Bf16Kernel {
   static constexpr int V = kHalf ? kVecs / 2 : kVecs;
@@ -88,7 +121,8 @@ struct Bf16Kernel {
 
 }  // namespace
 
-constinit const KernelTable kAvx512F32 = MakeKernelTable<F32Kernel, kMr, Avx512Wide>("avx512");
+constinit const KernelTable kAvx512F32 =
+    WithDirectKernels<F32DirectKernel, kMr>(MakeKernelTable<F32Kernel, kMr, Avx512Wide>("avx512"));
 constinit const KernelTable kAvx512Bf16Emulated = MakeKernelTable<Bf16Kernel, kMr, Avx512Wide>("avx512");
 
 }  // namespace lockstep::gemm_internal

@@ -28,4 +28,18 @@ constexpr KernelTable MakeKernelTable(const char* name) {
   return MakeKernelTableImpl<Kernel, Mr, Wide>(name, std::make_index_sequence<Mr>());
 }
 
+// `table` with its direct kernels (KernelTable::direct_one, direct_half) from Direct<R, kHalf>.
+template <template <int, bool> class Direct, int Mr, size_t... I>
+constexpr KernelTable WithDirectKernelsImpl(KernelTable table, std::index_sequence<I...>) {
+  ((table.direct_one[I + 1] = &Direct<static_cast<int>(I) + 1, false>::Run), ...);
+  ((table.direct_half[I + 1] = &Direct<static_cast<int>(I) + 1, true>::Run), ...);
+  return table;
+}
+
+template <template <int, bool> class Direct, int Mr>
+constexpr KernelTable WithDirectKernels(KernelTable table) {
+  static_assert(Mr >= 1 && Mr <= kMaxMr);
+  return WithDirectKernelsImpl<Direct, Mr>(table, std::make_index_sequence<Mr>());
+}
+
 }  // namespace lockstep::gemm_internal

@@ -418,6 +418,50 @@ TEST(GemmPathsTest, AllPathsAgreeBitForBit) {
   ASSERT_TRUE(SetGemmPath(saved).ok());
 }
 
+// A float32 A of K <= 512 is read in place on the AVX-512 path (KernelTable::direct_one)
+// instead of packed: the same multiply-adds in the same order, so the bits of the paths that
+// pack it, at every strip height (M tails), every width (a half panel, a partial one, several),
+// across leading dimensions wider than K, with the epilogue and beta, on any thread count.
+TEST(GemmPathsTest, AFloatAReadInPlaceGivesThePackedBits) {
+  const GemmPath saved = ActiveGemmPath();
+  ThreadPool pool(3);
+  uint64_t seed = 500;
+  int cases = 0;
+  for (int64_t m : {1, 11, 12, 13, 100}) {
+    for (int64_t n : {1, 16, 24, 33, 64, 100}) {
+      for (int64_t k : {1, 16, 144, 512, 513}) {
+        Problem p;
+        p.m = m;
+        p.n = n;
+        p.k = k;
+        p.pad = (m + n) % 2 == 0 ? 0 : 3;
+        p.packed = n % 2 == 0;
+        p.bias = k != 16;
+        p.residual = n >= 24;
+        p.act = Activation::kRelu;
+        if (m == 13) p.beta = 0.5f;
+        p.Fill(seed++);
+        std::vector<float> reference;
+        for (GemmPath path : SupportedGemmPaths()) {
+          ASSERT_TRUE(SetGemmPath(path).ok());
+          for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            std::vector<float> out = p.c;
+            Gemm(p.Args(out.data()), threads);
+            if (reference.empty()) {
+              reference = out;
+            } else {
+              ASSERT_TRUE(BitwiseEqual(reference, out)) << GemmPathName(path) << " " << p.Describe();
+            }
+          }
+        }
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 150);
+  ASSERT_TRUE(SetGemmPath(saved).ok());
+}
+
 TEST(GemmPathsTest, NamesParseAndUnsupportedPathsAreRefused) {
   for (GemmPath path : {GemmPath::kPortable, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kAvx512Bf16}) {
     auto parsed = ParseGemmPath(GemmPathName(path));
