@@ -29,7 +29,8 @@ constexpr float kZeros[kMaxCin] = {};
 
 // Output pixels [ow, ow + P) of output row (n, oh), output channels [col0, col0 + V * 16): the
 // products' sums plus bias and residual, stored (the activation comes after the whole row).
-template <int P, int V>
+// kC: the input channels (1 to kMaxCin, so the channel loop unrolls).
+template <int P, int V, int kC>
 [[gnu::always_inline]] inline void Group(const DirectArgs& a, int64_t n, int64_t oh, int64_t ow, int64_t col0) {
   const Geometry& g = *a.g;
   constexpr int kCols = V * kLanes;
@@ -39,19 +40,32 @@ template <int P, int V>
 #pragma GCC unroll 64
     for (int l = 0; l < kCols; ++l) acc[p][l] = 0.0f;
   }
+  // Whether every window of the group lies inside the image's columns: then pixel p's taps are
+  // pixel 0's moved by p strides, with no test per pixel and tap (those tests took as long as
+  // the multiply-adds of a 3-channel stem).
+  const int64_t left = ow * g.sw - g.ww.pad_before;
+  const bool columns_inside = left >= 0 && left + (P - 1) * g.sw + (g.kw - 1) * g.dw < g.w;
+  const int64_t pixel_step = g.sw * kC;
   for (int64_t i = 0; i < g.kh; ++i) {
     const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
     const bool row_inside = ih >= 0 && ih < g.h;
-    const float* image_row = a.in + (n * g.h + (row_inside ? ih : 0)) * g.w * g.c;
+    const float* image_row = a.in + (n * g.h + (row_inside ? ih : 0)) * g.w * kC;
     for (int64_t j = 0; j < g.kw; ++j) {
       const float* x[P];
+      if (row_inside && columns_inside) {
+        const float* first = image_row + (left + j * g.dw) * kC;
 #pragma GCC unroll 32
-      for (int p = 0; p < P; ++p) {
-        const int64_t iw = (ow + p) * g.sw - g.ww.pad_before + j * g.dw;
-        x[p] = row_inside && iw >= 0 && iw < g.w ? image_row + iw * g.c : kZeros;
+        for (int p = 0; p < P; ++p) x[p] = first + p * pixel_step;
+      } else {
+#pragma GCC unroll 32
+        for (int p = 0; p < P; ++p) {
+          const int64_t iw = left + p * g.sw + j * g.dw;
+          x[p] = row_inside && iw >= 0 && iw < g.w ? image_row + iw * kC : kZeros;
+        }
       }
-      const float* f = a.filter + (i * g.kw + j) * g.c * a.cout + col0;
-      for (int64_t c = 0; c < g.c; ++c, f += a.cout) {
+      const float* f = a.filter + (i * g.kw + j) * kC * a.cout + col0;
+#pragma GCC unroll 4
+      for (int c = 0; c < kC; ++c, f += a.cout) {
 #pragma GCC unroll 32
         for (int p = 0; p < P; ++p) {
           const float xv = x[p][c];
@@ -80,35 +94,45 @@ template <int P, int V>
 }
 
 // Output columns [col0, col0 + V * 16) of a row: groups of P pixels, then of 4, then single.
-template <int P, int V>
+template <int P, int V, int kC>
 [[gnu::always_inline]] inline void RowColumns(const DirectArgs& a, int64_t n, int64_t oh, int64_t col0) {
   const int64_t width = a.g->ww.out;
   int64_t ow = 0;
-  for (; ow + P <= width; ow += P) Group<P, V>(a, n, oh, ow, col0);
+  for (; ow + P <= width; ow += P) Group<P, V, kC>(a, n, oh, ow, col0);
   if constexpr (P > 4) {
-    for (; ow + 4 <= width; ow += 4) Group<4, V>(a, n, oh, ow, col0);
+    for (; ow + 4 <= width; ow += 4) Group<4, V, kC>(a, n, oh, ow, col0);
   }
-  for (; ow < width; ++ow) Group<1, V>(a, n, oh, ow, col0);
+  for (; ow < width; ++ow) Group<1, V, kC>(a, n, oh, ow, col0);
 }
 
 // Output rows [begin, end) of the flattened (n, oh). kBudget: accumulator vectors of 16 lanes a
 // group may hold (the registers of the instruction set).
-template <int kBudget>
-[[gnu::always_inline]] inline void Rows(const DirectArgs& a, int64_t begin, int64_t end) {
+template <int kBudget, int kC>
+[[gnu::always_inline]] inline void RowsOf(const DirectArgs& a, int64_t begin, int64_t end) {
   const Geometry& g = *a.g;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / g.wh.out, oh = row % g.wh.out;
     for (int64_t col0 = 0; col0 < a.cout; col0 += kMaxVectors * kLanes) {
       switch (std::min<int64_t>(kMaxVectors, (a.cout - col0) / kLanes)) {
-        case 1: RowColumns<std::max(1, kBudget), 1>(a, n, oh, col0); break;
-        case 2: RowColumns<std::max(1, kBudget / 2), 2>(a, n, oh, col0); break;
-        case 3: RowColumns<std::max(1, kBudget / 3), 3>(a, n, oh, col0); break;
-        default: RowColumns<std::max(1, kBudget / 4), 4>(a, n, oh, col0); break;
+        case 1: RowColumns<std::max(1, kBudget), 1, kC>(a, n, oh, col0); break;
+        case 2: RowColumns<std::max(1, kBudget / 2), 2, kC>(a, n, oh, col0); break;
+        case 3: RowColumns<std::max(1, kBudget / 3), 3, kC>(a, n, oh, col0); break;
+        default: RowColumns<std::max(1, kBudget / 4), 4, kC>(a, n, oh, col0); break;
       }
     }
     // The row's activation while it is in cache.
     float* out_row = a.out + row * g.ww.out * a.cout;
     ApplyActivation(a.epilogue.activation, out_row, out_row, g.ww.out * a.cout);
+  }
+}
+
+template <int kBudget>
+[[gnu::always_inline]] inline void Rows(const DirectArgs& a, int64_t begin, int64_t end) {
+  switch (a.g->c) {
+    case 1: return RowsOf<kBudget, 1>(a, begin, end);
+    case 2: return RowsOf<kBudget, 2>(a, begin, end);
+    case 3: return RowsOf<kBudget, 3>(a, begin, end);
+    default: return RowsOf<kBudget, kMaxCin>(a, begin, end);
   }
 }
 
