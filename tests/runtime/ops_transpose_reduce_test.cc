@@ -245,25 +245,31 @@ TEST(OpsReduceTest, EveryAxisSetMatchesReference) {
 }
 
 // Sum and Mean over middle axes (NHWC's global pooling) take the kept columns 64, 32 and 16 at
-// a time and the rest one by one: each output still adds its terms in the order they lie, the
-// same bits as a plain loop, whatever the width and the thread count.
+// a time and the rest one by one, in parallel over the column chunks: each output still adds
+// its terms in the order they lie, the same bits as a plain loop, whatever the width, the
+// depth, the batch and the thread count.
 TEST(OpsReduceTest, MiddleAxisSumsAddInOrderForEveryWidth) {
   ThreadPool one(1), three(3);
-  for (int64_t width : {1, 7, 16, 33, 64, 100, 150}) {
-    const Tensor x = RandomTensor({3, 41, width}, 7 + static_cast<uint64_t>(width), -2.0f, 2.0f);
-    const auto v = x.data<float>();
-    std::vector<float> want(static_cast<size_t>(3 * width));
-    for (int64_t o = 0; o < 3; ++o) {
-      for (int64_t j = 0; j < width; ++j) {
-        float sum = 0.0f;
-        for (int64_t m = 0; m < 41; ++m) sum += v[static_cast<size_t>((o * 41 + m) * width + j)];
-        want[static_cast<size_t>(o * width + j)] = sum;
+  for (int64_t outer : {1, 3}) {
+    for (int64_t middle : {41, 150}) {
+      for (int64_t width : {1, 7, 16, 33, 64, 100, 150}) {
+        const Tensor x = RandomTensor({outer, middle, width}, 7 + static_cast<uint64_t>(width), -2.0f, 2.0f);
+        const auto v = x.data<float>();
+        std::vector<float> want(static_cast<size_t>(outer * width));
+        for (int64_t o = 0; o < outer; ++o) {
+          for (int64_t j = 0; j < width; ++j) {
+            float sum = 0.0f;
+            for (int64_t m = 0; m < middle; ++m) sum += v[static_cast<size_t>((o * middle + m) * width + j)];
+            want[static_cast<size_t>(o * width + j)] = sum;
+          }
+        }
+        for (ThreadPool* pool : {&one, &three}) {
+          const Tensor got = op_test::RunOn(*pool, "Sum", {x}, {{"axes", std::vector<int64_t>{1}}});
+          ASSERT_EQ(got.num_elements(), outer * width);
+          EXPECT_TRUE(std::equal(want.begin(), want.end(), got.data<float>().begin()))
+              << outer << " x " << middle << " x " << width;
+        }
       }
-    }
-    for (ThreadPool* pool : {&one, &three}) {
-      const Tensor got = op_test::RunOn(*pool, "Sum", {x}, {{"axes", std::vector<int64_t>{1}}});
-      ASSERT_EQ(got.num_elements(), 3 * width);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.data<float>().begin())) << width;
     }
   }
 }
