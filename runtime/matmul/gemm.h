@@ -4,7 +4,8 @@
 // arbitrary leading dimensions, A and B each float32 or bfloat16, C float32.
 //
 // How: the BLIS loop nest. op(B) is packed into column panels (once, ahead of time, when the
-// caller passes a PackedB), op(A) into row strips per K block, and a register-blocked
+// caller passes a PackedB), op(A) into row strips per K block (a float32 A of K <= 512 is
+// read in place instead, where the instruction set has kernels for it), and a register-blocked
 // micro-kernel for the CPU's instruction set (gemm_path.h) computes tiles of C. The work is
 // split over rows and columns of C on the pool; a small problem stays on the calling thread.
 // Packing buffers are thread-local and only grow, so a warmed-up Gemm allocates nothing.
