@@ -195,15 +195,16 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     scratch.a_i0 = i0;
     scratch.a_rows = rows;
   }
-  // K block kb of strip s, and the distance from one strip to the next: in the packed copy, or
-  // in A itself for the direct kernels.
-  const float* a_in_place = static_cast<const float*>(g.a);
+  // The distance from one strip to the next (in words: a float32 A's are its floats), and where
+  // K block kb of strip s starts: in the packed copy, or in A itself for the direct kernels.
+  auto strip_stride = [&](int64_t steps) { return call.direct_a ? mr * g.lda : steps * mr; };
   auto strip_at = [&](int64_t kb, int64_t s, int64_t steps) -> const uint32_t* {
-    if (call.direct_a) return reinterpret_cast<const uint32_t*>(a_in_place + (i0 + s * mr) * g.lda + kb * block_k);
-    return ap + strips * mr * kb * kKcSteps + s * steps * mr;
+    if (call.direct_a) {
+      const float* a = static_cast<const float*>(g.a) + i0 * g.lda + kb * block_k + s * strip_stride(steps);
+      return reinterpret_cast<const uint32_t*>(a);
+    }
+    return ap + strips * mr * kb * kKcSteps + s * strip_stride(steps);
   };
-  const int64_t strip_stride_of_steps = call.direct_a ? 0 : mr;  // times steps, packed
-  const int64_t strip_stride_fixed = call.direct_a ? mr * g.lda : 0;
   const MicroKernelFn* one = call.direct_a ? kt.direct_one : kt.one;
   const MicroKernelFn* half_fn = call.direct_a ? kt.direct_half : kt.half;
 
@@ -279,7 +280,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
       args.t_group_stride = mr * ld;
       for (int64_t kb = 0; kb < call.num_kb; ++kb) {
         const int64_t steps = set_k_block(kb);
-        args.a_group_stride = steps * strip_stride_of_steps + strip_stride_fixed;
+        args.a_group_stride = strip_stride(steps);
         args.b = call.b + PackedBBlockOffset(kb, call.b_n) + (call.b_panel0 + q) * args.b_panel_stride;
         if (full_strips > 0) {
           args.groups = full_strips;
