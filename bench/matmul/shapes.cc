@@ -36,10 +36,12 @@ std::vector<MatmulShape> MakeShapes() {
   }
   // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
   // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products; and
-  // ConvNeXt-T's first stage's pointwise layers (K or N of 96).
+  // ConvNeXt-T's first stage's pointwise layers (K or N of 96); EfficientNet-B0's largest three
+  // at batch 8, whose operands come from memory.
   for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
                                 {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40},
-                                {3136, 96, 384}, {3136, 384, 96}}) {
+                                {3136, 96, 384}, {3136, 384, 96}, {100352, 16, 96}, {25088, 24, 144},
+                                {25088, 144, 24}}) {
     shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
                       false, true});
   }
@@ -92,10 +94,12 @@ std::optional<std::vector<MatmulShape>> SelectShapes(std::string_view list) {
   }
   // The 1x1 convolutions of MobileNetV3-Large and EfficientNet-B0 at batch 1 (M = the pixels):
   // K or N of 16 to 40 channels, where packing and the epilogue weigh against the products; and
-  // ConvNeXt-T's first stage's pointwise layers (K or N of 96).
+  // ConvNeXt-T's first stage's pointwise layers (K or N of 96); EfficientNet-B0's largest three
+  // at batch 8, whose operands come from memory.
   for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12544, 16, 96}, {12544, 16, 64}, {12544, 16, 16},
                                 {3136, 24, 144}, {3136, 144, 24}, {3136, 24, 72}, {784, 40, 240}, {784, 240, 40},
-                                {3136, 96, 384}, {3136, 384, 96}}) {
+                                {3136, 96, 384}, {3136, 384, 96}, {100352, 16, 96}, {25088, 24, 144},
+                                {25088, 144, 24}}) {
     shapes.push_back({"pw" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n, false,
                       false, true});
   }

@@ -140,6 +140,22 @@ bool HasEpilogue(const GemmArgs& g) {
          g.epilogue.activation != Activation::kNone || g.epilogue.residual != nullptr;
 }
 
+// Rows [i, i + mr) of C over panels [q0, q1), asked for (for writing) two strips ahead of the
+// kernel that writes them. StartTile asks for a tile's lines as it starts, but a K loop shorter
+// than the miss (the narrow layers' K of 16 or 24) leaves the stores waiting, and a strip's rows
+// written a panel at a time, 128 bytes in every N * 4, are a pattern the hardware prefetchers
+// do not follow. EfficientNet-B0's first expansion at batch 8 (100352 x 16 x 96, a 38 MB C
+// written to memory): 47 -> 55 GFLOP/s on one thread.
+void PrefetchStripOfC(const GemmArgs& g, int64_t i, int64_t mr, int64_t q0, int64_t q1) {
+  if (q0 >= q1) return;
+  const int64_t bytes = (std::min(g.n, q1 * kNr) - q0 * kNr) * static_cast<int64_t>(sizeof(float));
+  for (int64_t r = i; r < std::min(i + mr, g.m); ++r) {
+    const char* row = reinterpret_cast<const char*>(g.c + r * g.ldc + q0 * kNr);
+    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 1, 3);
+    __builtin_prefetch(row + bytes - 1, 1, 3);
+  }
+}
+
 // Packs rows [i0, i0 + rows) of op(A), all of K, block after block: block kb at
 // dst + strips * mr * kb * kKcSteps, strips = CeilDiv(rows, mr).
 void PackA(const Call& call, int64_t i0, int64_t rows, uint32_t* dst) {
@@ -263,6 +279,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     // Short M, or a B block that stays in L2 anyway (short K): each strip sweeps all the
     // panels in one kernel call, several panels at a time where the kernel can.
     for (int64_t s = 0; s < strips; ++s) {
+      PrefetchStripOfC(g, i0 + (s + 2) * mr, mr, panel0, direct_end);
       run(s, panel0, direct_end);
       run(s, direct_end, panel1);
     }
