@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -282,12 +283,14 @@ void ReadLayer(const Json& json, const std::string& path, std::string_view sourc
                LayerConfig& l) {
   Fields f(&json, path, source, error);
   f.Get("type", l.type,
-        {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "embedding", "layer_norm",
-         "activation"});
+        {"dense", "conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool", "global_max_pool", "flatten", "dropout",
+         "embedding", "layer_norm", "activation", "add", "multiply", "concat"});
+  f.Get("name", l.name);
+  f.Get("inputs", l.inputs);
   if (!error->ok()) return;
   if (l.type.empty()) return f.Fail("is required", "type");
-  const std::initializer_list<std::string_view> activations = {"",        "relu", "gelu",
-                                                               "sigmoid", "tanh", "softmax"};
+  const std::initializer_list<std::string_view> activations = {
+      "", "relu", "gelu", "sigmoid", "tanh", "softmax", "swish", "silu", "hard_swish", "leaky_relu"};
   const std::initializer_list<std::string_view> initializers = {"", "glorot_uniform", "he_uniform", "zeros"};
   if (l.type == "dense") {
     f.Get("units", l.units, 1);
@@ -314,7 +317,10 @@ void ReadLayer(const Json& json, const std::string& path, std::string_view sourc
     f.Get("epsilon", l.epsilon, 0.0, 1.0, true);
   } else if (l.type == "activation") {
     f.Get("activation", l.activation, activations);
+  } else if (l.type == "concat") {
+    f.Get("axis", l.axis, -8, 8);
   }
+  if (l.activation == "silu") l.activation = "swish";  // one function, two names
   // Unknown keys first: a misspelt required key is better reported as the misspelling.
   f.Finish();
   if (!error->ok()) return;
@@ -326,7 +332,55 @@ void ReadLayer(const Json& json, const std::string& path, std::string_view sourc
   }
   if (l.type == "activation" && l.activation.empty())
     return f.Fail("is required for an activation layer", "activation");
+  if (l.name == "input") return f.Fail("'input' names the model's input; choose another name", "name");
+  const bool merge = l.type == "add" || l.type == "multiply" || l.type == "concat";
+  if (merge && l.inputs.size() < 2) return f.Fail("must name at least two layers for a " + l.type + " layer", "inputs");
+  if (!merge && l.inputs.size() > 1) {
+    return f.Fail("names " + std::to_string(l.inputs.size()) + " layers, but a " + l.type + " layer takes one",
+                  "inputs");
+  }
 }
+
+}  // namespace
+
+std::string LayerName(const ModelConfig& model, size_t i) {
+  const LayerConfig& layer = model.layers[i];
+  return layer.name.empty() ? layer.type + "_" + std::to_string(i) : layer.name;
+}
+
+StatusOr<std::vector<std::vector<int>>> LayerInputIndices(const ModelConfig& model) {
+  std::map<std::string, int> earlier = {{"input", -1}};
+  std::map<std::string, size_t> all;
+  for (size_t i = 0; i < model.layers.size(); ++i) all.emplace(LayerName(model, i), i);
+  std::vector<std::vector<int>> wiring;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const std::string path = "model.layers[" + std::to_string(i) + "]";
+    const std::string name = LayerName(model, i);
+    if (earlier.count(name) != 0) {
+      return InvalidArgument(path + ".name: '" + name + "' names an earlier layer too");
+    }
+    std::vector<int> inputs;
+    for (const std::string& in : model.layers[i].inputs) {
+      auto it = earlier.find(in);
+      if (it != earlier.end()) {
+        inputs.push_back(it->second);
+        continue;
+      }
+      if (auto later = all.find(in); later != all.end()) {
+        return InvalidArgument(path + ".inputs: '" + in + "' is model.layers[" + std::to_string(later->second) +
+                               "], not a layer before this one: a layer takes only earlier layers' outputs "
+                               "(no cycles)");
+      }
+      return InvalidArgument(path + ".inputs: no layer is named '" + in + "' (\"input\" is the model's input)");
+    }
+    if (inputs.empty()) inputs.push_back(static_cast<int>(i) - 1);
+    wiring.push_back(std::move(inputs));
+    earlier.emplace(name, static_cast<int>(i));
+  }
+  return wiring;
+}
+
+namespace {
 
 void ReadModel(const Json* json, std::string_view source, Status* error, ModelConfig& m) {
   Fields f(json, "model", source, error);
@@ -341,6 +395,10 @@ void ReadModel(const Json* json, std::string_view source, Status* error, ModelCo
     LayerConfig layer;
     ReadLayer((*layers)[i], "model.layers[" + std::to_string(i) + "]", source, error, layer);
     m.layers.push_back(layer);
+  }
+  if (!error->ok()) return;
+  if (StatusOr<std::vector<std::vector<int>>> wiring = LayerInputIndices(m); !wiring.ok()) {
+    *error = InvalidArgument(std::string(source) + ": " + wiring.status().message());
   }
 }
 
@@ -472,6 +530,8 @@ std::string TrainConfigToJson(const TrainConfig& c) {
   Json layers = Json::array();
   for (const LayerConfig& l : c.model.layers) {
     Json layer = {{"type", l.type}};
+    if (!l.name.empty()) layer["name"] = l.name;
+    if (!l.inputs.empty()) layer["inputs"] = l.inputs;
     if (l.type == "dense") {
       layer.update({{"units", l.units}, {"activation", l.activation}, {"initializer", l.initializer}});
     } else if (l.type == "conv2d") {
@@ -491,6 +551,8 @@ std::string TrainConfigToJson(const TrainConfig& c) {
       layer["epsilon"] = l.epsilon;
     } else if (l.type == "activation") {
       layer["activation"] = l.activation;
+    } else if (l.type == "concat") {
+      layer["axis"] = l.axis;
     }
     layers.push_back(layer);
   }

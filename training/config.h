@@ -45,10 +45,17 @@ struct DataConfig {
 };
 
 struct LayerConfig {
-  // dense, conv2d, max_pool2d, avg_pool2d, flatten, dropout, embedding, layer_norm, activation
+  // dense, conv2d, max_pool2d, avg_pool2d, global_avg_pool, global_max_pool, flatten, dropout,
+  // embedding, layer_norm, activation, add, multiply, concat
   std::string type;
+  // The layer's name ("" = type_index); its weights are named after it ("dense_0/kernel").
+  std::string name;
+  // The layers whose outputs it takes, by name ("input" is the model's input); empty = the
+  // layer before it (the model's input for the first). Only earlier layers: no cycles.
+  std::vector<std::string> inputs;
   int64_t units = 0;              // dense
-  std::string activation;         // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax
+  std::string activation;         // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax,
+                                  // swish, hard_swish, leaky_relu
   int64_t filters = 0;            // conv2d
   int64_t kernel_size = 3;        // conv2d
   int64_t strides = 1;            // conv2d, pools (default: pool_size for pools)
@@ -58,6 +65,7 @@ struct LayerConfig {
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
   int64_t dimension = 0;          // embedding
   double epsilon = 1e-5;          // layer_norm
+  int64_t axis = -1;              // concat: of one example's shape, negative from the end
   std::string initializer;        // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
 
   friend bool operator==(const LayerConfig&, const LayerConfig&) = default;
@@ -70,6 +78,14 @@ struct ModelConfig {
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
+
+// Layer i's name: its own, or type_i ("dense_0").
+std::string LayerName(const ModelConfig& model, size_t i);
+
+// For each layer, the indices of the layers whose outputs it takes, in its `inputs` order (-1:
+// the model's input). Fails, naming the layer, for an input that names no layer or a later one
+// (layers take only earlier layers' outputs, so there are no cycles), or a name used twice.
+StatusOr<std::vector<std::vector<int>>> LayerInputIndices(const ModelConfig& model);
 
 struct ScheduleConfig {
   std::string type = "constant";  // constant, step, cosine

@@ -15,10 +15,6 @@ std::string LayerPath(size_t i) {
   return "model.layers[" + std::to_string(i) + "]";
 }
 
-std::string LayerName(const LayerConfig& layer, size_t i) {
-  return layer.type + "_" + std::to_string(i);
-}
-
 std::string ShapeString(const std::vector<int64_t>& dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
@@ -32,6 +28,9 @@ std::string ActivationOp(const std::string& activation) {
   if (activation == "sigmoid") return "Sigmoid";
   if (activation == "tanh") return "Tanh";
   if (activation == "softmax") return "Softmax";
+  if (activation == "swish") return "Silu";
+  if (activation == "hard_swish") return "HardSwish";
+  if (activation == "leaky_relu") return "LeakyRelu";  // the op's slope, 0.01 (PyTorch's, ONNX's)
   return "";
 }
 
@@ -51,6 +50,40 @@ StatusOr<int64_t> WindowOutput(size_t layer, int64_t in, int64_t k, int64_t stri
                            " is larger than its input (" + std::to_string(in) + ") with padding \"valid\"");
   }
   return (in - k) / stride + 1;
+}
+
+// The output shape of an add, multiply or concat layer: add and multiply take inputs of one
+// shape; concat inputs of one rank that differ only along its axis.
+template <typename ShapeOf>
+StatusOr<std::vector<int64_t>> MergedShape(const LayerConfig& layer, const std::string& path,
+                                           const std::vector<int>& inputs, const ShapeOf& shape_of) {
+  const std::vector<int64_t> first = shape_of(inputs[0]);
+  std::vector<int64_t> out = first;
+  const auto rank = static_cast<int64_t>(first.size());
+  const int64_t axis = layer.axis < 0 ? layer.axis + rank : layer.axis;
+  if (layer.type == "concat" && (axis < 0 || axis >= rank)) {
+    return InvalidArgument(path + ".axis: " + std::to_string(layer.axis) + " is not an axis of its inputs " +
+                           ShapeString(first));
+  }
+  for (size_t k = 1; k < inputs.size(); ++k) {
+    const std::vector<int64_t> other = shape_of(inputs[k]);
+    bool fits = other.size() == first.size();
+    for (int64_t d = 0; fits && d < rank; ++d) {
+      if (layer.type == "concat" && d == axis) {
+        out[static_cast<size_t>(d)] += other[static_cast<size_t>(d)];
+      } else {
+        fits = other[static_cast<size_t>(d)] == first[static_cast<size_t>(d)];
+      }
+    }
+    if (!fits) {
+      return InvalidArgument(path + ": a " + layer.type + " layer's inputs must have " +
+                             (layer.type == "concat" ? "one shape outside axis " + std::to_string(layer.axis)
+                                                     : std::string("one shape")) +
+                             ", got " + ShapeString(first) + " and " + ShapeString(other) + " (inputs[0] and inputs[" +
+                             std::to_string(k) + "])");
+    }
+  }
+  return out;
 }
 
 AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
@@ -108,48 +141,78 @@ std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, c
     attrs.Set("shape", shape);
     x = g.Op("Reshape", {x}, attrs, prefix + "input_shape");
   }
+  std::vector<std::string> outputs(model.layers.size());
+  auto from = [&](int j) { return j < 0 ? x : outputs[static_cast<size_t>(j)]; };
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
-    const std::string name = prefix + LayerName(layer, i);
-    const std::string w = LayerName(layer, i);
+    const std::string w = LayerName(model, i);
+    const std::string name = prefix + w;
+    const std::vector<int>& inputs = layout.layer_inputs[i];
+    std::string y = from(inputs[0]);
     if (layer.type == "dense") {
-      x = g.Op("MatMul", {x, weight.ForProduct(w + "/kernel")}, weight.ProductAttrs({}), name + "/MatMul");
-      x = g.Op("BiasAdd", {x, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
+      y = g.Op("MatMul", {y, weight.ForProduct(w + "/kernel")}, weight.ProductAttrs({}), name + "/MatMul");
+      y = g.Op("BiasAdd", {y, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
     } else if (layer.type == "conv2d") {
-      x = g.Op("Conv2D", {x, weight.ForProduct(w + "/kernel")},
+      y = g.Op("Conv2D", {y, weight.ForProduct(w + "/kernel")},
                weight.ProductAttrs(WindowAttrs(layer, false)), name + "/Conv2D");
-      x = g.Op("BiasAdd", {x, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
+      y = g.Op("BiasAdd", {y, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
     } else if (layer.type == "max_pool2d") {
-      x = g.Op("MaxPool2D", {x}, WindowAttrs(layer, true), name);
+      y = g.Op("MaxPool2D", {y}, WindowAttrs(layer, true), name);
     } else if (layer.type == "avg_pool2d") {
-      x = g.Op("AvgPool2D", {x}, WindowAttrs(layer, true), name);
+      y = g.Op("AvgPool2D", {y}, WindowAttrs(layer, true), name);
+    } else if (layer.type == "global_avg_pool") {
+      AttrMap attrs;
+      attrs.Set("axes", std::vector<int64_t>{1, 2});
+      y = g.Op("Mean", {y}, attrs, name);
+    } else if (layer.type == "global_max_pool") {
+      // A max pool whose window is the whole image, then [batch, 1, 1, C] -> [batch, C].
+      const std::vector<int64_t>& image =
+          inputs[0] < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(inputs[0])];
+      AttrMap attrs;
+      attrs.Set("ksize", std::vector<int64_t>{image[0], image[1]});
+      attrs.Set("strides", std::vector<int64_t>{1, 1});
+      attrs.Set("padding", std::string("VALID"));
+      y = g.Op("Flatten", {g.Op("MaxPool2D", {y}, attrs, name + "/MaxPool2D")}, {}, name);
     } else if (layer.type == "flatten") {
-      x = g.Op("Flatten", {x}, {}, name);
+      y = g.Op("Flatten", {y}, {}, name);
     } else if (layer.type == "dropout") {
       if (!dropout_seed.empty() && layer.rate > 0) {
         AttrMap attrs;
         attrs.Set("rate", layer.rate);
         attrs.Set("stream", static_cast<int64_t>(i));
-        x = g.Op("Mul", {x, g.Op("DropoutMask", {x, dropout_seed}, attrs, name + "/mask")}, {}, name);
+        y = g.Op("Mul", {y, g.Op("DropoutMask", {y, dropout_seed}, attrs, name + "/mask")}, {}, name);
       }
     } else if (layer.type == "embedding") {
       // The feature values are the ids (checked to be whole numbers in range by the trainer).
       AttrMap to_int;
       to_int.Set("dtype", DType::kInt32);
-      x = g.Op("Gather", {weight.Get(w + "/embeddings"), g.Op("Cast", {x}, to_int, name + "/ids")}, {}, name);
+      y = g.Op("Gather", {weight.Get(w + "/embeddings"), g.Op("Cast", {y}, to_int, name + "/ids")}, {}, name);
     } else if (layer.type == "layer_norm") {
       AttrMap attrs;
       attrs.Set("epsilon", layer.epsilon);
-      x = g.Op("LayerNormalize", {x}, attrs, name + "/normalize");
-      x = g.Op("Mul", {x, weight.Get(w + "/gamma")}, {}, name + "/scale");
-      x = g.Op("Add", {x, weight.Get(w + "/beta")}, {}, name + "/offset");
+      y = g.Op("LayerNormalize", {y}, attrs, name + "/normalize");
+      y = g.Op("Mul", {y, weight.Get(w + "/gamma")}, {}, name + "/scale");
+      y = g.Op("Add", {y, weight.Get(w + "/beta")}, {}, name + "/offset");
+    } else if (layer.type == "add" || layer.type == "multiply") {
+      // Summed (or multiplied) in the order the layer lists its inputs.
+      const char* op = layer.type == "add" ? "Add" : "Mul";
+      for (size_t k = 1; k < inputs.size(); ++k) {
+        y = g.Op(op, {y, from(inputs[k])}, {}, name + (k + 1 == inputs.size() ? "" : "/" + std::to_string(k)));
+      }
+    } else if (layer.type == "concat") {
+      std::vector<std::string> parts;
+      for (int j : inputs) parts.push_back(from(j));
+      AttrMap attrs;
+      attrs.Set("axis", layer.axis < 0 ? layer.axis : layer.axis + 1);  // past the batch axis
+      y = g.Op("Concat", parts, attrs, name);
     }
     const bool last = i + 1 == model.layers.size();
     if (const std::string op = ActivationOp(layer.activation); !op.empty() && !last) {
-      x = g.Op(op, {x}, {}, name + "/" + op);
+      y = g.Op(op, {y}, {}, name + "/" + op);
     }
+    outputs[i] = y;
   }
-  return x;
+  return outputs.back();
 }
 
 // The normalisation at the front of a graph, when the config asks for it.
@@ -225,10 +288,16 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
                            " values, but the data has " + std::to_string(layout.num_features) + " features");
   }
   layout.input_shape = shape;
+  LS_ASSIGN_OR_RETURN(layout.layer_inputs, LayerInputIndices(model));
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
-    const std::string name = LayerName(layer, i);
+    const std::string name = LayerName(model, i);
     const std::string path = LayerPath(i);
+    const std::vector<int>& inputs = layout.layer_inputs[i];
+    auto input_shape = [&](int j) {
+      return j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)];
+    };
+    shape = input_shape(inputs[0]);
     auto init = [&](const char* fallback) {
       return layer.initializer.empty() ? std::string(fallback) : layer.initializer;
     };
@@ -261,6 +330,14 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
             {name + "/bias", Shape{layer.filters}, k * k * cin, k * k * layer.filters, "zeros"});
       }
       shape = {h, w, conv ? layer.filters : shape[2]};
+    } else if (layer.type == "global_avg_pool" || layer.type == "global_max_pool") {
+      if (shape.size() != 3) {
+        return InvalidArgument(path + ": a " + layer.type + " layer needs an input of [height, width, channels], got " +
+                               ShapeString(shape));
+      }
+      shape = {shape[2]};
+    } else if (layer.type == "add" || layer.type == "multiply" || layer.type == "concat") {
+      LS_ASSIGN_OR_RETURN(shape, MergedShape(layer, path, inputs, input_shape));
     } else if (layer.type == "flatten") {
       shape = {std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>())};
     } else if (layer.type == "embedding") {
@@ -287,6 +364,7 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
     if (layer.activation == "softmax" && i + 1 != model.layers.size()) {
       return InvalidArgument(path + ": softmax only as the last layer's activation");
     }
+    layout.layer_shapes.push_back(shape);
   }
   const size_t last = model.layers.size() - 1;
   layout.regression = config.regression();

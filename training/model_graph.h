@@ -46,11 +46,16 @@ struct ModelLayout {
   std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
   bool has_dropout = false;  // the training graph takes kDropoutSeedInput
+  // Per layer: the layers it takes (LayerInputIndices: -1 is the model's input) and its output
+  // shape for one example.
+  std::vector<std::vector<int>> layer_inputs;
+  std::vector<std::vector<int64_t>> layer_shapes;
 };
 
 // Fails, naming the layer and what is wrong, for a layer that does not fit what comes before
-// it (a dense layer on an image, a window larger than its input, a model that does not end
-// with one output per named class) or a last activation that does not go with the loss.
+// it (a dense layer on an image, a window larger than its input, an add of two shapes, a model
+// that does not end with one output per named class) or a last activation that does not go
+// with the loss. The model's output is the last layer's.
 // With id labels the model's outputs are the classes: the caller checks each label is below.
 // For regression the model ends with one output per target value.
 StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& data);

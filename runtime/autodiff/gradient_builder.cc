@@ -54,9 +54,13 @@ std::string GradientBuilder::Op(std::string_view op, std::vector<std::string> in
 }
 
 std::string GradientBuilder::Scalar(DType dtype, double value) {
+  return Constant(dtype == DType::kFloat64 ? Tensor::Scalar<double>(value)
+                                           : Tensor::Scalar<float>(static_cast<float>(value)));
+}
+
+std::string GradientBuilder::Constant(Tensor value) {
   const std::string name = NewName("Const");
-  model_.weights[name] = dtype == DType::kFloat64 ? Tensor::Scalar<double>(value)
-                                                  : Tensor::Scalar<float>(static_cast<float>(value));
+  model_.weights[name] = std::move(value);
   NodeDef n;
   n.name = name;
   n.op = std::string(kConstOp);

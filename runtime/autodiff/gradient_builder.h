@@ -37,6 +37,8 @@ class GradientBuilder {
   std::string Op(std::string_view op, std::vector<std::string> inputs, AttrMap attrs = {});
   // A scalar constant of `dtype` (float32 or float64).
   std::string Scalar(DType dtype, double value);
+  // A constant holding `value`.
+  std::string Constant(Tensor value);
   void SetInputGrad(int i, std::string grad) { input_grads_[static_cast<size_t>(i)] = std::move(grad); }
 
   // Set by the gradient function; "" for an input it gave none.

@@ -87,11 +87,11 @@ Status ActivationGrad(GradientBuilder& g) {
     case Activation::kGelu: g.SetInputGrad(0, g.Op("GeluGrad", {dy, g.input(0)})); break;
     case Activation::kSigmoid: g.SetInputGrad(0, g.Op("SigmoidGrad", {dy, g.output(0)})); break;
     case Activation::kTanh: g.SetInputGrad(0, g.Op("TanhGrad", {dy, g.output(0)})); break;
+    case Activation::kSilu: g.SetInputGrad(0, g.Op("SiluGrad", {dy, g.input(0)})); break;
     case Activation::kNone: g.SetInputGrad(0, dy); break;
     case Activation::kRelu6:
     case Activation::kElu:
     case Activation::kSelu:
-    case Activation::kSilu:
     case Activation::kHardSwish:
       return Unimplemented(Str(ActivationOpName<A>()) + " is not differentiated");
   }
@@ -105,7 +105,7 @@ OpDef ActivationDef() {
   def.min_inputs = def.max_inputs = 1;
   def.infer = InferActivation<A>;
   def.compute = ActivationKernel<A>;
-  def.gradient = (A == Activation::kRelu6 || A == Activation::kElu || A == Activation::kSelu || A == Activation::kSilu)
+  def.gradient = (A == Activation::kRelu6 || A == Activation::kElu || A == Activation::kSelu)
                      ? nullptr
                      : ActivationGrad<A>;
   return def;

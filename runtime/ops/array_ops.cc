@@ -413,6 +413,32 @@ Status ReshapeGrad(GradientBuilder& g) {
   return Status::Ok();
 }
 
+// Each input's part of dy, a Slice along the axis: the sizes along it must be known before run
+// time (a layer's channels), so that the slices' bounds are constants.
+Status ConcatGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const Shape& out = g.output_spec(0).shape;
+  LS_ASSIGN_OR_RETURN(int64_t axis_attr, g.attrs().GetInt("axis"));
+  LS_ASSIGN_OR_RETURN(int axis, NormalizeAxis("Concat", axis_attr, out.rank()));
+  const std::string axes = g.Constant(Tensor::FromVector<int64_t>({1}, {axis}));
+  int64_t offset = 0;
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    const int64_t size = g.input_spec(i).shape.dim(axis);
+    if (size < 0) {
+      return Unimplemented("the gradient of a Concat whose input " + std::to_string(i) + " " +
+                           g.input_spec(i).shape.ToString() + " has an unknown size along axis " +
+                           std::to_string(axis));
+    }
+    if (g.needs_input_grad(i)) {
+      const std::string starts = g.Constant(Tensor::FromVector<int64_t>({1}, {offset}));
+      const std::string ends = g.Constant(Tensor::FromVector<int64_t>({1}, {offset + size}));
+      g.SetInputGrad(i, g.Op("Slice", {g.output_grad(0), starts, ends, axes}));
+    }
+    offset += size;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterArrayOps(OpRegistry& registry) {
@@ -433,7 +459,9 @@ void RegisterArrayOps(OpRegistry& registry) {
   (void)registry.Register(std::move(expand));
   (void)registry.Register(MakeDef("Unsqueeze", 2, 2, InferAxesInput<true>, AxesInputKernel<true>, true));
   (void)registry.Register(MakeDef("SqueezeAxes", 2, 2, InferAxesInput<false>, AxesInputKernel<false>, true));
-  (void)registry.Register(MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false));
+  OpDef concat = MakeDef("Concat", 1, -1, InferConcat, ConcatKernel, false);
+  concat.gradient = ConcatGrad;
+  (void)registry.Register(std::move(concat));
   RegisterArrayValueOps(registry);
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "runtime/activation.h"
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/broadcast.h"
 #include "runtime/ops/dtype_sets.h"
@@ -250,9 +251,21 @@ Status UnaryKernel(KernelContext& ctx) {
   });
 }
 
+// The gradients of the activations here that model-train's layers use: dy times the
+// derivative at x (gradient_ops.cc), with LeakyRelu's alpha passed on.
+template <UnaryOp Op>
+Status ActivationGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const std::string_view grad = Op == UnaryOp::kLeakyRelu ? "LeakyReluGrad" : "HardSwishGrad";
+  g.SetInputGrad(0, g.Op(grad, {g.output_grad(0), g.input(0)}, g.attrs()));
+  return Status::Ok();
+}
+
 template <UnaryOp Op>
 OpDef UnaryDef() {
-  return SimpleOpDef(std::string(Info(Op).name), 1, InferUnary<Op>, UnaryKernel<Op>);
+  GradientFn gradient = nullptr;
+  if constexpr (Op == UnaryOp::kLeakyRelu || Op == UnaryOp::kHardSwish) gradient = ActivationGrad<Op>;
+  return SimpleOpDef(std::string(Info(Op).name), 1, InferUnary<Op>, UnaryKernel<Op>, gradient);
 }
 
 // ---- Binary, with numpy broadcasting ----

@@ -311,7 +311,7 @@ Status MeanGradKernel(KernelContext& ctx) {
 
 // ---- Activation derivatives: Op(dy, v) with v the forward input or output ----
 
-enum class Derivative { kRelu, kSigmoid, kTanh, kGelu };
+enum class Derivative { kRelu, kSigmoid, kTanh, kGelu, kSilu, kHardSwish, kLeakyRelu };
 
 constexpr std::string_view DerivativeName(Derivative d) {
   switch (d) {
@@ -323,19 +323,37 @@ constexpr std::string_view DerivativeName(Derivative d) {
       return "TanhGrad";
     case Derivative::kGelu:
       return "GeluGrad";
+    case Derivative::kSilu:
+      return "SiluGrad";
+    case Derivative::kHardSwish:
+      return "HardSwishGrad";
+    case Derivative::kLeakyRelu:
+      return "LeakyReluGrad";
   }
   return "";
 }
 
-// v is x for Relu and Gelu, y for Sigmoid and Tanh (cheaper from the output).
+// v is the forward input x, except for Sigmoid and Tanh: their output y (cheaper from it).
+// `alpha` is LeakyRelu's slope below 0. At the kinks the derivative is PyTorch's: Relu's and
+// LeakyRelu's right of 0 only, HardSwish's x / 3 + 1/2 on [-3, 3].
 template <Derivative D, typename T>
-T ApplyDerivative(T dy, T v) {
+T ApplyDerivative(T dy, T v, T alpha) {
   if constexpr (D == Derivative::kRelu) {
     return v > T(0) ? dy : T(0);
   } else if constexpr (D == Derivative::kSigmoid) {
     return dy * v * (T(1) - v);
   } else if constexpr (D == Derivative::kTanh) {
     return dy * (T(1) - v * v);
+  } else if constexpr (D == Derivative::kSilu) {
+    // d/dx x s(x) = s(x) (1 + x (1 - s(x))), s the logistic function.
+    const T s = T(1) / (T(1) + std::exp(-v));
+    return dy * (s * (T(1) + v * (T(1) - s)));
+  } else if constexpr (D == Derivative::kHardSwish) {
+    if (v < T(-3)) return T(0);
+    if (v > T(3)) return dy;
+    return dy * (v * (T(1) / T(3)) + T(0.5));
+  } else if constexpr (D == Derivative::kLeakyRelu) {
+    return v > T(0) ? dy : dy * alpha;
   } else {
     const T cdf = T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440)));
     const T pdf = std::exp(T(-0.5) * v * v) * T(0.39894228040143267794);
@@ -374,14 +392,19 @@ Status DerivativeKernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& v = ctx.input(1);
   LS_RETURN_IF_ERROR(CheckSameShape(DerivativeName(D), dy, v));
+  double alpha = 0.0;
+  if constexpr (D == Derivative::kLeakyRelu) {
+    LS_ASSIGN_OR_RETURN(alpha, ctx.attrs().GetFloatOr("alpha", 0.01));
+  }
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, dy.dtype(), dy.shape()));
   return DispatchReal(dy.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pd = dy.data<T>().data();
     const T* pv = v.data<T>().data();
     T* po = out->mutable_data<T>().data();
+    const auto a = static_cast<T>(alpha);
     ctx.pool().ParallelFor(dy.num_elements(), kElementGrain / 8, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) po[i] = ApplyDerivative<D>(pd[i], pv[i]);
+      for (int64_t i = begin; i < end; ++i) po[i] = ApplyDerivative<D>(pd[i], pv[i], a);
     });
     return Status::Ok();
   });
@@ -496,6 +519,9 @@ void RegisterGradientOps(OpRegistry& registry) {
   (void)registry.Register(DerivativeDef<Derivative::kSigmoid>());
   (void)registry.Register(DerivativeDef<Derivative::kTanh>());
   (void)registry.Register(DerivativeDef<Derivative::kGelu>());
+  (void)registry.Register(DerivativeDef<Derivative::kSilu>());
+  (void)registry.Register(DerivativeDef<Derivative::kHardSwish>());
+  (void)registry.Register(DerivativeDef<Derivative::kLeakyRelu>());
   (void)registry.Register(SoftmaxGradDef<false>());
   (void)registry.Register(SoftmaxGradDef<true>());
 }

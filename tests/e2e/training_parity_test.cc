@@ -188,9 +188,11 @@ TEST_P(TrainingParityTest, ServedProbabilitiesAreTheTrainersBitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     DigitsModels, TrainingParityTest,
     ::testing::Values(ParityCase{"digits.json", "float32"}, ParityCase{"digits_cnn.json", "float32"},
-                      ParityCase{"digits.json", "bfloat16"}, ParityCase{"digits_cnn.json", "bfloat16"}),
+                      ParityCase{"digits.json", "bfloat16"}, ParityCase{"digits_cnn.json", "bfloat16"},
+                      ParityCase{"digits_residual.json", "float32"}, ParityCase{"digits_residual.json", "bfloat16"}),
     [](const auto& info) {
-      return std::string(std::string(info.param.config) == "digits.json" ? "Mlp" : "Cnn") +
+      const std::string config = info.param.config;
+      return std::string(config == "digits.json" ? "Mlp" : config == "digits_cnn.json" ? "Cnn" : "Residual") +
              (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
     });
 

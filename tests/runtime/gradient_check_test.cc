@@ -60,7 +60,8 @@ TEST(GradientCheck, BiasAddAndMatMulEveryTranspose) {
 }
 
 TEST(GradientCheck, Activations) {
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LogSoftmax"}) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LogSoftmax", "Silu", "HardSwish",
+                         "LeakyRelu"}) {
     CheckGradients({op,
                     {Shape{2, 5}},
                     [op](GraphBuilder& g, const std::vector<std::string>& x) {
@@ -68,6 +69,35 @@ TEST(GradientCheck, Activations) {
                     },
                     0.1,
                     3.0});
+  }
+  // HardSwish's outer pieces (0 below -3, x above 3) and LeakyRelu's own slope.
+  CheckGradients({"HardSwish outside [-3, 3]",
+                  {Shape{2, 5}},
+                  [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return Unary(g, "HardSwish", x[0], Shape{2, 5});
+                  },
+                  3.1,
+                  6.0});
+  CheckGradients({"LeakyRelu alpha=0.3", {Shape{2, 5}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    AttrMap attrs;
+                    attrs.Set("alpha", 0.3);
+                    return Unary(g, "LeakyRelu", x[0], Shape{2, 5}, attrs);
+                  }});
+}
+
+TEST(GradientCheck, ConcatAlongEachAxis) {
+  for (int64_t axis : {0, 1, -1}) {
+    const Shape a{2, 3, 2};
+    const Shape b = axis == 0 ? Shape{3, 3, 2} : axis == 1 ? Shape{2, 4, 2} : Shape{2, 3, 3};
+    const Shape out = axis == 0 ? Shape{7, 3, 2} : axis == 1 ? Shape{2, 10, 2} : Shape{2, 3, 7};
+    CheckGradients({"Concat axis=" + std::to_string(axis),
+                    {a, b},
+                    [axis, out](GraphBuilder& g, const std::vector<std::string>& x) {
+                      AttrMap attrs;
+                      attrs.Set("axis", axis);
+                      // x0 twice: the gradients of its two parts add up.
+                      return std::pair{g.Op("Concat", {x[0], x[1], x[0]}, attrs), out};
+                    }});
   }
 }
 

@@ -73,7 +73,19 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainerVariantTest,
                      {"type": "conv2d", "filters": 16, "kernel_size": 3, "strides": 2, "activation": "relu"},
                      {"type": "flatten"},
                      {"type": "dense", "units": 10}]})",
-                                                   0.93}),
+                                                   0.93},
+                                           Variant{"ResidualGraph",
+                                                   R"("model": {"input_shape": [8, 8, 1], "layers": [
+                     {"name": "stem", "type": "conv2d", "filters": 16, "padding": "same", "activation": "swish"},
+                     {"type": "conv2d", "filters": 16, "padding": "same", "activation": "leaky_relu"},
+                     {"type": "conv2d", "filters": 16, "padding": "same"},
+                     {"name": "sum", "type": "add", "inputs": ["stem", "conv2d_2"]},
+                     {"type": "activation", "activation": "hard_swish"},
+                     {"name": "avg", "type": "global_avg_pool"},
+                     {"name": "max", "type": "global_max_pool", "inputs": "activation_4"},
+                     {"type": "concat", "inputs": ["avg", "max"]},
+                     {"type": "dense", "units": 10}]})",
+                                                   0.9}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // bf16 mixed precision reaches the float32 model's test accuracy within half a percentage

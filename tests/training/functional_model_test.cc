@@ -1,0 +1,88 @@
+// Models as graphs of layers (Keras's functional API): named layers, `inputs`, skip connections
+// through add and multiply, concat, and the global pools. Planning, and every way a graph can
+// fail to fit, named; training one is in trainer_test.cc and serving it in
+// tests/e2e/training_parity_test.cc.
+#include <gtest/gtest.h>
+
+#include "training/config.h"
+#include "training/model_graph.h"
+
+namespace lockstep::training {
+namespace {
+
+// A digits config (64 features, 10 classes) with `layers` (a JSON list) on an 8x8x1 image.
+std::string DigitsGraphConfig(const std::string& layers) {
+  return R"({"data": {"train": "d.csv"}, "model": {"input_shape": [8, 8, 1], "layers": )" + layers + "}}";
+}
+
+DataSchema DigitsSchema() {
+  DataSchema s;
+  for (int i = 0; i < 64; ++i) s.feature_keys.push_back({"f" + std::to_string(i), 1});
+  for (int c = 0; c < 10; ++c) s.class_names.push_back(std::to_string(c));
+  return s;
+}
+
+// PlanModel's error for a config that parses, or the parse error.
+std::string GraphErrorOf(const std::string& layers) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(layers), "g.json");
+  if (!c.ok()) return c.status().message();
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), DigitsSchema());
+  EXPECT_FALSE(layout.ok()) << layers;
+  return layout.ok() ? "" : layout.status().message();
+}
+
+TEST(FunctionalModelTest, PlansAResidualBlockWithAConcatOfTwoPools) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
+      {"name": "stem", "type": "conv2d", "filters": 4, "padding": "same", "activation": "swish"},
+      {"type": "conv2d", "filters": 4, "padding": "same", "activation": "leaky_relu"},
+      {"name": "sum", "type": "add", "inputs": ["stem", "conv2d_1"]},
+      {"name": "gate", "type": "multiply", "inputs": ["sum", "stem", "sum"]},
+      {"name": "avg", "type": "global_avg_pool", "inputs": "gate"},
+      {"name": "max", "type": "global_max_pool", "inputs": ["sum"]},
+      {"type": "concat", "inputs": ["avg", "max", "avg"]},
+      {"name": "out", "type": "dense", "units": 10}])"),
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), DigitsSchema());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->layer_inputs, (std::vector<std::vector<int>>{{-1}, {0}, {0, 1}, {2, 0, 2}, {3}, {2}, {4, 5, 4}, {6}}));
+  EXPECT_EQ(layout->layer_shapes, (std::vector<std::vector<int64_t>>{
+                                      {8, 8, 4}, {8, 8, 4}, {8, 8, 4}, {8, 8, 4}, {4}, {4}, {12}, {10}}));
+  std::vector<std::string> names;
+  for (const WeightInfo& w : layout->weights) names.push_back(w.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"stem/kernel", "stem/bias", "conv2d_1/kernel", "conv2d_1/bias",
+                                             "out/kernel", "out/bias"}));
+  // The graphs build: the training graph's gradients reach every weight through the merges.
+  ASSERT_TRUE(BuildTrainingGraph(c.value(), layout.value()).ok());
+}
+
+TEST(FunctionalModelTest, AGraphThatDoesNotFitNamesTheLayer) {
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "dense", "units": 10, "inputs": ["nowhere"]}])"),
+            "g.json: model.layers[0].inputs: no layer is named 'nowhere' (\"input\" is the model's input)");
+  EXPECT_EQ(GraphErrorOf(R"([{"name": "a", "type": "flatten", "inputs": ["b"]}, {"name": "b", "type": "flatten", "inputs": ["a"]},
+                      {"type": "dense", "units": 10}])"),
+            "g.json: model.layers[0].inputs: 'b' is model.layers[1], not a layer before this one: a layer takes "
+            "only earlier layers' outputs (no cycles)");
+  EXPECT_EQ(GraphErrorOf(R"([{"name": "a", "type": "flatten"}, {"name": "a", "type": "dense", "units": 10}])"),
+            "g.json: model.layers[1].name: 'a' names an earlier layer too");
+  EXPECT_EQ(GraphErrorOf(R"([{"name": "input", "type": "flatten"}, {"type": "dense", "units": 10}])"),
+            "g.json: model.layers[0].name: 'input' names the model's input; choose another name");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "add", "inputs": ["flatten_0"]}])"),
+            "g.json: model.layers[1].inputs: must name at least two layers for a add layer");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "dense", "units": 10, "inputs": ["flatten_0", "input"]}])"),
+            "g.json: model.layers[1].inputs: names 2 layers, but a dense layer takes one");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "add", "inputs": ["flatten_0", "input"]}, {"type": "dense", "units": 10}])"),
+            "model.layers[1]: a add layer's inputs must have one shape, got [64] and [8,8,1] (inputs[0] and inputs[1])");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "conv2d", "filters": 2}, {"type": "concat", "inputs": ["conv2d_0", "input"]},
+                      {"type": "flatten"}, {"type": "dense", "units": 10}])"),
+            "model.layers[1]: a concat layer's inputs must have one shape outside axis -1, got [6,6,2] and "
+            "[8,8,1] (inputs[0] and inputs[1])");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "concat", "axis": 1, "inputs": ["flatten_0", "flatten_0"]},
+                      {"type": "dense", "units": 10}])"),
+            "model.layers[1].axis: 1 is not an axis of its inputs [64]");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "global_avg_pool"}, {"type": "dense", "units": 10}])"),
+            "model.layers[1]: a global_avg_pool layer needs an input of [height, width, channels], got [64]");
+}
+
+}  // namespace
+}  // namespace lockstep::training
