@@ -7,31 +7,13 @@
 
 #include "runtime/autodiff/gradients.h"
 #include "runtime/graph_builder.h"
+#include "training/layers/layer_kind.h"
 
 namespace lockstep::training {
 namespace {
 
 std::string LayerPath(size_t i) {
   return "model.layers[" + std::to_string(i) + "]";
-}
-
-std::string ShapeString(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-// The op of an activation name ("" for none).
-std::string ActivationOp(const std::string& activation) {
-  if (activation == "relu") return "Relu";
-  if (activation == "gelu") return "Gelu";
-  if (activation == "sigmoid") return "Sigmoid";
-  if (activation == "tanh") return "Tanh";
-  if (activation == "softmax") return "Softmax";
-  if (activation == "swish") return "Silu";
-  if (activation == "hard_swish") return "HardSwish";
-  if (activation == "leaky_relu") return "LeakyRelu";  // the op's slope, 0.01 (PyTorch's, ONNX's)
-  return "";
 }
 
 // The op that turns the logits into what the model serves: the loss's own link for the
@@ -41,91 +23,6 @@ std::string OutputOp(const TrainConfig& config) {
   if (config.loss == "sigmoid_cross_entropy") return "Sigmoid";
   return ActivationOp(config.model.layers.back().activation);
 }
-
-// One spatial dimension of a window, as the runtime's ops compute it (runtime/ops/window.h).
-StatusOr<int64_t> WindowOutput(size_t layer, int64_t in, int64_t k, int64_t stride, bool same) {
-  if (same) return (in + stride - 1) / stride;
-  if (in < k) {
-    return InvalidArgument(LayerPath(layer) + ": window " + std::to_string(k) +
-                           " is larger than its input (" + std::to_string(in) + ") with padding \"valid\"");
-  }
-  return (in - k) / stride + 1;
-}
-
-// The output shape of an add, multiply or concat layer: add and multiply take inputs of one
-// shape; concat inputs of one rank that differ only along its axis.
-template <typename ShapeOf>
-StatusOr<std::vector<int64_t>> MergedShape(const LayerConfig& layer, const std::string& path,
-                                           const std::vector<int>& inputs, const ShapeOf& shape_of) {
-  const std::vector<int64_t> first = shape_of(inputs[0]);
-  std::vector<int64_t> out = first;
-  const auto rank = static_cast<int64_t>(first.size());
-  const int64_t axis = layer.axis < 0 ? layer.axis + rank : layer.axis;
-  if (layer.type == "concat" && (axis < 0 || axis >= rank)) {
-    return InvalidArgument(path + ".axis: " + std::to_string(layer.axis) + " is not an axis of its inputs " +
-                           ShapeString(first));
-  }
-  for (size_t k = 1; k < inputs.size(); ++k) {
-    const std::vector<int64_t> other = shape_of(inputs[k]);
-    bool fits = other.size() == first.size();
-    for (int64_t d = 0; fits && d < rank; ++d) {
-      if (layer.type == "concat" && d == axis) {
-        out[static_cast<size_t>(d)] += other[static_cast<size_t>(d)];
-      } else {
-        fits = other[static_cast<size_t>(d)] == first[static_cast<size_t>(d)];
-      }
-    }
-    if (!fits) {
-      return InvalidArgument(path + ": a " + layer.type + " layer's inputs must have " +
-                             (layer.type == "concat" ? "one shape outside axis " + std::to_string(layer.axis)
-                                                     : std::string("one shape")) +
-                             ", got " + ShapeString(first) + " and " + ShapeString(other) + " (inputs[0] and inputs[" +
-                             std::to_string(k) + "])");
-    }
-  }
-  return out;
-}
-
-AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
-  AttrMap attrs;
-  attrs.Set("strides", std::vector<int64_t>{layer.strides, layer.strides});
-  attrs.Set("padding", std::string(layer.padding == "same" ? "SAME" : "VALID"));
-  if (pool) attrs.Set("ksize", std::vector<int64_t>{layer.pool_size, layer.pool_size});
-  return attrs;
-}
-
-// Hands Forward its weights: the node holding each (an input of the training graph, a constant
-// of the serving graph), and under precision bfloat16 the bf16 copy a product reads: in
-// training another input (TakesBf16Copy), in serving one Cast of the constant, shared by every
-// use, which the session folds into a bf16 constant and packs once.
-class WeightNodes {
- public:
-  enum class Bf16 { kNone, kInputs, kCasts };
-  WeightNodes(GraphBuilder& g, std::function<std::string(const std::string&)> node, Bf16 bf16)
-      : g_(g), node_(std::move(node)), bf16_(bf16) {}
-
-  std::string Get(const std::string& name) { return node_(name); }
-  std::string ForProduct(const std::string& name) {
-    if (bf16_ == Bf16::kNone) return Get(name);
-    if (bf16_ == Bf16::kInputs) return Bf16CopyName(name);
-    auto it = cast_.find(name);
-    if (it != cast_.end()) return it->second;
-    AttrMap to_bf16;
-    to_bf16.Set("dtype", DType::kBFloat16);
-    return cast_[name] = g_.Op("Cast", {Get(name)}, to_bf16, Bf16CopyName(name));
-  }
-  // The attrs of a product: precision bfloat16 makes its gradients bf16 products too.
-  AttrMap ProductAttrs(AttrMap attrs) const {
-    if (bf16_ != Bf16::kNone) attrs.Set("precision", std::string("bfloat16"));
-    return attrs;
-  }
-
- private:
-  GraphBuilder& g_;
-  std::function<std::string(const std::string&)> node_;
-  Bf16 bf16_;
-  std::map<std::string, std::string> cast_;
-};
 
 // The layers on `x` ([batch, num_features]), up to the logits: the last layer's activation is
 // left to the caller (the loss and the serving graph apply it themselves). Dropout layers are
@@ -142,73 +39,19 @@ std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, c
     x = g.Op("Reshape", {x}, attrs, prefix + "input_shape");
   }
   std::vector<std::string> outputs(model.layers.size());
-  auto from = [&](int j) { return j < 0 ? x : outputs[static_cast<size_t>(j)]; };
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
-    const std::string w = LayerName(model, i);
-    const std::string name = prefix + w;
-    const std::vector<int>& inputs = layout.layer_inputs[i];
-    std::string y = from(inputs[0]);
-    if (layer.type == "dense") {
-      y = g.Op("MatMul", {y, weight.ForProduct(w + "/kernel")}, weight.ProductAttrs({}), name + "/MatMul");
-      y = g.Op("BiasAdd", {y, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
-    } else if (layer.type == "conv2d") {
-      y = g.Op("Conv2D", {y, weight.ForProduct(w + "/kernel")},
-               weight.ProductAttrs(WindowAttrs(layer, false)), name + "/Conv2D");
-      y = g.Op("BiasAdd", {y, weight.Get(w + "/bias")}, {}, name + "/BiasAdd");
-    } else if (layer.type == "max_pool2d") {
-      y = g.Op("MaxPool2D", {y}, WindowAttrs(layer, true), name);
-    } else if (layer.type == "avg_pool2d") {
-      y = g.Op("AvgPool2D", {y}, WindowAttrs(layer, true), name);
-    } else if (layer.type == "global_avg_pool") {
-      AttrMap attrs;
-      attrs.Set("axes", std::vector<int64_t>{1, 2});
-      y = g.Op("Mean", {y}, attrs, name);
-    } else if (layer.type == "global_max_pool") {
-      // A max pool whose window is the whole image, then [batch, 1, 1, C] -> [batch, C].
-      const std::vector<int64_t>& image =
-          inputs[0] < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(inputs[0])];
-      AttrMap attrs;
-      attrs.Set("ksize", std::vector<int64_t>{image[0], image[1]});
-      attrs.Set("strides", std::vector<int64_t>{1, 1});
-      attrs.Set("padding", std::string("VALID"));
-      y = g.Op("Flatten", {g.Op("MaxPool2D", {y}, attrs, name + "/MaxPool2D")}, {}, name);
-    } else if (layer.type == "flatten") {
-      y = g.Op("Flatten", {y}, {}, name);
-    } else if (layer.type == "dropout") {
-      if (!dropout_seed.empty() && layer.rate > 0) {
-        AttrMap attrs;
-        attrs.Set("rate", layer.rate);
-        attrs.Set("stream", static_cast<int64_t>(i));
-        y = g.Op("Mul", {y, g.Op("DropoutMask", {y, dropout_seed}, attrs, name + "/mask")}, {}, name);
-      }
-    } else if (layer.type == "embedding") {
-      // The feature values are the ids (checked to be whole numbers in range by the trainer).
-      AttrMap to_int;
-      to_int.Set("dtype", DType::kInt32);
-      y = g.Op("Gather", {weight.Get(w + "/embeddings"), g.Op("Cast", {y}, to_int, name + "/ids")}, {}, name);
-    } else if (layer.type == "layer_norm") {
-      AttrMap attrs;
-      attrs.Set("epsilon", layer.epsilon);
-      y = g.Op("LayerNormalize", {y}, attrs, name + "/normalize");
-      y = g.Op("Mul", {y, weight.Get(w + "/gamma")}, {}, name + "/scale");
-      y = g.Op("Add", {y, weight.Get(w + "/beta")}, {}, name + "/offset");
-    } else if (layer.type == "add" || layer.type == "multiply") {
-      // Summed (or multiplied) in the order the layer lists its inputs.
-      const char* op = layer.type == "add" ? "Add" : "Mul";
-      for (size_t k = 1; k < inputs.size(); ++k) {
-        y = g.Op(op, {y, from(inputs[k])}, {}, name + (k + 1 == inputs.size() ? "" : "/" + std::to_string(k)));
-      }
-    } else if (layer.type == "concat") {
-      std::vector<std::string> parts;
-      for (int j : inputs) parts.push_back(from(j));
-      AttrMap attrs;
-      attrs.Set("axis", layer.axis < 0 ? layer.axis : layer.axis + 1);  // past the batch axis
-      y = g.Op("Concat", parts, attrs, name);
+    const std::string name = LayerName(model, i);
+    LayerGraph b{.g = g, .layer = layer, .index = i, .name = name, .node = prefix + name, .weights = weight,
+                 .dropout_seed = dropout_seed};
+    for (int j : layout.layer_inputs[i]) {
+      b.inputs.push_back(j < 0 ? x : outputs[static_cast<size_t>(j)]);
+      b.input_shapes.push_back(j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)]);
     }
+    std::string y = FindLayerKind(layer.type)->build(b);
     const bool last = i + 1 == model.layers.size();
     if (const std::string op = ActivationOp(layer.activation); !op.empty() && !last) {
-      y = g.Op(op, {y}, {}, name + "/" + op);
+      y = g.Op(op, {y}, {}, b.node + "/" + op);
     }
     outputs[i] = y;
   }
@@ -280,92 +123,31 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
   ModelLayout layout;
   layout.data = data;
   layout.num_features = data.num_features();
-  std::vector<int64_t> shape =
+  layout.input_shape =
       model.input_shape.empty() ? std::vector<int64_t>{layout.num_features} : model.input_shape;
-  const int64_t elements = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  const int64_t elements = std::accumulate(layout.input_shape.begin(), layout.input_shape.end(), int64_t{1},
+                                           std::multiplies<>());
   if (elements != layout.num_features) {
-    return InvalidArgument("model.input_shape: " + ShapeString(shape) + " holds " + std::to_string(elements) +
-                           " values, but the data has " + std::to_string(layout.num_features) + " features");
+    return InvalidArgument("model.input_shape: " + ShapeString(layout.input_shape) + " holds " +
+                           std::to_string(elements) + " values, but the data has " +
+                           std::to_string(layout.num_features) + " features");
   }
-  layout.input_shape = shape;
   LS_ASSIGN_OR_RETURN(layout.layer_inputs, LayerInputIndices(model));
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerConfig& layer = model.layers[i];
-    const std::string name = LayerName(model, i);
-    const std::string path = LayerPath(i);
-    const std::vector<int>& inputs = layout.layer_inputs[i];
-    auto input_shape = [&](int j) {
-      return j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)];
-    };
-    shape = input_shape(inputs[0]);
-    auto init = [&](const char* fallback) {
-      return layer.initializer.empty() ? std::string(fallback) : layer.initializer;
-    };
-    if (layer.type == "dense") {
-      if (shape.size() != 1) {
-        return InvalidArgument(path + ": a dense layer needs a flat input, got " + ShapeString(shape) +
-                               "; add a flatten layer before it");
-      }
-      const int64_t width = shape[0];
-      layout.weights.push_back(
-          {name + "/kernel", Shape{width, layer.units}, width, layer.units, init("glorot_uniform"), true});
-      layout.weights.push_back({name + "/bias", Shape{layer.units}, width, layer.units, "zeros"});
-      shape = {layer.units};
-    } else if (layer.type == "conv2d" || layer.type == "max_pool2d" || layer.type == "avg_pool2d") {
-      if (shape.size() != 3) {
-        return InvalidArgument(path + ": a " + layer.type +
-                               " layer needs an input of [height, width, channels], got " +
-                               ShapeString(shape) + "; set model.input_shape (e.g. [8, 8, 1])");
-      }
-      const bool conv = layer.type == "conv2d";
-      const int64_t k = conv ? layer.kernel_size : layer.pool_size;
-      const bool same = layer.padding == "same";
-      LS_ASSIGN_OR_RETURN(const int64_t h, WindowOutput(i, shape[0], k, layer.strides, same));
-      LS_ASSIGN_OR_RETURN(const int64_t w, WindowOutput(i, shape[1], k, layer.strides, same));
-      if (conv) {
-        const int64_t cin = shape[2];
-        layout.weights.push_back({name + "/kernel", Shape{k, k, cin, layer.filters}, k * k * cin,
-                                  k * k * layer.filters, init("glorot_uniform"), true});
-        layout.weights.push_back(
-            {name + "/bias", Shape{layer.filters}, k * k * cin, k * k * layer.filters, "zeros"});
-      }
-      shape = {h, w, conv ? layer.filters : shape[2]};
-    } else if (layer.type == "global_avg_pool" || layer.type == "global_max_pool") {
-      if (shape.size() != 3) {
-        return InvalidArgument(path + ": a " + layer.type + " layer needs an input of [height, width, channels], got " +
-                               ShapeString(shape));
-      }
-      shape = {shape[2]};
-    } else if (layer.type == "add" || layer.type == "multiply" || layer.type == "concat") {
-      LS_ASSIGN_OR_RETURN(shape, MergedShape(layer, path, inputs, input_shape));
-    } else if (layer.type == "flatten") {
-      shape = {std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>())};
-    } else if (layer.type == "embedding") {
-      if (i != 0 || shape.size() != 1) {
-        return InvalidArgument(path +
-                               ": an embedding layer must come first, on a flat input: it looks up the raw "
-                               "features");
-      }
-      if (model.normalize) {
-        return InvalidArgument(
-            "model.normalize: must be false with an embedding layer, whose ids are looked up as they are");
-      }
-      layout.weights.push_back({name + "/embeddings", Shape{layer.vocabulary, layer.dimension},
-                                layer.vocabulary, layer.dimension, init("glorot_uniform")});
-      shape.push_back(layer.dimension);
-    } else if (layer.type == "layer_norm") {
-      const int64_t d = shape.back();
-      layout.weights.push_back({name + "/gamma", Shape{d}, d, d, "ones"});
-      layout.weights.push_back({name + "/beta", Shape{d}, d, d, "zeros"});
-    } else if (layer.type == "dropout") {
-      layout.has_dropout = layout.has_dropout || layer.rate > 0;
+    LayerPlan p{.config = config, .layer = layer, .index = i, .name = LayerName(model, i), .path = LayerPath(i)};
+    for (int j : layout.layer_inputs[i]) {
+      p.inputs.push_back(j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)]);
     }
-    // activation layers keep the shape.
+    LS_ASSIGN_OR_RETURN(PlannedLayer planned, FindLayerKind(layer.type)->plan(p));
     if (layer.activation == "softmax" && i + 1 != model.layers.size()) {
-      return InvalidArgument(path + ": softmax only as the last layer's activation");
+      return InvalidArgument(p.path + ": softmax only as the last layer's activation");
     }
-    layout.layer_shapes.push_back(shape);
+    layout.weights.insert(layout.weights.end(), planned.weights.begin(), planned.weights.end());
+    layout.has_dropout = layout.has_dropout || planned.takes_dropout_seed;
+    layout.layer_shapes.push_back(planned.shape);
   }
+  const std::vector<int64_t>& shape = layout.layer_shapes.back();
   const size_t last = model.layers.size() - 1;
   layout.regression = config.regression();
   if (layout.regression) {

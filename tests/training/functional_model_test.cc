@@ -68,11 +68,11 @@ TEST(FunctionalModelTest, AGraphThatDoesNotFitNamesTheLayer) {
   EXPECT_EQ(GraphErrorOf(R"([{"name": "input", "type": "flatten"}, {"type": "dense", "units": 10}])"),
             "g.json: model.layers[0].name: 'input' names the model's input; choose another name");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "add", "inputs": ["flatten_0"]}])"),
-            "g.json: model.layers[1].inputs: must name at least two layers for a add layer");
+            "g.json: model.layers[1].inputs: must name at least 2 layers for an add layer");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "dense", "units": 10, "inputs": ["flatten_0", "input"]}])"),
-            "g.json: model.layers[1].inputs: names 2 layers, but a dense layer takes one");
+            "g.json: model.layers[1].inputs: names 2 layers, but a dense layer takes 1");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "add", "inputs": ["flatten_0", "input"]}, {"type": "dense", "units": 10}])"),
-            "model.layers[1]: a add layer's inputs must have one shape, got [64] and [8,8,1] (inputs[0] and inputs[1])");
+            "model.layers[1]: an add layer's inputs must have one shape, got [64] and [8,8,1] (inputs[0] and inputs[1])");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "conv2d", "filters": 2}, {"type": "concat", "inputs": ["conv2d_0", "input"]},
                       {"type": "flatten"}, {"type": "dense", "units": 10}])"),
             "model.layers[1]: a concat layer's inputs must have one shape outside axis -1, got [6,6,2] and "

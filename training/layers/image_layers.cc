@@ -1,0 +1,140 @@
+// The layers of images ([height, width, channels] per example, NHWC as Keras): conv2d, the
+// windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
+#include "training/layers/layer_kind.h"
+
+namespace lockstep::training {
+namespace {
+
+// One spatial dimension of a window's output, as the runtime's ops compute it (runtime/ops/window.h).
+StatusOr<int64_t> WindowOutput(const std::string& path, int64_t in, int64_t k, int64_t stride, bool same) {
+  if (same) return (in + stride - 1) / stride;
+  if (in < k) {
+    return InvalidArgument(path + ": window " + std::to_string(k) + " is larger than its input (" +
+                           std::to_string(in) + ") with padding \"valid\"");
+  }
+  return (in - k) / stride + 1;
+}
+
+AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
+  AttrMap attrs;
+  attrs.Set("strides", std::vector<int64_t>{layer.strides, layer.strides});
+  attrs.Set("padding", std::string(layer.padding == "same" ? "SAME" : "VALID"));
+  if (pool) attrs.Set("ksize", std::vector<int64_t>{layer.pool_size, layer.pool_size});
+  return attrs;
+}
+
+Status CheckImage(const LayerPlan& p, const char* hint) {
+  if (p.inputs[0].size() == 3) return Status::Ok();
+  return InvalidArgument(p.path + ": a " + p.layer.type + " layer needs an input of [height, width, channels], got " +
+                         ShapeString(p.inputs[0]) + hint);
+}
+
+// The output of a window k wide at the layer's strides and padding over the input image.
+StatusOr<std::vector<int64_t>> WindowShape(const LayerPlan& p, int64_t k, int64_t channels) {
+  LS_RETURN_IF_ERROR(CheckImage(p, "; set model.input_shape (e.g. [8, 8, 1])"));
+  const bool same = p.layer.padding == "same";
+  LS_ASSIGN_OR_RETURN(const int64_t h, WindowOutput(p.path, p.inputs[0][0], k, p.layer.strides, same));
+  LS_ASSIGN_OR_RETURN(const int64_t w, WindowOutput(p.path, p.inputs[0][1], k, p.layer.strides, same));
+  return std::vector<int64_t>{h, w, channels};
+}
+
+LayerKind Conv2D() {
+  LayerKind k{.type = "conv2d"};
+  k.read = [](ConfigFields& f, LayerConfig& l) {
+    f.Get("filters", l.filters, 1);
+    f.Get("kernel_size", l.kernel_size, 1, 64);
+    f.Get("strides", l.strides, 1, 64);
+    f.Get("padding", l.padding, {"valid", "same"});
+    f.Get("activation", l.activation, ActivationNames());
+    f.Get("initializer", l.initializer, kInitializerNames);
+  };
+  k.check = [](ConfigFields& f, const LayerConfig& l) {
+    if (l.filters == 0) f.Fail("is required for a conv2d layer", "filters");
+  };
+  k.write = [](const LayerConfig& l, Json& out) {
+    out.update({{"filters", l.filters},
+                {"kernel_size", l.kernel_size},
+                {"strides", l.strides},
+                {"padding", l.padding},
+                {"activation", l.activation},
+                {"initializer", l.initializer}});
+  };
+  k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
+    const int64_t kk = p.layer.kernel_size, filters = p.layer.filters;
+    LS_ASSIGN_OR_RETURN(std::vector<int64_t> shape, WindowShape(p, kk, filters));
+    const int64_t cin = p.inputs[0][2];
+    PlannedLayer out{.shape = shape};
+    out.weights.push_back({p.name + "/kernel", Shape{kk, kk, cin, filters}, kk * kk * cin, kk * kk * filters,
+                           InitializerOr(p.layer, "glorot_uniform"), true});
+    out.weights.push_back({p.name + "/bias", Shape{filters}, kk * kk * cin, kk * kk * filters, "zeros"});
+    return out;
+  };
+  k.build = [](const LayerGraph& b) {
+    const std::string y = b.g.Op("Conv2D", {b.inputs[0], b.weights.ForProduct(b.name + "/kernel")},
+                                 b.weights.ProductAttrs(WindowAttrs(b.layer, false)), b.node + "/Conv2D");
+    return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
+  };
+  return k;
+}
+
+// max_pool2d and avg_pool2d.
+LayerKind Pool(std::string_view type, std::string (*build)(const LayerGraph&)) {
+  LayerKind k{.type = type};
+  k.read = [](ConfigFields& f, LayerConfig& l) {
+    f.Get("pool_size", l.pool_size, 1, 64);
+    l.strides = l.pool_size;
+    f.Get("strides", l.strides, 1, 64);
+    f.Get("padding", l.padding, {"valid", "same"});
+  };
+  k.write = [](const LayerConfig& l, Json& out) {
+    out.update({{"pool_size", l.pool_size}, {"strides", l.strides}, {"padding", l.padding}});
+  };
+  k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
+    LS_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                        WindowShape(p, p.layer.pool_size, p.inputs[0].size() == 3 ? p.inputs[0][2] : 0));
+    return PlannedLayer{.shape = shape};
+  };
+  k.build = build;
+  return k;
+}
+
+// global_avg_pool and global_max_pool: [height, width, channels] -> [channels].
+LayerKind GlobalPool(std::string_view type, std::string (*build)(const LayerGraph&)) {
+  LayerKind k{.type = type};
+  k.read = [](ConfigFields&, LayerConfig&) {};
+  k.write = [](const LayerConfig&, Json&) {};
+  k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
+    LS_RETURN_IF_ERROR(CheckImage(p, ""));
+    return PlannedLayer{.shape = {p.inputs[0][2]}};
+  };
+  k.build = build;
+  return k;
+}
+
+}  // namespace
+
+void AddImageLayers(std::vector<LayerKind>& kinds) {
+  kinds.push_back(Conv2D());
+  kinds.push_back(Pool("max_pool2d", [](const LayerGraph& b) {
+    return b.g.Op("MaxPool2D", {b.inputs[0]}, WindowAttrs(b.layer, true), b.node);
+  }));
+  kinds.push_back(Pool("avg_pool2d", [](const LayerGraph& b) {
+    return b.g.Op("AvgPool2D", {b.inputs[0]}, WindowAttrs(b.layer, true), b.node);
+  }));
+  kinds.push_back(GlobalPool("global_avg_pool", [](const LayerGraph& b) {
+    AttrMap attrs;
+    attrs.Set("axes", std::vector<int64_t>{1, 2});
+    return b.g.Op("Mean", {b.inputs[0]}, attrs, b.node);
+  }));
+  // A max pool whose window is the whole image, then [batch, 1, 1, C] -> [batch, C].
+  kinds.push_back(GlobalPool("global_max_pool", [](const LayerGraph& b) {
+    const std::vector<int64_t>& image = b.input_shapes[0];
+    AttrMap attrs;
+    attrs.Set("ksize", std::vector<int64_t>{image[0], image[1]});
+    attrs.Set("strides", std::vector<int64_t>{1, 1});
+    attrs.Set("padding", std::string("VALID"));
+    return b.g.Op("Flatten", {b.g.Op("MaxPool2D", {b.inputs[0]}, attrs, b.node + "/MaxPool2D")}, {}, b.node);
+  }));
+}
+
+}  // namespace lockstep::training
