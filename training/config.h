@@ -45,8 +45,7 @@ struct DataConfig {
 };
 
 struct LayerConfig {
-  // dense, conv2d, max_pool2d, avg_pool2d, global_avg_pool, global_max_pool, flatten, dropout,
-  // embedding, layer_norm, activation, add, multiply, concat
+  // A type of training/layers/ (CONFIG.md lists them).
   std::string type;
   // The layer's name ("" = type_index); its weights are named after it ("dense_0/kernel").
   std::string name;
@@ -63,9 +62,13 @@ struct LayerConfig {
   int64_t pool_size = 2;          // pools
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
-  int64_t dimension = 0;          // embedding
+  int64_t dimension = 0;          // embedding, patch_embedding
   double epsilon = 1e-5;          // layer_norm
   int64_t axis = -1;              // concat: of one example's shape, negative from the end
+  int64_t patch_size = 0;         // patch_embedding: square patches this many pixels wide
+  int64_t heads = 0;              // multi_head_attention, transformer_encoder
+  int64_t mlp_dim = 0;            // transformer_encoder: the feed-forward layer's width
+  bool norm_first = true;         // transformer_encoder: pre-norm (ViT's) or post-norm (BERT's)
   std::string initializer;        // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)
 
   friend bool operator==(const LayerConfig&, const LayerConfig&) = default;

@@ -66,4 +66,25 @@ inline Status CheckDifferentiable(const GradientBuilder& g) {
   return InvalidArgument("cannot differentiate a " + std::string(DTypeName(d)) + " value");
 }
 
+// The input gradients of a matrix product C = op(A) op(B) (op: transposed when ta / tb), each
+// made by `product(x, y, tx, ty)`, the product op(x) op(y) of the same kind. With dC the
+// gradient of C:
+//   C = A B:     dA = dC B^T,    dB = A^T dC
+//   C = A^T B:   dA = B dC^T,    dB = A dC
+//   C = A B^T:   dA = dC B,      dB = dC^T A
+//   C = A^T B^T: dA = B^T dC^T,  dB = dC^T A^T
+template <typename Product>
+void SetMatrixProductGrads(GradientBuilder& g, bool ta, bool tb, const Product& product) {
+  const std::string& dc = g.output_grad(0);
+  const std::string a = g.input(0), b = g.input(1);
+  if (g.needs_input_grad(0)) {
+    g.SetInputGrad(0, !ta ? (!tb ? product(dc, b, false, true) : product(dc, b, false, false))
+                          : (!tb ? product(b, dc, false, true) : product(b, dc, true, true)));
+  }
+  if (g.needs_input_grad(1)) {
+    g.SetInputGrad(1, !tb ? (!ta ? product(a, dc, true, false) : product(a, dc, false, false))
+                          : (!ta ? product(dc, a, true, false) : product(dc, a, true, true)));
+  }
+}
+
 }  // namespace lockstep

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
@@ -149,10 +150,35 @@ Status BatchMatMulKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// As MatMul's (SetMatrixProductGrads), batch by batch; an operand broadcast along a batch
+// dimension gets the sum of its gradients over it (SumLike).
+Status BatchMatMulGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  LS_ASSIGN_OR_RETURN(const bool ta, g.attrs().GetBoolOr("transpose_a", false));
+  LS_ASSIGN_OR_RETURN(const bool tb, g.attrs().GetBoolOr("transpose_b", false));
+  LS_ASSIGN_OR_RETURN(const bool bf16, ReadBf16Precision(kOp, g.attrs()));
+  SetMatrixProductGrads(g, ta, tb, [&](const std::string& x, const std::string& y, bool tx, bool ty) {
+    AttrMap m;
+    m.Set("transpose_a", tx);
+    m.Set("transpose_b", ty);
+    if (bf16) m.Set("precision", std::string("bfloat16"));
+    return g.Op(kOp, {x, y}, std::move(m));
+  });
+  const Shape& out = g.output_spec(0).shape;
+  for (int i = 0; i < 2; ++i) {
+    if (!g.needs_input_grad(i)) continue;
+    const Shape& in = g.input_spec(i).shape;
+    bool broadcast = in.rank() != out.rank();
+    for (int d = 0; !broadcast && d < out.rank() - 2; ++d) broadcast = in.dim(d) != out.dim(d);
+    if (broadcast) g.SetInputGrad(i, g.Op("SumLike", {g.input_grads()[static_cast<size_t>(i)], g.input(i)}));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterBatchMatMulOps(OpRegistry& registry) {
-  (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferBatchMatMul, BatchMatMulKernel));
+  (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferBatchMatMul, BatchMatMulKernel, BatchMatMulGrad));
 }
 
 }  // namespace lockstep

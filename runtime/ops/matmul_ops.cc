@@ -219,35 +219,20 @@ Status RepackWeights(const AttrMap& attrs, int input, const Tensor& b, PackedB& 
   return Status::Ok();
 }
 
-// C = op(A) op(B). With dC the gradient of C:
-//   C = A B:    dA = dC B^T,     dB = A^T dC
-//   C = A^T B:  dA = B dC^T,     dB = A dC
-//   C = A B^T:  dA = dC B,       dB = dC^T A
-//   C = A^T B^T: dA = B^T dC^T,  dB = dC^T A^T
 // A bf16 product (an input in bf16, or precision bfloat16) has bf16 gradient products too.
 Status MatMulGrad(GradientBuilder& g) {
   LS_RETURN_IF_ERROR(CheckDifferentiable(g));
   LS_ASSIGN_OR_RETURN(MatMulAttrs attrs, ReadAttrs(g.attrs(), false));
   const bool bf16 = attrs.bf16 || g.input_spec(0).dtype == DType::kBFloat16 ||
                     g.input_spec(1).dtype == DType::kBFloat16;
-  const std::string& dc = g.output_grad(0);
-  const std::string a = g.input(0), b = g.input(1);
-  auto matmul = [&](const std::string& x, const std::string& y, bool tx, bool ty) {
-    AttrMap m;
-    m.Set("transpose_a", tx);
-    m.Set("transpose_b", ty);
-    if (bf16) m.Set("precision", std::string("bfloat16"));
-    return g.Op("MatMul", {x, y}, std::move(m));
-  };
-  const bool ta = attrs.transpose_a, tb = attrs.transpose_b;
-  if (g.needs_input_grad(0)) {
-    g.SetInputGrad(0, !ta ? (!tb ? matmul(dc, b, false, true) : matmul(dc, b, false, false))
-                          : (!tb ? matmul(b, dc, false, true) : matmul(b, dc, true, true)));
-  }
-  if (g.needs_input_grad(1)) {
-    g.SetInputGrad(1, !tb ? (!ta ? matmul(a, dc, true, false) : matmul(a, dc, false, false))
-                          : (!ta ? matmul(dc, a, true, false) : matmul(dc, a, true, true)));
-  }
+  SetMatrixProductGrads(g, attrs.transpose_a, attrs.transpose_b,
+                        [&](const std::string& x, const std::string& y, bool tx, bool ty) {
+                          AttrMap m;
+                          m.Set("transpose_a", tx);
+                          m.Set("transpose_b", ty);
+                          if (bf16) m.Set("precision", std::string("bfloat16"));
+                          return g.Op("MatMul", {x, y}, std::move(m));
+                        });
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -208,10 +209,24 @@ Status TransposeKernel(KernelContext& ctx) {
   });
 }
 
+// The inverse permutation: output axis k came from input axis perm[k], so the gradient's axis
+// perm[k] comes from dy's axis k.
+Status TransposeGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  const int rank = g.input_spec(0).shape.rank();
+  LS_ASSIGN_OR_RETURN(Perm perm, ReadPerm(g.attrs(), rank));
+  std::vector<int64_t> inverse(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k) inverse[static_cast<size_t>(perm[static_cast<size_t>(k)])] = k;
+  AttrMap attrs;
+  attrs.Set("perm", inverse);
+  g.SetInputGrad(0, g.Op("Transpose", {g.output_grad(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterTransposeOps(OpRegistry& registry) {
-  (void)registry.Register(SimpleOpDef("Transpose", 1, InferTranspose, TransposeKernel));
+  (void)registry.Register(SimpleOpDef("Transpose", 1, InferTranspose, TransposeKernel, TransposeGrad));
 }
 
 }  // namespace lockstep

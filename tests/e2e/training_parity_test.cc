@@ -189,11 +189,15 @@ INSTANTIATE_TEST_SUITE_P(
     DigitsModels, TrainingParityTest,
     ::testing::Values(ParityCase{"digits.json", "float32"}, ParityCase{"digits_cnn.json", "float32"},
                       ParityCase{"digits.json", "bfloat16"}, ParityCase{"digits_cnn.json", "bfloat16"},
-                      ParityCase{"digits_residual.json", "float32"}, ParityCase{"digits_residual.json", "bfloat16"}),
+                      ParityCase{"digits_residual.json", "float32"}, ParityCase{"digits_residual.json", "bfloat16"},
+                      ParityCase{"digits_vit.json", "float32"}, ParityCase{"digits_vit.json", "bfloat16"}),
     [](const auto& info) {
       const std::string config = info.param.config;
-      return std::string(config == "digits.json" ? "Mlp" : config == "digits_cnn.json" ? "Cnn" : "Residual") +
-             (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
+      const std::string name = config == "digits.json"          ? "Mlp"
+                               : config == "digits_cnn.json"      ? "Cnn"
+                               : config == "digits_residual.json" ? "Residual"
+                                                                  : "VisionTransformer";
+      return name + (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
     });
 
 // Regression on the diabetes table: :predict (REST and gRPC) and :regress on the regression

@@ -101,6 +101,49 @@ TEST(GradientCheck, ConcatAlongEachAxis) {
   }
 }
 
+TEST(GradientCheck, BatchMatMulEveryTransposeAndBroadcast) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Shape a = ta ? Shape{2, 3, 4, 2} : Shape{2, 3, 2, 4};
+      const Shape b = tb ? Shape{2, 3, 5, 4} : Shape{2, 3, 4, 5};
+      CheckGradients({"BatchMatMul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb),
+                      {a, b},
+                      [ta, tb](GraphBuilder& g, const std::vector<std::string>& x) {
+                        AttrMap attrs;
+                        attrs.Set("transpose_a", ta);
+                        attrs.Set("transpose_b", tb);
+                        return std::pair{g.Op("BatchMatMul", {x[0], x[1]}, attrs), Shape{2, 3, 2, 5}};
+                      }});
+    }
+  }
+  // b shared by every batch (a sequence times a weight), and broadcast along one dimension.
+  for (const Shape& b : {Shape{4, 5}, Shape{1, 3, 4, 5}, Shape{2, 1, 4, 5}}) {
+    CheckGradients({"BatchMatMul broadcast b " + b.ToString(),
+                    {Shape{2, 3, 2, 4}, b},
+                    [](GraphBuilder& g, const std::vector<std::string>& x) {
+                      return std::pair{g.Op("BatchMatMul", {x[0], x[1]}), Shape{2, 3, 2, 5}};
+                    }});
+  }
+}
+
+TEST(GradientCheck, TransposeEveryPermutationOfThreeAxes) {
+  for (std::vector<int64_t> perm : {std::vector<int64_t>{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}) {
+    const Shape in{2, 3, 4};
+    Shape out;
+    for (int64_t p : perm) out.AddDim(in.dim(static_cast<int>(p)));
+    CheckGradients({"Transpose " + std::to_string(perm[0]) + std::to_string(perm[1]) + std::to_string(perm[2]),
+                    {in},
+                    [perm, out](GraphBuilder& g, const std::vector<std::string>& x) {
+                      AttrMap attrs;
+                      attrs.Set("perm", perm);
+                      return Unary(g, "Transpose", x[0], out, attrs);
+                    }});
+  }
+  CheckGradients({"Transpose reversed", {Shape{2, 3, 4}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return Unary(g, "Transpose", x[0], Shape{4, 3, 2});
+                  }});
+}
+
 TEST(GradientCheck, ShapesAndReductions) {
   CheckGradients({"Reshape", {Shape{2, 3}}, [](GraphBuilder& g, const std::vector<std::string>& x) {
                     AttrMap attrs;

@@ -151,7 +151,7 @@ TEST(TrainConfigTest, InvalidJsonNamesTheLine) {
 }
 
 TEST(TrainConfigTest, TheExampleConfigsParse) {
-  for (const char* name : {"digits.json", "digits_cnn.json", "digits_residual.json"}) {
+  for (const char* name : {"digits.json", "digits_cnn.json", "digits_residual.json", "digits_vit.json"}) {
     StatusOr<TrainConfig> c = LoadTrainConfig(std::string(LOCKSTEP_SOURCE_DIR) + "/config/train/" + name);
     ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
     StatusOr<TrainConfig> again = ParseTrainConfig(TrainConfigToJson(c.value()), "metadata");

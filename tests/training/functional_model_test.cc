@@ -81,7 +81,56 @@ TEST(FunctionalModelTest, AGraphThatDoesNotFitNamesTheLayer) {
                       {"type": "dense", "units": 10}])"),
             "model.layers[1].axis: 1 is not an axis of its inputs [64]");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "global_avg_pool"}, {"type": "dense", "units": 10}])"),
-            "model.layers[1]: a global_avg_pool layer needs an input of [height, width, channels], got [64]");
+            "model.layers[1]: a global_avg_pool layer needs an input of [height, width, channels] or [tokens, dimension], got [64]");
+}
+
+TEST(FunctionalModelTest, PlansAVisionTransformer) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
+      {"name": "patches", "type": "patch_embedding", "patch_size": 4, "dimension": 8},
+      {"name": "positions", "type": "position_embedding"},
+      {"name": "encoder", "type": "transformer_encoder", "heads": 2, "mlp_dim": 16},
+      {"name": "attention", "type": "multi_head_attention", "heads": 8},
+      {"type": "global_avg_pool"},
+      {"type": "dense", "units": 10}])"),
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), DigitsSchema());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  // 8x8 in 4x4 patches: 4 tokens of 8.
+  EXPECT_EQ(layout->layer_shapes,
+            (std::vector<std::vector<int64_t>>{{4, 8}, {4, 8}, {4, 8}, {4, 8}, {8}, {10}}));
+  std::vector<std::pair<std::string, Shape>> weights;
+  for (const WeightInfo& w : layout->weights) weights.emplace_back(w.name, w.shape);
+  const std::vector<std::pair<std::string, Shape>> encoder = {
+      {"encoder/norm1/gamma", Shape{8}},          {"encoder/norm1/beta", Shape{8}},
+      {"encoder/attention/query/kernel", Shape{8, 8}}, {"encoder/attention/query/bias", Shape{8}},
+      {"encoder/attention/key/kernel", Shape{8, 8}},   {"encoder/attention/key/bias", Shape{8}},
+      {"encoder/attention/value/kernel", Shape{8, 8}}, {"encoder/attention/value/bias", Shape{8}},
+      {"encoder/attention/output/kernel", Shape{8, 8}}, {"encoder/attention/output/bias", Shape{8}},
+      {"encoder/norm2/gamma", Shape{8}},          {"encoder/norm2/beta", Shape{8}},
+      {"encoder/mlp1/kernel", Shape{8, 16}},      {"encoder/mlp1/bias", Shape{16}},
+      {"encoder/mlp2/kernel", Shape{16, 8}},      {"encoder/mlp2/bias", Shape{8}}};
+  ASSERT_EQ(weights.size(), 2u + 1u + encoder.size() + 8u + 2u);
+  EXPECT_EQ(weights[0], (std::pair<std::string, Shape>{"patches/kernel", Shape{4, 4, 1, 8}}));
+  EXPECT_EQ(weights[2], (std::pair<std::string, Shape>{"positions/embeddings", Shape{4, 8}}));
+  EXPECT_EQ(std::vector(weights.begin() + 3, weights.begin() + 3 + static_cast<std::ptrdiff_t>(encoder.size())),
+            encoder);
+  ASSERT_TRUE(BuildTrainingGraph(c.value(), layout.value()).ok());
+}
+
+TEST(FunctionalModelTest, ATransformerThatDoesNotFitNamesTheLayer) {
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "patch_embedding", "patch_size": 3, "dimension": 8}, {"type": "flatten"},
+                           {"type": "dense", "units": 10}])"),
+            "model.layers[0].patch_size: 3 does not divide the image [8,8,1]");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "patch_embedding", "patch_size": 2, "dimension": 6},
+                           {"type": "transformer_encoder", "heads": 4, "mlp_dim": 8}, {"type": "global_avg_pool"},
+                           {"type": "dense", "units": 10}])"),
+            "model.layers[1].heads: 4 heads do not divide the dimension 6");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "multi_head_attention", "heads": 1}, {"type": "flatten"}, {"type": "dense", "units": 10}])"),
+            "model.layers[0]: a multi_head_attention layer needs an input of [tokens, dimension], got [8,8,1]; a "
+            "patch_embedding or an embedding makes one");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "transformer_encoder", "heads": 2}])"),
+            "g.json: model.layers[0].mlp_dim: is required for a transformer_encoder layer");
 }
 
 }  // namespace

@@ -85,7 +85,16 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainerVariantTest,
                      {"name": "max", "type": "global_max_pool", "inputs": "activation_4"},
                      {"type": "concat", "inputs": ["avg", "max"]},
                      {"type": "dense", "units": 10}]})",
-                                                   0.9}),
+                                                   0.9},
+                                           Variant{"PostNormEncoderAndAttention",
+                                                   R"("model": {"input_shape": [8, 8, 1], "layers": [
+                     {"type": "patch_embedding", "patch_size": 4, "dimension": 16},
+                     {"type": "position_embedding"},
+                     {"type": "transformer_encoder", "heads": 2, "mlp_dim": 32, "norm_first": false},
+                     {"type": "multi_head_attention", "heads": 4},
+                     {"type": "global_avg_pool"},
+                     {"type": "dense", "units": 10}]})",
+                                                   0.85}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // bf16 mixed precision reaches the float32 model's test accuracy within half a percentage

@@ -1,5 +1,6 @@
 // dense (a matmul and a bias) and embedding (a table lookup of the raw features).
 #include "training/layers/layer_kind.h"
+#include "training/layers/layer_ops.h"
 
 namespace lockstep::training {
 namespace {
@@ -23,18 +24,11 @@ LayerKind Dense() {
       return InvalidArgument(p.path + ": a dense layer needs a flat input, got " + ShapeString(in) +
                              "; add a flatten layer before it");
     }
-    const int64_t width = in[0], units = p.layer.units;
-    PlannedLayer out{.shape = {units}};
-    out.weights.push_back(
-        {p.name + "/kernel", Shape{width, units}, width, units, InitializerOr(p.layer, "glorot_uniform"), true});
-    out.weights.push_back({p.name + "/bias", Shape{units}, width, units, "zeros"});
+    PlannedLayer out{.shape = {p.layer.units}};
+    AddDenseWeights(p.name, in[0], p.layer.units, InitializerOr(p.layer, "glorot_uniform"), out.weights);
     return out;
   };
-  k.build = [](const LayerGraph& b) {
-    const std::string y = b.g.Op("MatMul", {b.inputs[0], b.weights.ForProduct(b.name + "/kernel")},
-                                 b.weights.ProductAttrs({}), b.node + "/MatMul");
-    return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
-  };
+  k.build = [](const LayerGraph& b) { return DenseOps(b, b.inputs[0], b.name, b.node); };
   return k;
 }
 

@@ -98,14 +98,18 @@ LayerKind Pool(std::string_view type, std::string (*build)(const LayerGraph&)) {
   return k;
 }
 
-// global_avg_pool and global_max_pool: [height, width, channels] -> [channels].
+// global_avg_pool and global_max_pool: [height, width, channels] -> [channels]; the average
+// also of tokens, [tokens, dimension] -> [dimension] (a ViT's mean pooling).
 LayerKind GlobalPool(std::string_view type, std::string (*build)(const LayerGraph&)) {
   LayerKind k{.type = type};
   k.read = [](ConfigFields&, LayerConfig&) {};
   k.write = [](const LayerConfig&, Json&) {};
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
-    LS_RETURN_IF_ERROR(CheckImage(p, ""));
-    return PlannedLayer{.shape = {p.inputs[0][2]}};
+    const bool tokens = p.layer.type == "global_avg_pool";
+    if (tokens && p.inputs[0].size() == 2) return PlannedLayer{.shape = {p.inputs[0][1]}};
+    if (p.inputs[0].size() == 3) return PlannedLayer{.shape = {p.inputs[0][2]}};
+    return InvalidArgument(p.path + ": " + ALayer(p.layer.type) + " needs an input of [height, width, channels]" +
+                           (tokens ? " or [tokens, dimension]" : "") + ", got " + ShapeString(p.inputs[0]));
   };
   k.build = build;
   return k;
@@ -123,7 +127,7 @@ void AddImageLayers(std::vector<LayerKind>& kinds) {
   }));
   kinds.push_back(GlobalPool("global_avg_pool", [](const LayerGraph& b) {
     AttrMap attrs;
-    attrs.Set("axes", std::vector<int64_t>{1, 2});
+    attrs.Set("axes", b.input_shapes[0].size() == 2 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2});
     return b.g.Op("Mean", {b.inputs[0]}, attrs, b.node);
   }));
   // A max pool whose window is the whole image, then [batch, 1, 1, C] -> [batch, C].

@@ -2,7 +2,7 @@
 // type: the keys of its config, its output shape and weights given its inputs' shapes, and the
 // ops it adds to a graph. Each family of layers registers its types from a file of its own
 // (dense_layers.cc, image_layers.cc, core_layers.cc, normalization_layers.cc,
-// merge_layers.cc); config.cc reads and writes layers through the registry, and
+// merge_layers.cc, transformer_layers.cc); config.cc reads and writes layers through the registry, and
 // model_graph.cc plans and builds them, without naming a type.
 #pragma once
 
@@ -92,5 +92,6 @@ void AddImageLayers(std::vector<LayerKind>& kinds);
 void AddCoreLayers(std::vector<LayerKind>& kinds);
 void AddNormalizationLayers(std::vector<LayerKind>& kinds);
 void AddMergeLayers(std::vector<LayerKind>& kinds);
+void AddTransformerLayers(std::vector<LayerKind>& kinds);
 
 }  // namespace lockstep::training

@@ -11,6 +11,7 @@ const std::vector<LayerKind>& AllKinds() {
     AddCoreLayers(k);
     AddNormalizationLayers(k);
     AddMergeLayers(k);
+    AddTransformerLayers(k);
     return k;
   }();
   return kinds;

@@ -1,6 +1,7 @@
 // layer_norm: normalises over the last axis, then a learned scale (starting at 1) and offset
 // (starting at 0).
 #include "training/layers/layer_kind.h"
+#include "training/layers/layer_ops.h"
 
 namespace lockstep::training {
 namespace {
@@ -10,19 +11,11 @@ LayerKind LayerNorm() {
   k.read = [](ConfigFields& f, LayerConfig& l) { f.Get("epsilon", l.epsilon, 0.0, 1.0, true); };
   k.write = [](const LayerConfig& l, Json& out) { out["epsilon"] = l.epsilon; };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
-    const int64_t d = p.inputs[0].back();
     PlannedLayer out{.shape = p.inputs[0]};
-    out.weights.push_back({p.name + "/gamma", Shape{d}, d, d, "ones"});
-    out.weights.push_back({p.name + "/beta", Shape{d}, d, d, "zeros"});
+    AddNormWeights(p.name, p.inputs[0].back(), out.weights);
     return out;
   };
-  k.build = [](const LayerGraph& b) {
-    AttrMap attrs;
-    attrs.Set("epsilon", b.layer.epsilon);
-    std::string y = b.g.Op("LayerNormalize", {b.inputs[0]}, attrs, b.node + "/normalize");
-    y = b.g.Op("Mul", {y, b.weights.Get(b.name + "/gamma")}, {}, b.node + "/scale");
-    return b.g.Op("Add", {y, b.weights.Get(b.name + "/beta")}, {}, b.node + "/offset");
-  };
+  k.build = [](const LayerGraph& b) { return LayerNormOps(b, b.inputs[0], b.name, b.node, b.layer.epsilon); };
   return k;
 }
 

@@ -1,0 +1,37 @@
+#include "training/layers/layer_ops.h"
+
+namespace lockstep::training {
+
+void AddDenseWeights(const std::string& prefix, int64_t in, int64_t out, const std::string& initializer,
+                     std::vector<WeightInfo>& weights) {
+  weights.push_back({prefix + "/kernel", Shape{in, out}, in, out, initializer, true});
+  weights.push_back({prefix + "/bias", Shape{out}, in, out, "zeros"});
+}
+
+std::string DenseOps(const LayerGraph& b, const std::string& x, const std::string& prefix, const std::string& node) {
+  const std::string y = b.g.Op("MatMul", {x, b.weights.ForProduct(prefix + "/kernel")}, b.weights.ProductAttrs({}),
+                               node + "/MatMul");
+  return b.g.Op("BiasAdd", {y, b.weights.Get(prefix + "/bias")}, {}, node + "/BiasAdd");
+}
+
+void AddNormWeights(const std::string& prefix, int64_t d, std::vector<WeightInfo>& weights) {
+  weights.push_back({prefix + "/gamma", Shape{d}, d, d, "ones"});
+  weights.push_back({prefix + "/beta", Shape{d}, d, d, "zeros"});
+}
+
+std::string LayerNormOps(const LayerGraph& b, const std::string& x, const std::string& prefix,
+                         const std::string& node, double epsilon) {
+  AttrMap attrs;
+  attrs.Set("epsilon", epsilon);
+  std::string y = b.g.Op("LayerNormalize", {x}, attrs, node + "/normalize");
+  y = b.g.Op("Mul", {y, b.weights.Get(prefix + "/gamma")}, {}, node + "/scale");
+  return b.g.Op("Add", {y, b.weights.Get(prefix + "/beta")}, {}, node + "/offset");
+}
+
+std::string ReshapeOps(const LayerGraph& b, const std::string& x, std::vector<int64_t> dims, const std::string& node) {
+  AttrMap attrs;
+  attrs.Set("shape", std::move(dims));
+  return b.g.Op("Reshape", {x}, attrs, node);
+}
+
+}  // namespace lockstep::training
