@@ -56,9 +56,11 @@ struct LayerConfig {
   std::string activation;         // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax,
                                   // swish, hard_swish, leaky_relu
   int64_t filters = 0;            // conv2d
-  int64_t kernel_size = 3;        // conv2d
-  int64_t strides = 1;            // conv2d, pools (default: pool_size for pools)
-  std::string padding = "valid";  // conv2d, pools: "valid" or "same"
+  int64_t kernel_size = 3;        // conv2d, depthwise_conv2d
+  int64_t dilation = 1;           // conv2d: taps this many pixels apart
+  int64_t depth_multiplier = 1;   // depthwise_conv2d: outputs per input channel
+  int64_t strides = 1;            // conv2d, depthwise_conv2d, pools (default: pool_size for pools)
+  std::string padding = "valid";  // conv2d, depthwise_conv2d, pools: "valid" or "same"
   int64_t pool_size = 2;          // pools
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)

@@ -5,7 +5,8 @@
 //   filter [KH, KW, C, M]        M: the depth multiplier
 //   output [N, OH, OW, C * M]    out[n, oh, ow, c * M + m] = Σ_{i,j} x[n, ih, iw, c] · f[i, j, c, m]
 // Attrs: strides [sh, sw] (default [1, 1]) and padding "SAME" / "VALID" / "EXPLICIT" with
-// "explicit_paddings", as Conv2D's (window.h). float32, and float64; no gradient (serving only).
+// "explicit_paddings", as Conv2D's (window.h). float32, and float64; the gradients are
+// depthwise_conv_grad_ops.cc's.
 //
 // FusedDepthwiseConv2D: the same with a bias [C * M] (input 2) and attr "activation" (as
 // FusedConv2D's) applied to each output pixel while it is in cache, float32 only; the fusion
@@ -25,6 +26,7 @@
 #include "runtime/activation.h"
 #include "runtime/matmul/gemm_path.h"
 #include "runtime/op_registry.h"
+#include "runtime/ops/depthwise_conv.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/window.h"
@@ -49,28 +51,32 @@ struct PixelEpilogue {
   }
 };
 
-StatusOr<Geometry> DepthwiseGeometry(const AttrMap& attrs, const TensorSpec& input, const TensorSpec& filter) {
-  LS_RETURN_IF_ERROR(CheckReal(kOp, "input", input.dtype));
-  LS_RETURN_IF_ERROR(CheckDType(kOp, "filter", filter.dtype, input.dtype));
-  LS_RETURN_IF_ERROR(CheckRank(kOp, "input (NHWC)", input.shape, 4));
-  LS_RETURN_IF_ERROR(CheckRank(kOp, "filter [KH, KW, C, M]", filter.shape, 4));
-  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(kOp, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
-  LS_ASSIGN_OR_RETURN(WindowPadding padding, ReadConvPadding(kOp, attrs));
+}  // namespace
+
+StatusOr<Geometry> DepthwiseGeometry(std::string_view op, const AttrMap& attrs, const TensorSpec& input,
+                                     const TensorSpec& filter) {
+  LS_RETURN_IF_ERROR(CheckReal(op, "input", input.dtype));
+  LS_RETURN_IF_ERROR(CheckDType(op, "filter", filter.dtype, input.dtype));
+  LS_RETURN_IF_ERROR(CheckRank(op, "input (NHWC)", input.shape, 4));
+  LS_RETURN_IF_ERROR(CheckRank(op, "filter [KH, KW, C, M]", filter.shape, 4));
+  LS_ASSIGN_OR_RETURN(auto strides, SpatialPair(op, attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
+  LS_ASSIGN_OR_RETURN(WindowPadding padding, ReadConvPadding(op, attrs));
   int64_t c;
   if (!MergeDim(input.shape.dim(3), filter.shape.dim(2), &c)) {
-    return InvalidArgument(Str(kOp) + ": input channels " + std::to_string(input.shape.dim(3)) + " of input " +
+    return InvalidArgument(Str(op) + ": input channels " + std::to_string(input.shape.dim(3)) + " of input " +
                            input.shape.ToString() + " differ from filter " + filter.shape.ToString());
   }
   const int64_t m = filter.shape.dim(3);
   Shape in = input.shape;
   in.set_dim(3, c);
-  return MakeGeometry(kOp, in, filter.shape.dim(0), filter.shape.dim(1), strides, padding,
-                      c < 0 || m < 0 ? -1 : c * m);
+  return MakeGeometry(op, in, filter.shape.dim(0), filter.shape.dim(1), strides, padding, c < 0 || m < 0 ? -1 : c * m);
 }
+
+namespace {
 
 StatusOr<std::vector<TensorSpec>> InferDepthwise(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount(kOp, ctx.inputs.size(), 2, 2));
-  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(kOp, ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
   return Single(ctx.inputs[0].dtype, g.out);
 }
 
@@ -84,7 +90,7 @@ StatusOr<Activation> FusedEpilogue(const AttrMap& attrs, std::span<const TensorS
 
 StatusOr<std::vector<TensorSpec>> InferFusedDepthwise(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount(kFusedOp, ctx.inputs.size(), 2, 3));
-  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(kOp, ctx.attrs, ctx.inputs[0], ctx.inputs[1]));
   LS_RETURN_IF_ERROR(FusedEpilogue(ctx.attrs, ctx.inputs, g.out.dim(3)).status());
   return Single(DType::kFloat32, g.out);
 }
@@ -398,7 +404,7 @@ Status DepthwiseForward(KernelContext& ctx, const Geometry& g, const PixelEpilog
 }
 
 Status DepthwiseKernel(KernelContext& ctx) {
-  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), {ctx.input(0).dtype(), ctx.input(0).shape()},
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(kOp, ctx.attrs(), {ctx.input(0).dtype(), ctx.input(0).shape()},
                                                     {ctx.input(1).dtype(), ctx.input(1).shape()}));
   return DepthwiseForward(ctx, g, PixelEpilogue{});
 }
@@ -407,7 +413,7 @@ Status FusedDepthwiseKernel(KernelContext& ctx) {
   const int n = std::min(ctx.num_inputs(), 3);
   TensorSpec specs[3];  // an array, not a vector: this runs per request
   for (int i = 0; i < n; ++i) specs[i] = {ctx.input(i).dtype(), ctx.input(i).shape()};
-  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(ctx.attrs(), specs[0], specs[1]));
+  LS_ASSIGN_OR_RETURN(Geometry g, DepthwiseGeometry(kOp, ctx.attrs(), specs[0], specs[1]));
   PixelEpilogue epilogue;
   LS_ASSIGN_OR_RETURN(epilogue.activation,
                       FusedEpilogue(ctx.attrs(), std::span<const TensorSpec>(specs, static_cast<size_t>(n)), g.out.dim(3)));
@@ -418,7 +424,8 @@ Status FusedDepthwiseKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterDepthwiseConvOps(OpRegistry& registry) {
-  (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferDepthwise, DepthwiseKernel));
+  (void)registry.Register(SimpleOpDef(std::string(kOp), 2, InferDepthwise, DepthwiseKernel, DepthwiseConv2DGrad));
+  RegisterDepthwiseConvGradOps(registry);
   OpDef fused = SimpleOpDef(std::string(kFusedOp), 2, InferFusedDepthwise, FusedDepthwiseKernel);
   fused.max_inputs = 3;
   (void)registry.Register(std::move(fused));

@@ -1,4 +1,4 @@
-// Conv2D's and the pools' gradients: against finite differences in float64 (every padding,
+// Conv2D's, DepthwiseConv2D's and the pools' gradients: against finite differences in float64 (every padding,
 // strides, overlapping windows), and the float32 kernels (through the matmul core) against the
 // float64 reference loops, bit-identical whatever the thread count.
 #include <gtest/gtest.h>
@@ -49,6 +49,23 @@ TEST(ConvGradientCheck, Conv2DInputAndFilter) {
          {c.input, c.filter},
          [c](GraphBuilder& g, const std::vector<std::string>& x) {
            return std::pair{g.Op("Conv2D", {x[0], x[1]}, WindowAttrs(c.strides, c.padding)), c.output};
+         }});
+  }
+}
+
+// Depthwise: M = 1 and a depth multiplier of 2, strides, each padding, a window not square.
+TEST(ConvGradientCheck, DepthwiseConv2DInputAndFilter) {
+  const std::vector<ConvCase> cases = {
+      {Shape{2, 5, 5, 3}, Shape{3, 3, 3, 1}, Shape{2, 5, 5, 3}, {1, 1}, "SAME"},
+      {Shape{1, 6, 5, 2}, Shape{3, 3, 2, 2}, Shape{1, 3, 3, 4}, {2, 2}, "SAME"},
+      {Shape{2, 5, 4, 2}, Shape{2, 3, 2, 1}, Shape{2, 4, 2, 2}, {1, 1}, "VALID"},
+  };
+  for (const ConvCase& c : cases) {
+    CheckGradients(
+        {"DepthwiseConv2D " + c.input.ToString() + " * " + c.filter.ToString() + " " + c.padding,
+         {c.input, c.filter},
+         [c](GraphBuilder& g, const std::vector<std::string>& x) {
+           return std::pair{g.Op("DepthwiseConv2D", {x[0], x[1]}, WindowAttrs(c.strides, c.padding)), c.output};
          }});
   }
 }
@@ -106,9 +123,15 @@ TEST(ConvGradients, Float32KernelsMatchTheReferenceOnAnyThreadCount) {
       std::vector<Tensor> inputs;
       int64_t terms;  // products summed per element, for the error bound
     };
+    const Tensor fd = op_test::RandomTensor(Shape{3, 3, 16, 1}, 4);
+    StatusOr<std::vector<Tensor>> yd = RunOp("DepthwiseConv2D", std::vector<Tensor>{x, fd}, attrs);
+    ASSERT_TRUE(yd.ok()) << yd.status().ToString();
+    const Tensor dyd = op_test::RandomTensor(yd.value()[0].shape(), 5);
     const std::vector<Grad> grads = {
         {"Conv2DBackpropInput", {dy, f, x}, 3 * 3 * 8},
         {"Conv2DBackpropFilter", {x, dy, f}, 64 * 8 * 8},
+        {"DepthwiseConv2DBackpropInput", {dyd, fd, x}, 3 * 3},
+        {"DepthwiseConv2DBackpropFilter", {x, dyd, fd}, 64 * 8 * 8},
     };
     for (const Grad& grad : grads) {
       SCOPED_TRACE(grad.op);

@@ -84,6 +84,28 @@ TEST(FunctionalModelTest, AGraphThatDoesNotFitNamesTheLayer) {
             "model.layers[1]: a global_avg_pool layer needs an input of [height, width, channels] or [tokens, dimension], got [64]");
 }
 
+TEST(FunctionalModelTest, PlansDepthwiseAndDilatedConvolutions) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
+      {"name": "dw", "type": "depthwise_conv2d", "depth_multiplier": 3, "strides": 2, "padding": "same"},
+      {"name": "dilated", "type": "conv2d", "filters": 5, "kernel_size": 2, "dilation": 2},
+      {"type": "flatten"},
+      {"type": "dense", "units": 10}])"),
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), DigitsSchema());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  // 8x8x1 -depthwise x3, stride 2-> 4x4x3 -2x2 taps 2 apart (a 3x3 extent), valid-> 2x2x5.
+  EXPECT_EQ(layout->layer_shapes, (std::vector<std::vector<int64_t>>{{4, 4, 3}, {2, 2, 5}, {20}, {10}}));
+  EXPECT_EQ(layout->weights[0].shape, (Shape{3, 3, 1, 3}));
+  EXPECT_FALSE(layout->weights[0].product) << "a depthwise filter stays float32 under bf16";
+  EXPECT_EQ(layout->weights[1].shape, (Shape{3}));
+  EXPECT_EQ(layout->weights[2].shape, (Shape{2, 2, 3, 5}));
+  ASSERT_TRUE(BuildTrainingGraph(c.value(), layout.value()).ok());
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "conv2d", "filters": 2, "kernel_size": 3, "dilation": 4}, {"type": "flatten"},
+                           {"type": "dense", "units": 10}])"),
+            "model.layers[0]: window 9 is larger than its input (8) with padding \"valid\"");
+}
+
 TEST(FunctionalModelTest, PlansAVisionTransformer) {
   StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
       {"name": "patches", "type": "patch_embedding", "patch_size": 4, "dimension": 8},

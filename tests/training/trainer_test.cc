@@ -94,6 +94,17 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainerVariantTest,
                      {"type": "multi_head_attention", "heads": 4},
                      {"type": "global_avg_pool"},
                      {"type": "dense", "units": 10}]})",
+                                                   0.85},
+                                           Variant{"DepthwiseSeparableAndDilated",
+                                                   R"("model": {"input_shape": [8, 8, 1], "layers": [
+                     {"name": "stem", "type": "conv2d", "filters": 16, "padding": "same", "activation": "hard_swish"},
+                     {"type": "depthwise_conv2d", "padding": "same", "activation": "relu"},
+                     {"type": "conv2d", "filters": 16, "kernel_size": 1},
+                     {"type": "add", "inputs": ["stem", "conv2d_2"]},
+                     {"type": "depthwise_conv2d", "depth_multiplier": 2, "strides": 2, "padding": "same"},
+                     {"type": "conv2d", "filters": 16, "dilation": 2, "padding": "same", "activation": "relu"},
+                     {"type": "global_avg_pool"},
+                     {"type": "dense", "units": 10}]})",
                                                    0.85}),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -1,5 +1,5 @@
-// The layers of images ([height, width, channels] per example, NHWC as Keras): conv2d, the
-// windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
+// The layers of images ([height, width, channels] per example, NHWC as Keras): conv2d,
+// depthwise_conv2d, the windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
 #include "training/layers/layer_kind.h"
 
 namespace lockstep::training {
@@ -20,6 +20,7 @@ AttrMap WindowAttrs(const LayerConfig& layer, bool pool) {
   attrs.Set("strides", std::vector<int64_t>{layer.strides, layer.strides});
   attrs.Set("padding", std::string(layer.padding == "same" ? "SAME" : "VALID"));
   if (pool) attrs.Set("ksize", std::vector<int64_t>{layer.pool_size, layer.pool_size});
+  if (layer.dilation != 1) attrs.Set("dilations", std::vector<int64_t>{layer.dilation, layer.dilation});
   return attrs;
 }
 
@@ -29,8 +30,10 @@ Status CheckImage(const LayerPlan& p, const char* hint) {
                          ShapeString(p.inputs[0]) + hint);
 }
 
-// The output of a window k wide at the layer's strides and padding over the input image.
+// The output of a window k wide (its taps the layer's dilation apart) at the layer's strides and
+// padding over the input image.
 StatusOr<std::vector<int64_t>> WindowShape(const LayerPlan& p, int64_t k, int64_t channels) {
+  k = (k - 1) * p.layer.dilation + 1;
   LS_RETURN_IF_ERROR(CheckImage(p, "; set model.input_shape (e.g. [8, 8, 1])"));
   const bool same = p.layer.padding == "same";
   LS_ASSIGN_OR_RETURN(const int64_t h, WindowOutput(p.path, p.inputs[0][0], k, p.layer.strides, same));
@@ -38,26 +41,36 @@ StatusOr<std::vector<int64_t>> WindowShape(const LayerPlan& p, int64_t k, int64_
   return std::vector<int64_t>{h, w, channels};
 }
 
+// The keys conv2d and depthwise_conv2d share.
+void ReadConvKeys(ConfigFields& f, LayerConfig& l) {
+  f.Get("kernel_size", l.kernel_size, 1, 64);
+  f.Get("strides", l.strides, 1, 64);
+  f.Get("padding", l.padding, {"valid", "same"});
+  f.Get("activation", l.activation, ActivationNames());
+  f.Get("initializer", l.initializer, kInitializerNames);
+}
+
+void WriteConvKeys(const LayerConfig& l, Json& out) {
+  out.update({{"kernel_size", l.kernel_size},
+              {"strides", l.strides},
+              {"padding", l.padding},
+              {"activation", l.activation},
+              {"initializer", l.initializer}});
+}
+
 LayerKind Conv2D() {
   LayerKind k{.type = "conv2d"};
   k.read = [](ConfigFields& f, LayerConfig& l) {
     f.Get("filters", l.filters, 1);
-    f.Get("kernel_size", l.kernel_size, 1, 64);
-    f.Get("strides", l.strides, 1, 64);
-    f.Get("padding", l.padding, {"valid", "same"});
-    f.Get("activation", l.activation, ActivationNames());
-    f.Get("initializer", l.initializer, kInitializerNames);
+    f.Get("dilation", l.dilation, 1, 64);
+    ReadConvKeys(f, l);
   };
   k.check = [](ConfigFields& f, const LayerConfig& l) {
     if (l.filters == 0) f.Fail("is required for a conv2d layer", "filters");
   };
   k.write = [](const LayerConfig& l, Json& out) {
-    out.update({{"filters", l.filters},
-                {"kernel_size", l.kernel_size},
-                {"strides", l.strides},
-                {"padding", l.padding},
-                {"activation", l.activation},
-                {"initializer", l.initializer}});
+    out.update({{"filters", l.filters}, {"dilation", l.dilation}});
+    WriteConvKeys(l, out);
   };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
     const int64_t kk = p.layer.kernel_size, filters = p.layer.filters;
@@ -72,6 +85,37 @@ LayerKind Conv2D() {
   k.build = [](const LayerGraph& b) {
     const std::string y = b.g.Op("Conv2D", {b.inputs[0], b.weights.ForProduct(b.name + "/kernel")},
                                  b.weights.ProductAttrs(WindowAttrs(b.layer, false)), b.node + "/Conv2D");
+    return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
+  };
+  return k;
+}
+
+// Each input channel convolved with its own depth_multiplier filters (MobileNet's, Keras's
+// DepthwiseConv2D); channels never mix. Its filter is not a product on the matmul core, so it
+// stays float32 under precision bfloat16.
+LayerKind DepthwiseConv2D() {
+  LayerKind k{.type = "depthwise_conv2d"};
+  k.read = [](ConfigFields& f, LayerConfig& l) {
+    f.Get("depth_multiplier", l.depth_multiplier, 1, 64);
+    ReadConvKeys(f, l);
+  };
+  k.write = [](const LayerConfig& l, Json& out) {
+    out["depth_multiplier"] = l.depth_multiplier;
+    WriteConvKeys(l, out);
+  };
+  k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
+    const int64_t kk = p.layer.kernel_size, m = p.layer.depth_multiplier;
+    const int64_t cin = p.inputs[0].size() == 3 ? p.inputs[0][2] : 0;
+    LS_ASSIGN_OR_RETURN(std::vector<int64_t> shape, WindowShape(p, kk, cin * m));
+    PlannedLayer out{.shape = shape};
+    out.weights.push_back({p.name + "/kernel", Shape{kk, kk, cin, m}, kk * kk, kk * kk * m,
+                           InitializerOr(p.layer, "glorot_uniform")});
+    out.weights.push_back({p.name + "/bias", Shape{cin * m}, kk * kk, kk * kk * m, "zeros"});
+    return out;
+  };
+  k.build = [](const LayerGraph& b) {
+    const std::string y = b.g.Op("DepthwiseConv2D", {b.inputs[0], b.weights.Get(b.name + "/kernel")},
+                                 WindowAttrs(b.layer, false), b.node + "/DepthwiseConv2D");
     return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
   };
   return k;
@@ -119,6 +163,7 @@ LayerKind GlobalPool(std::string_view type, std::string (*build)(const LayerGrap
 
 void AddImageLayers(std::vector<LayerKind>& kinds) {
   kinds.push_back(Conv2D());
+  kinds.push_back(DepthwiseConv2D());
   kinds.push_back(Pool("max_pool2d", [](const LayerGraph& b) {
     return b.g.Op("MaxPool2D", {b.inputs[0]}, WindowAttrs(b.layer, true), b.node);
   }));
