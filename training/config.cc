@@ -44,6 +44,10 @@ void ReadData(const Json* json, std::string_view source, bool regression, Status
   f.Get("interleave", d.interleave, 1, 1024);
   f.Get("shards", d.shards, 0, 4096);
   f.Get("stats_sample", d.stats_sample, 0);
+  ConfigFields augment(f.Nested("augment"), f.PathOf("augment"), source, error);
+  augment.Get("crop_padding", d.augment_crop_padding, 0, 64);
+  augment.Get("horizontal_flip", d.augment_horizontal_flip);
+  augment.Finish();
   f.Finish();
   if (!error->ok()) return;
   if (d.train.empty()) return f.Fail("is required: the training data file(s)", "train");
@@ -227,6 +231,7 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   top.Get("loss", c.loss,
           {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "mean_absolute_error", "huber"});
   top.Get("huber_delta", c.huber_delta, 0.0, kInf, true);
+  top.Get("label_smoothing", c.label_smoothing, 0.0, 1.0);
   ReadOptimizer(top.Nested("optimizer"), source, &error, c.optimizer);
   top.Get("epochs", c.epochs, 1);
   top.Get("batch_size", c.batch_size, 1);
@@ -250,6 +255,26 @@ StatusOr<TrainConfig> ParseTrainConfig(std::string_view text, std::string_view s
   if (json.contains("huber_delta") && c.loss != "huber") {
     top.Fail("is for loss huber only, and the loss is " + c.loss, "huber_delta");
     return error;
+  }
+  if (c.label_smoothing >= 1.0) {
+    top.Fail("must be below 1, got " + Shown(json["label_smoothing"]), "label_smoothing");
+    return error;
+  }
+  if (c.label_smoothing > 0 && c.loss != "softmax_cross_entropy" && c.loss != "sigmoid_cross_entropy") {
+    top.Fail("is for the cross-entropy losses only, and the loss is " + c.loss, "label_smoothing");
+    return error;
+  }
+  if (c.data.augment_crop_padding > 0 || c.data.augment_horizontal_flip) {
+    const std::vector<int64_t>& image = c.model.input_shape;
+    if (image.size() != 3) {
+      top.Fail("needs model.input_shape of an image, [height, width, channels]", "data.augment");
+      return error;
+    }
+    if (c.data.augment_crop_padding >= std::min(image[0], image[1])) {
+      top.Fail("crop_padding " + std::to_string(c.data.augment_crop_padding) + " must be below the image's height and width",
+               "data.augment");
+      return error;
+    }
   }
   if (c.regression()) {
     if (c.loss != "mean_squared_error" && c.loss != "mean_absolute_error" && c.loss != "huber") {
@@ -298,6 +323,7 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"compression", d.compression},
                {"interleave", d.interleave},
                {"shards", d.shards},
+               {"augment", {{"crop_padding", d.augment_crop_padding}, {"horizontal_flip", d.augment_horizontal_flip}}},
                {"stats_sample", d.stats_sample}};
   // A regression config's label that is not a target is not read: writing it would be refused.
   if (d.targets.empty() || std::find(d.targets.begin(), d.targets.end(), d.label) != d.targets.end()) {
@@ -344,6 +370,7 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"export", {{"dir", c.export_.dir}, {"best_by", c.export_.best_by}, {"model_name", c.export_.model_name}}},
                {"logdir", c.logdir}};
   if (c.loss == "huber") json["huber_delta"] = c.huber_delta;
+  if (c.label_smoothing > 0) json["label_smoothing"] = c.label_smoothing;
   return json.dump();
 }
 

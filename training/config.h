@@ -40,6 +40,9 @@ struct DataConfig {
   int64_t interleave = 4;            // streaming: files read at once, a record from each in turn
   int shards = 0;                    // streaming: input shards of a global batch; 0: one per worker
   int64_t stats_sample = 0;          // streaming: records the statistics come from; 0: all
+  // Image augmentation of the training rows (data/augment.h), images of model.input_shape.
+  int64_t augment_crop_padding = 0;  // augment.crop_padding: shifts of up to this many pixels
+  bool augment_horizontal_flip = false;  // augment.horizontal_flip
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
@@ -145,6 +148,9 @@ struct TrainConfig {
   // the one-hot label); regression: mean_squared_error (its default), mean_absolute_error, huber.
   std::string loss = "softmax_cross_entropy";
   double huber_delta = 1.0;  // huber: where the loss turns from quadratic to linear
+  // The cross-entropies' targets: 1 - label_smoothing on the label, label_smoothing spread
+  // evenly over the classes (softmax), or over the two outcomes (sigmoid).
+  double label_smoothing = 0.0;
   OptimizerConfig optimizer;
   int64_t epochs = 10;
   int64_t batch_size = 32;

@@ -229,13 +229,34 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
     LS_ASSIGN_OR_RETURN(per_example, RegressionLoss(g, config, logits, labels, predictions));
   } else if (config.loss == "softmax_cross_entropy") {
     per_example = g.Op("SoftmaxCrossEntropy", {logits, labels}, {}, "loss/per_example");
+    if (const double e = config.label_smoothing; e > 0) {
+      // Targets 1 - e on the label and e / K on every class: (1 - e) (-log p_label) + e mean_k(-log p_k).
+      AttrMap per_row;
+      per_row.Set("axes", std::vector<int64_t>{1});
+      const std::string mean_log = g.Op("Mean", {g.Op("LogSoftmax", {logits}, {}, "loss/log_probabilities")}, per_row,
+                                        "loss/mean_log_probability");
+      per_example = g.Op(
+          "Sub",
+          {g.Op("Mul", {g.Const("loss/label_share", Tensor::Scalar<float>(static_cast<float>(1 - e))), per_example}, {},
+                "loss/label_part"),
+           g.Op("Mul", {g.Const("loss/smoothing", Tensor::Scalar<float>(static_cast<float>(e))), mean_log}, {},
+                "loss/uniform_part")},
+          {}, "loss/smoothed");
+    }
   } else {
     AttrMap depth;
     depth.Set("depth", classes);
-    const std::string targets = g.Op("OneHot", {labels}, depth, "loss/targets");
+    std::string targets = g.Op("OneHot", {labels}, depth, "loss/targets");
     AttrMap per_row;
     per_row.Set("axes", std::vector<int64_t>{1});
     if (config.loss == "sigmoid_cross_entropy") {
+      if (const double e = config.label_smoothing; e > 0) {  // 1 - e / 2 and e / 2
+        targets = g.Op("Add",
+                       {g.Op("Mul", {targets, g.Const("loss/target_share", Tensor::Scalar<float>(static_cast<float>(1 - e)))},
+                             {}, "loss/targets_scaled"),
+                        g.Const("loss/smoothing", Tensor::Scalar<float>(static_cast<float>(e / 2)))},
+                       {}, "loss/targets_smoothed");
+      }
       per_example = g.Op("Sum", {g.Op("SigmoidCrossEntropy", {logits, targets}, {}, "loss/per_class")},
                          per_row, "loss/per_example");
     } else if (config.loss == "mean_squared_error") {

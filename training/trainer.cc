@@ -91,6 +91,18 @@ Status CheckRows(const RowLimits& limits, const LabelledTable& t, const std::str
   return Status::Ok();
 }
 
+// The config's data.augment, on images of model.input_shape (checked when the config was read).
+AugmentOptions Augmentation(const TrainConfig& config) {
+  const std::vector<int64_t>& image = config.model.input_shape;
+  if (image.size() != 3) return {};
+  return {.crop_padding = config.data.augment_crop_padding,
+          .horizontal_flip = config.data.augment_horizontal_flip,
+          .height = image[0],
+          .width = image[1],
+          .channels = image[2],
+          .seed = config.seed};
+}
+
 // The training batches: the in-memory pipeline over the training rows, or the streaming one
 // over this worker's input shards.
 StatusOr<std::unique_ptr<BatchSource>> MakeBatchSource(const TrainConfig& config, const Dataset& dataset,
@@ -106,7 +118,8 @@ StatusOr<std::unique_ptr<BatchSource>> MakeBatchSource(const TrainConfig& config
                         .prefetch = data.prefetch,
                         .threads = data.threads,
                         .shard_index = workers.rank(),
-                        .shard_count = workers.size()}));
+                        .shard_count = workers.size(),
+                        .augment = Augmentation(config)}));
   }
   const int shards = data.shards > 0 ? data.shards : workers.size();
   if (shards % workers.size() != 0) {
@@ -124,7 +137,8 @@ StatusOr<std::unique_ptr<BatchSource>> MakeBatchSource(const TrainConfig& config
                            .first_shard = workers.rank() * per_worker,
                            .end_shard = (workers.rank() + 1) * per_worker,
                            .records = RecordOptions(data),
-                           .limits = limits};
+                           .limits = limits,
+                           .augment = Augmentation(config)};
   LS_ASSIGN_OR_RETURN(std::unique_ptr<StreamingPipeline> streaming,
                       StreamingPipeline::Create(*dataset.scan, std::move(options)));
   spdlog::info(

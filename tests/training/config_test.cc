@@ -42,7 +42,8 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
   const std::string json = R"({
     "data": {"format": "tfrecord", "train": ["a.tfrecord", "b.tfrecord"], "validation": "v.tfrecord",
              "label": "y", "features": ["pixels"], "split": {"validation": 0.1, "test": 0.25, "seed": 9},
-             "skip_corrupt_records": true, "shuffle_buffer": 500, "prefetch": 4, "threads": 2},
+             "skip_corrupt_records": true, "shuffle_buffer": 500, "prefetch": 4, "threads": 2,
+             "augment": {"crop_padding": 2, "horizontal_flip": true}},
     "model": {"input_shape": [8, 8, 1], "normalize": false, "layers": [
       {"type": "conv2d", "filters": 32, "kernel_size": 3, "strides": 1, "padding": "same", "activation": "relu",
        "initializer": "he_uniform"},
@@ -50,7 +51,7 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
       {"type": "flatten"},
       {"type": "dropout", "rate": 0.25},
       {"type": "dense", "units": 10, "activation": "softmax"}]},
-    "loss": "softmax_cross_entropy",
+    "loss": "softmax_cross_entropy", "label_smoothing": 0.1,
     "optimizer": {"type": "momentum", "learning_rate": 0.1, "momentum": 0.8, "nesterov": true,
                   "weight_decay": 0.0001, "clip_global_norm": 5,
                   "schedule": {"type": "cosine", "warmup_steps": 100, "min_learning_rate": 0.001}},
@@ -64,6 +65,9 @@ TEST(TrainConfigTest, EveryFieldIsRead) {
   const TrainConfig& c = parsed.value();
   EXPECT_EQ(c.data.train.size(), 2u);
   EXPECT_EQ(c.data.validation, (std::vector<std::string>{"v.tfrecord"}));
+  EXPECT_EQ(c.data.augment_crop_padding, 2);
+  EXPECT_TRUE(c.data.augment_horizontal_flip);
+  EXPECT_EQ(c.label_smoothing, 0.1);
   EXPECT_EQ(c.data.split_seed, 9u);
   EXPECT_TRUE(c.data.skip_corrupt_records);
   EXPECT_EQ(c.data.threads, 2);
@@ -90,7 +94,8 @@ TEST(TrainConfigTest, TyposAreNamedWithASuggestion) {
   EXPECT_EQ(
       ErrorOf(With(R"(, "optimzer": {})")),
       "t.json: optimzer: unknown key (did you mean 'optimizer'?); known keys: data, model, task, loss, "
-      "huber_delta, optimizer, epochs, batch_size, drop_remainder, seed, replicas, precision, checkpoint, export, logdir");
+      "huber_delta, label_smoothing, optimizer, epochs, batch_size, drop_remainder, seed, replicas, precision, "
+      "checkpoint, export, logdir");
   EXPECT_EQ(ErrorOf(With(R"(, "optimizer": {"learnig_rate": 0.1})")).substr(0, 77),
             "t.json: optimizer.learnig_rate: unknown key (did you mean 'learning_rate'?); ");
   EXPECT_EQ(ErrorOf(R"({"data": {"train": "d.csv"}, "model": {"layers": [{"type": "dense", "unit": 3}]}})")
@@ -143,6 +148,16 @@ TEST(TrainConfigTest, MissingAndInconsistentSettings) {
                        "model": {"layers": [{"type": "flatten"}]}})"),
             "t.json: data.split: validation and test fractions leave no training rows");
   EXPECT_EQ(ErrorOf("[1, 2]"), "t.json: the config must be a JSON object");
+  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d", "augment": {"horizontal_flip": true}}, "model": {"layers": [{"type": "flatten"}]}})"),
+            "t.json: data.augment: needs model.input_shape of an image, [height, width, channels]");
+  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d", "augment": {"crop_padding": 8}},
+                       "model": {"input_shape": [8, 9, 1], "layers": [{"type": "flatten"}]}})"),
+            "t.json: data.augment: crop_padding 8 must be below the image's height and width");
+  EXPECT_EQ(ErrorOf(R"({"data": {"train": "d", "augment": {"flip": true}}, "model": {"layers": [{"type": "flatten"}]}})"),
+            "t.json: data.augment.flip: unknown key; known keys: crop_padding, horizontal_flip");
+  EXPECT_EQ(ErrorOf(With(R"(, "label_smoothing": 1)")), "t.json: label_smoothing: must be below 1, got 1");
+  EXPECT_EQ(ErrorOf(With(R"(, "loss": "mean_squared_error", "label_smoothing": 0.1)")),
+            "t.json: label_smoothing: is for the cross-entropy losses only, and the loss is mean_squared_error");
 }
 
 TEST(TrainConfigTest, InvalidJsonNamesTheLine) {

@@ -222,5 +222,56 @@ TEST(ModelGraphTest, TrainsDigitsAndServesTheSameNumbers) {
   EXPECT_TRUE(softmax.value()[0].BitwiseEqual(probabilities)) << "training and serving disagree";
 }
 
+// Label smoothing e: the loss is the cross-entropy against targets 1 - e + e / K on the label
+// and e / K elsewhere (softmax), or 1 - e / 2 and e / 2 per class (sigmoid), computed here from
+// the graph's own logits in double.
+TEST(ModelGraphTest, LabelSmoothingIsTheCrossEntropyOfSmoothedTargets) {
+  for (const char* loss : {"softmax_cross_entropy", "sigmoid_cross_entropy"}) {
+    SCOPED_TRACE(loss);
+    TrainConfig config = Mlp({Dense(4, "")});
+    config.model.normalize = false;
+    config.loss = loss;
+    config.label_smoothing = 0.2;
+    StatusOr<ModelLayout> layout = PlanModel(config, Schema(3, 4));
+    ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+    StatusOr<Model> graph = BuildTrainingGraph(config, layout.value());
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(graph).value(), {});
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    const std::vector<int32_t> labels = {2, 0};
+    std::vector<NamedTensor> in = {
+        {kFeaturesInput, Tensor::FromVector<float>(Shape{2, 3}, {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f})},
+        {kLabelsInput, Tensor::FromVector<int32_t>(Shape{2}, labels)},
+        {"dense_0/kernel", Tensor::FromVector<float>(Shape{3, 4}, {0.3f, -0.2f, 0.5f, 0.1f, -0.4f, 0.6f, 0.2f, -0.3f,
+                                                                   0.7f, 0.05f, -0.6f, 0.25f})},
+        {"dense_0/bias", Tensor::FromVector<float>(Shape{4}, {0.1f, -0.1f, 0.2f, 0.0f})}};
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE(session.value()->Run(kTrainSignature, in, &out).ok());
+    const auto logits = out[1].tensor.data<float>();
+    const double e = 0.2;
+    double expected = 0;
+    for (size_t row = 0; row < 2; ++row) {
+      const float* z = logits.data() + row * 4;
+      if (std::string(loss) == "softmax_cross_entropy") {
+        double max = z[0], sum = 0;
+        for (int k = 1; k < 4; ++k) max = std::max<double>(max, z[k]);
+        for (int k = 0; k < 4; ++k) sum += std::exp(z[k] - max);
+        for (int k = 0; k < 4; ++k) {
+          const double target = (k == labels[row] ? 1 - e : 0) + e / 4;
+          expected -= target * (z[k] - max - std::log(sum));
+        }
+      } else {
+        for (int k = 0; k < 4; ++k) {
+          const double target = k == labels[row] ? 1 - e / 2 : e / 2;
+          const double p = 1 / (1 + std::exp(-static_cast<double>(z[k])));
+          expected -= target * std::log(p) + (1 - target) * std::log(1 - p);
+        }
+      }
+    }
+    expected /= 2;
+    EXPECT_NEAR(out[0].tensor.data<float>()[0], expected, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::training

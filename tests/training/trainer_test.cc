@@ -19,13 +19,13 @@ struct Variant {
   const char* name;
   const char* json;  // "model" and "loss" of the config
   double floor;      // test accuracy it must reach
+  const char* data = "";  // more keys of "data", each after a comma
 };
 
-TrainConfig DigitsWith(const std::string& model_and_loss) {
+TrainConfig DigitsWith(const std::string& model_and_loss, const std::string& data = "") {
   const std::string json =
-      R"({"data": {"train": ")" + std::string(LOCKSTEP_SOURCE_DIR) +
-      R"(/examples/data/digits.csv"}, "epochs": 12, "optimizer": {"learning_rate": 0.005}, )" +
-      model_and_loss + "}";
+      R"({"data": {"train": ")" + std::string(LOCKSTEP_SOURCE_DIR) + R"(/examples/data/digits.csv")" + data +
+      R"(}, "epochs": 12, "optimizer": {"learning_rate": 0.005}, )" + model_and_loss + "}";
   StatusOr<TrainConfig> c = ParseTrainConfig(json, "test");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? c.value() : TrainConfig{};
@@ -34,7 +34,7 @@ TrainConfig DigitsWith(const std::string& model_and_loss) {
 class TrainerVariantTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(TrainerVariantTest, LearnsTheDigits) {
-  StatusOr<TrainReport> report = Train(DigitsWith(GetParam().json), "digits");
+  StatusOr<TrainReport> report = Train(DigitsWith(GetParam().json, GetParam().data), "digits");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_TRUE(report->has_test);
   EXPECT_GE(report->test_accuracy, GetParam().floor);
@@ -95,6 +95,13 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainerVariantTest,
                      {"type": "global_avg_pool"},
                      {"type": "dense", "units": 10}]})",
                                                    0.85},
+                                           Variant{"AugmentedWithLabelSmoothing",
+                                                   R"("label_smoothing": 0.1, "model": {"input_shape": [8, 8, 1], "layers": [
+                     {"type": "conv2d", "filters": 16, "padding": "same", "activation": "relu"},
+                     {"type": "max_pool2d"},
+                     {"type": "flatten"},
+                     {"type": "dense", "units": 10}]})",
+                                                   0.75, R"(, "augment": {"crop_padding": 1, "horizontal_flip": true})"},
                                            Variant{"DepthwiseSeparableAndDilated",
                                                    R"("model": {"input_shape": [8, 8, 1], "layers": [
                      {"name": "stem", "type": "conv2d", "filters": 16, "padding": "same", "activation": "hard_swish"},

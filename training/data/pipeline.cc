@@ -64,11 +64,13 @@ Status BatchPipeline::Assemble(int64_t index, BatchBuffers& out) const {
   }
   out.rows = count;
   out.global_rows = global;
+  AugmentBatch(options_.augment, epoch_, begin, out);
   return Status::Ok();
 }
 
 void BatchPipeline::StartEpoch(int64_t epoch) {
   ring_.Start(batches_per_epoch(), [&] {
+    epoch_ = epoch;
     order_ = rows_;
     ShuffleThroughBuffer(order_, options_.shuffle_buffer, EpochShuffleSeed(options_.seed, epoch));
   });

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/status.h"
+#include "training/data/augment.h"
 #include "training/data/batch_ring.h"
 #include "training/data/labelled_table.h"
 
@@ -37,6 +38,9 @@ struct PipelineOptions {
   // worker shuffles the same way, so the shards of a batch are disjoint and make it whole.
   int shard_index = 0;
   int shard_count = 1;
+  // Applied to every row of the training batches (the draws keyed by the row's position in the
+  // epoch's order).
+  AugmentOptions augment = {};
 };
 
 // Where the trainer takes its batches from, epoch after epoch.
@@ -74,6 +78,7 @@ class BatchPipeline final : public BatchSource {
   const std::vector<int64_t> rows_;
   const PipelineOptions options_;
   std::vector<int64_t> order_;  // this epoch's rows, shuffled
+  int64_t epoch_ = 0;
   BatchRing ring_;              // last: its threads stop before the members above go
 };
 

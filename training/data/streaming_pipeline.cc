@@ -275,7 +275,13 @@ Status StreamingPipeline::AssembleInOrder(int64_t index, BatchBuffers& out) {
   out.rows = 0;
   for (const Shard& shard : shards_) out.rows += RowsOf(shard.rows, shard.part, index);
   out.global_rows = 0;
-  for (size_t s = 0; s < all_rows_.size(); ++s) out.global_rows += RowsOf(all_rows_[s], all_parts_[s], index);
+  int64_t first = index * options_.batch_size;  // this worker's first row in the epoch's order
+  for (size_t s = 0; s < all_rows_.size(); ++s) {
+    const int64_t rows = RowsOf(all_rows_[s], all_parts_[s], index);
+    out.global_rows += rows;
+    if (static_cast<int>(s) < options_.first_shard) first += rows;
+  }
+  AugmentBatch(options_.augment, epoch_, first, out);
   return Status::Ok();
 }
 

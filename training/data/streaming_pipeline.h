@@ -49,6 +49,7 @@ struct StreamingOptions {
   int end_shard = 1;
   TfRecordReader::Options records = {};
   RowLimits limits = {};  // every row is checked against them (num_classes 0: labels unchecked)
+  AugmentOptions augment = {};  // as PipelineOptions::augment
 };
 
 class StreamingPipeline final : public BatchSource {
