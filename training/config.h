@@ -72,6 +72,7 @@ struct LayerConfig {
   int64_t axis = -1;              // concat: of one example's shape, negative from the end
   int64_t patch_size = 0;         // patch_embedding: square patches this many pixels wide
   int64_t heads = 0;              // multi_head_attention, transformer_encoder
+  int64_t padding_id = 0;         // ... given the ids as a second input: keys of this id are masked
   int64_t mlp_dim = 0;            // transformer_encoder: the feed-forward layer's width
   bool norm_first = true;         // transformer_encoder: pre-norm (ViT's) or post-norm (BERT's)
   std::string initializer;        // "", glorot_uniform, he_uniform, zeros ("" = the layer's default)

@@ -138,6 +138,7 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
     LayerPlan p{.config = config, .layer = layer, .index = i, .name = LayerName(model, i), .path = LayerPath(i)};
     for (int j : layout.layer_inputs[i]) {
       p.inputs.push_back(j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)]);
+      p.sources.push_back(j);
     }
     LS_ASSIGN_OR_RETURN(PlannedLayer planned, FindLayerKind(layer.type)->plan(p));
     if (layer.activation == "softmax" && i + 1 != model.layers.size()) {

@@ -4,8 +4,10 @@
 // tests/e2e/training_parity_test.cc.
 #include <gtest/gtest.h>
 
+#include "runtime/session.h"
 #include "training/config.h"
 #include "training/model_graph.h"
+#include "training/random.h"
 
 namespace lockstep::training {
 namespace {
@@ -140,6 +142,53 @@ TEST(FunctionalModelTest, PlansAVisionTransformer) {
   ASSERT_TRUE(BuildTrainingGraph(c.value(), layout.value()).ok());
 }
 
+// Given the ids as a second input, attention leaves out the keys whose id is padding_id: the
+// outputs at the other positions do not change when the padded tokens' embedding does.
+TEST(FunctionalModelTest, APaddingMaskHidesThePaddedKeys) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"normalize": false, "layers": [
+      {"type": "embedding", "vocabulary": 3, "dimension": 4},
+      {"name": "attention", "type": "multi_head_attention", "heads": 2, "inputs": ["embedding_0", "input"]},
+      {"type": "flatten"},
+      {"type": "dense", "units": 2}]}})",
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  DataSchema schema;
+  for (int i = 0; i < 5; ++i) schema.feature_keys.push_back({"t" + std::to_string(i), 1});
+  schema.class_names = {"a", "b"};
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), schema);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  StatusOr<Model> graph = BuildTrainingGraph(c.value(), layout.value());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  graph->graph.signatures[0].outputs.push_back({"attention", "attention", DType::kFloat32, Shape{-1, 5, 4}});
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(graph).value(), {});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  // Ids 1 2 0 2 0: positions 2 and 4 are padding (id 0).
+  std::vector<NamedTensor> in = {{kFeaturesInput, Tensor::FromVector<float>(Shape{1, 5}, {1, 2, 0, 2, 0})},
+                                 {kLabelsInput, Tensor::FromVector<int32_t>(Shape{1}, {1})}};
+  Random rng(5);
+  for (const WeightInfo& w : layout->weights) {
+    Tensor t(DType::kFloat32, w.shape);
+    for (float& v : t.mutable_data<float>()) v = rng.UniformFloat() - 0.5f;
+    in.push_back({w.name, t});
+  }
+  auto attention_out = [&](float padding_value) {
+    for (NamedTensor& t : in) {
+      if (t.name == "embedding_0/embeddings") {
+        for (int k = 0; k < 4; ++k) t.tensor.mutable_data<float>()[static_cast<size_t>(k)] = padding_value;
+      }
+    }
+    std::vector<NamedTensor> out;
+    EXPECT_TRUE(session.value()->Run(kTrainSignature, in, &out).ok());
+    const auto v = out.back().tensor.data<float>();
+    return std::vector<float>(v.begin(), v.end());
+  };
+  const std::vector<float> a = attention_out(0.25f), b = attention_out(-3.0f);
+  for (int position : {0, 1, 3}) {
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(a[static_cast<size_t>(position * 4 + k)], b[static_cast<size_t>(position * 4 + k)]);
+  }
+  EXPECT_NE(a[2 * 4], b[2 * 4]) << "a padded position's own query still sees its embedding";
+}
+
 TEST(FunctionalModelTest, ATransformerThatDoesNotFitNamesTheLayer) {
   EXPECT_EQ(GraphErrorOf(R"([{"type": "patch_embedding", "patch_size": 3, "dimension": 8}, {"type": "flatten"},
                            {"type": "dense", "units": 10}])"),
@@ -151,6 +200,10 @@ TEST(FunctionalModelTest, ATransformerThatDoesNotFitNamesTheLayer) {
   EXPECT_EQ(GraphErrorOf(R"([{"type": "multi_head_attention", "heads": 1}, {"type": "flatten"}, {"type": "dense", "units": 10}])"),
             "model.layers[0]: a multi_head_attention layer needs an input of [tokens, dimension], got [8,8,1]; a "
             "patch_embedding or an embedding makes one");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "patch_embedding", "patch_size": 2, "dimension": 8},
+                           {"type": "transformer_encoder", "heads": 2, "mlp_dim": 8, "inputs": ["patch_embedding_0", "input"]},
+                           {"type": "global_avg_pool"}, {"type": "dense", "units": 10}])"),
+            "model.layers[1].inputs[1]: the ids of the padding mask must be [16], one per token, got [8,8,1]");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "transformer_encoder", "heads": 2}])"),
             "g.json: model.layers[0].mlp_dim: is required for a transformer_encoder layer");
 }

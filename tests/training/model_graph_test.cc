@@ -86,7 +86,7 @@ TEST(ModelGraphTest, PlanErrorsNameTheLayer) {
             "model.normalize: must be false with an embedding layer, whose ids are looked up as they are");
   EXPECT_EQ(
       PlanModel(Mlp({Dense(10, ""), embedding}), Schema(64, 10)).status().message(),
-      "model.layers[1]: an embedding layer must come first, on a flat input: it looks up the raw features");
+      "model.layers[1]: an embedding layer takes the model's input, flat: it looks up the raw features as ids");
 }
 
 LayerConfig Layer(std::string type) {

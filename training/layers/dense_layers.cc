@@ -1,4 +1,5 @@
-// dense (a matmul and a bias) and embedding (a table lookup of the raw features).
+// dense (a matmul and a bias) and embedding (a table lookup of the raw features, wherever in
+// the graph it takes the model's input).
 #include "training/layers/layer_kind.h"
 #include "training/layers/layer_ops.h"
 
@@ -48,9 +49,9 @@ LayerKind Embedding() {
     out.update({{"vocabulary", l.vocabulary}, {"dimension", l.dimension}});
   };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
-    if (p.index != 0 || p.inputs[0].size() != 1) {
+    if (p.sources[0] != -1 || p.inputs[0].size() != 1) {
       return InvalidArgument(p.path +
-                             ": an embedding layer must come first, on a flat input: it looks up the raw features");
+                             ": an embedding layer takes the model's input, flat: it looks up the raw features as ids");
     }
     if (p.config.model.normalize) {
       return InvalidArgument(

@@ -29,6 +29,7 @@ struct LayerPlan {
   std::string name;  // the layer's name (LayerName): its weights are "name/..."
   std::string path;  // "model.layers[i]", for messages
   std::vector<std::vector<int64_t>> inputs = {};  // one example's shape, per input
+  std::vector<int> sources = {};  // per input, the layer it comes from (-1: the model's input)
 };
 
 struct PlannedLayer {

@@ -2,9 +2,11 @@
 // patch_embedding (an image's square patches, each projected: a ViT's tokens),
 // position_embedding (a learned vector added per position), multi_head_attention (scaled
 // dot-product self-attention) and transformer_encoder (attention and a feed-forward layer, each
-// with a layer norm and a residual connection, pre- or post-norm). Every product runs through
+// with a layer norm and a residual connection, pre- or post-norm). The last two take the token
+// ids as an optional second input: keys whose id is padding_id are then masked out. Every product runs through
 // WeightNodes, so precision bfloat16 makes each a bf16 one, attention's included.
 #include <cmath>
+#include <limits>
 
 #include "training/layers/layer_kind.h"
 #include "training/layers/layer_ops.h"
@@ -16,6 +18,14 @@ Status CheckTokens(const LayerPlan& p) {
   if (p.inputs[0].size() == 2) return Status::Ok();
   return InvalidArgument(p.path + ": " + ALayer(p.layer.type) + " needs an input of [tokens, dimension], got " +
                          ShapeString(p.inputs[0]) + "; a patch_embedding or an embedding makes one");
+}
+
+// A second input, the token ids [tokens] the padding mask comes from.
+Status CheckMaskInput(const LayerPlan& p) {
+  if (p.inputs.size() < 2) return Status::Ok();
+  if (p.inputs[1] == std::vector<int64_t>{p.inputs[0][0]}) return Status::Ok();
+  return InvalidArgument(p.path + ".inputs[1]: the ids of the padding mask must be [" + std::to_string(p.inputs[0][0]) +
+                         "], one per token, got " + ShapeString(p.inputs[1]));
 }
 
 Status CheckHeads(const LayerPlan& p) {
@@ -32,10 +42,30 @@ void AddAttentionWeights(const std::string& prefix, int64_t d, const std::string
   }
 }
 
-// Self-attention on x [batch, t, d] with `heads` heads of d / heads: softmax(q kᵀ / √(d / heads)) v
-// per head, the heads joined and projected. Weights under `prefix`, nodes under `node`.
+// The padding mask of the token ids `ids` [batch, t] (float, as the features come): 0 for a
+// token, -1e9 for one whose id is the layer's padding_id, as [batch, 1, 1, t], added to the
+// scores so that no query attends to a padded key.
+std::string PaddingMaskOps(const LayerGraph& b, const std::string& ids, int64_t t, const std::string& node) {
+  const std::string padding = b.g.Const(node + "/padding_id", Tensor::Scalar<float>(static_cast<float>(b.layer.padding_id)));
+  AttrMap to_float;
+  to_float.Set("dtype", DType::kFloat32);
+  const std::string padded =
+      b.g.Op("Cast", {b.g.Op("Equal", {ids, padding}, {}, node + "/padded")}, to_float, node + "/padded_float");
+  const std::string masked = b.g.Op(
+      "Mul", {padded, b.g.Const(node + "/mask_value", Tensor::Scalar<float>(-1e9f))}, {}, node + "/mask_values");
+  return ReshapeOps(b, masked, {-1, 1, 1, t}, node + "/mask");
+}
+
+// The mask from the layer's second input, or "".
+std::string MaskOf(const LayerGraph& b) {
+  return b.inputs.size() < 2 ? "" : PaddingMaskOps(b, b.inputs[1], b.input_shapes[0][0], b.node);
+}
+
+// Self-attention on x [batch, t, d] with `heads` heads of d / heads: softmax(q kᵀ / √(d / heads)
+// + mask) v per head, the heads joined and projected. `mask` (PaddingMaskOps) may be "". Weights
+// under `prefix`, nodes under `node`.
 std::string AttentionOps(const LayerGraph& b, const std::string& x, int64_t t, int64_t d, int64_t heads,
-                         const std::string& prefix, const std::string& node) {
+                         const std::string& prefix, const std::string& node, const std::string& mask) {
   const int64_t dh = d / heads;
   const std::string rows = ReshapeOps(b, x, {-1, d}, node + "/rows");
   AttrMap to_heads;
@@ -51,7 +81,8 @@ std::string AttentionOps(const LayerGraph& b, const std::string& x, int64_t t, i
   const std::string k = heads_of("key"), v = heads_of("value");
   AttrMap against_keys = b.weights.ProductAttrs({});
   against_keys.Set("transpose_b", true);
-  const std::string scores = b.g.Op("BatchMatMul", {q, k}, against_keys, node + "/scores");
+  std::string scores = b.g.Op("BatchMatMul", {q, k}, against_keys, node + "/scores");
+  if (!mask.empty()) scores = b.g.Op("Add", {scores, mask}, {}, node + "/masked_scores");
   const std::string weights = b.g.Op("Softmax", {scores}, {}, node + "/weights");
   const std::string context = b.g.Op("BatchMatMul", {weights, v}, b.weights.ProductAttrs({}), node + "/context");
   const std::string joined =
@@ -124,26 +155,31 @@ LayerKind PositionEmbedding() {
   return k;
 }
 
+// With a second input, the token ids: keys whose id is padding_id are masked out.
 LayerKind MultiHeadAttention() {
-  LayerKind k{.type = "multi_head_attention"};
+  LayerKind k{.type = "multi_head_attention", .max_inputs = 2};
   k.read = [](ConfigFields& f, LayerConfig& l) {
     f.Get("heads", l.heads, 1, 1024);
+    f.Get("padding_id", l.padding_id, std::numeric_limits<int64_t>::min());
     f.Get("initializer", l.initializer, kInitializerNames);
   };
   k.check = [](ConfigFields& f, const LayerConfig& l) {
     if (l.heads == 0) f.Fail("is required for a multi_head_attention layer", "heads");
   };
-  k.write = [](const LayerConfig& l, Json& out) { out.update({{"heads", l.heads}, {"initializer", l.initializer}}); };
+  k.write = [](const LayerConfig& l, Json& out) {
+    out.update({{"heads", l.heads}, {"padding_id", l.padding_id}, {"initializer", l.initializer}});
+  };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
     LS_RETURN_IF_ERROR(CheckTokens(p));
     LS_RETURN_IF_ERROR(CheckHeads(p));
+    LS_RETURN_IF_ERROR(CheckMaskInput(p));
     PlannedLayer out{.shape = p.inputs[0]};
     AddAttentionWeights(p.name, p.inputs[0][1], InitializerOr(p.layer, "glorot_uniform"), out.weights);
     return out;
   };
   k.build = [](const LayerGraph& b) {
     const std::vector<int64_t>& in = b.input_shapes[0];
-    return AttentionOps(b, b.inputs[0], in[0], in[1], b.layer.heads, b.name, b.node);
+    return AttentionOps(b, b.inputs[0], in[0], in[1], b.layer.heads, b.name, b.node, MaskOf(b));
   };
   return k;
 }
@@ -152,9 +188,10 @@ LayerKind MultiHeadAttention() {
 // (BERT's): norm1(x + attention(x)), then norm2(y + mlp(y)). The feed-forward layer is dense
 // mlp_dim with GELU, then dense back to the dimension, token by token.
 LayerKind TransformerEncoder() {
-  LayerKind k{.type = "transformer_encoder"};
+  LayerKind k{.type = "transformer_encoder", .max_inputs = 2};
   k.read = [](ConfigFields& f, LayerConfig& l) {
     f.Get("heads", l.heads, 1, 1024);
+    f.Get("padding_id", l.padding_id, std::numeric_limits<int64_t>::min());
     f.Get("mlp_dim", l.mlp_dim, 1);
     f.Get("norm_first", l.norm_first);
     f.Get("epsilon", l.epsilon, 0.0, 1.0, true);
@@ -167,6 +204,7 @@ LayerKind TransformerEncoder() {
   };
   k.write = [](const LayerConfig& l, Json& out) {
     out.update({{"heads", l.heads},
+                {"padding_id", l.padding_id},
                 {"mlp_dim", l.mlp_dim},
                 {"norm_first", l.norm_first},
                 {"epsilon", l.epsilon},
@@ -175,6 +213,7 @@ LayerKind TransformerEncoder() {
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
     LS_RETURN_IF_ERROR(CheckTokens(p));
     LS_RETURN_IF_ERROR(CheckHeads(p));
+    LS_RETURN_IF_ERROR(CheckMaskInput(p));
     const int64_t d = p.inputs[0][1];
     const std::string init = InitializerOr(p.layer, "glorot_uniform");
     PlannedLayer out{.shape = p.inputs[0]};
@@ -190,7 +229,10 @@ LayerKind TransformerEncoder() {
     const double eps = b.layer.epsilon;
     const std::string& w = b.name;
     const std::string& n = b.node;
-    auto attention = [&](const std::string& x) { return AttentionOps(b, x, t, d, b.layer.heads, w + "/attention", n + "/attention"); };
+    const std::string mask = MaskOf(b);
+    auto attention = [&](const std::string& x) {
+      return AttentionOps(b, x, t, d, b.layer.heads, w + "/attention", n + "/attention", mask);
+    };
     auto mlp = [&](const std::string& x) {
       const std::string rows = ReshapeOps(b, x, {-1, d}, n + "/mlp/rows");
       const std::string hidden = b.g.Op("Gelu", {DenseOps(b, rows, w + "/mlp1", n + "/mlp1")}, {}, n + "/mlp1/Gelu");
