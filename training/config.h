@@ -65,6 +65,7 @@ struct LayerConfig {
   int64_t strides = 1;            // conv2d, depthwise_conv2d, pools (default: pool_size for pools)
   std::string padding = "valid";  // conv2d, depthwise_conv2d, pools: "valid" or "same"
   int64_t pool_size = 2;          // pools
+  int64_t size = 2;               // upsampling2d: the factor along height and width
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
   int64_t dimension = 0;          // embedding, patch_embedding

@@ -108,6 +108,42 @@ TEST(FunctionalModelTest, PlansDepthwiseAndDilatedConvolutions) {
             "model.layers[0]: window 9 is larger than its input (8) with padding \"valid\"");
 }
 
+// upsampling2d repeats each pixel size x size times, and its gradient sums each block back.
+TEST(FunctionalModelTest, UpsamplingRepeatsEachPixel) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"input_shape": [2, 2, 2],
+      "normalize": false, "layers": [
+      {"name": "up", "type": "upsampling2d", "size": 3},
+      {"type": "global_avg_pool"},
+      {"type": "dense", "units": 2}]}})",
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  DataSchema schema;
+  for (int i = 0; i < 8; ++i) schema.feature_keys.push_back({"p" + std::to_string(i), 1});
+  schema.class_names = {"a", "b"};
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), schema);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->layer_shapes[0], (std::vector<int64_t>{6, 6, 2}));
+  StatusOr<Model> graph = BuildTrainingGraph(c.value(), layout.value());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  graph->graph.signatures[0].outputs.push_back({"up", "up", DType::kFloat32, Shape{-1, 6, 6, 2}});
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(graph).value(), {});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<NamedTensor> in = {{kFeaturesInput, Tensor::FromVector<float>(Shape{1, 8}, {1, 2, 3, 4, 5, 6, 7, 8})},
+                                 {kLabelsInput, Tensor::FromVector<int32_t>(Shape{1}, {0})},
+                                 {"dense_2/kernel", Tensor::FromVector<float>(Shape{2, 2}, {1, 0, 0, 1})},
+                                 {"dense_2/bias", Tensor::FromVector<float>(Shape{2}, {0, 0})}};
+  std::vector<NamedTensor> out;
+  ASSERT_TRUE(session.value()->Run(kTrainSignature, in, &out).ok());
+  const auto up = out.back().tensor.data<float>();
+  for (int y = 0; y < 6; ++y) {
+    for (int x = 0; x < 6; ++x) {
+      for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(up[static_cast<size_t>((y * 6 + x) * 2 + k)], static_cast<float>(((y / 3) * 2 + x / 3) * 2 + k + 1));
+      }
+    }
+  }
+}
+
 TEST(FunctionalModelTest, PlansAVisionTransformer) {
   StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
       {"name": "patches", "type": "patch_embedding", "patch_size": 4, "dimension": 8},

@@ -1,5 +1,5 @@
 // The layers of images ([height, width, channels] per example, NHWC as Keras): conv2d,
-// depthwise_conv2d, the windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
+// depthwise_conv2d, upsampling2d, the windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
 #include "training/layers/layer_kind.h"
 
 namespace lockstep::training {
@@ -159,11 +159,39 @@ LayerKind GlobalPool(std::string_view type, std::string (*build)(const LayerGrap
   return k;
 }
 
+// Each pixel repeated size x size times (nearest-neighbour upsampling, Keras's UpSampling2D):
+// [h, w, c] -> [h * size, w * size, c]. Built as a broadcast multiply by ones, [h, 1, w, 1, c]
+// times [1, size, 1, size, 1], whose gradient sums each block back into its pixel.
+LayerKind UpSampling2D() {
+  LayerKind k{.type = "upsampling2d"};
+  k.read = [](ConfigFields& f, LayerConfig& l) { f.Get("size", l.size, 1, 64); };
+  k.write = [](const LayerConfig& l, Json& out) { out["size"] = l.size; };
+  k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
+    LS_RETURN_IF_ERROR(CheckImage(p, "; set model.input_shape (e.g. [8, 8, 1])"));
+    const std::vector<int64_t>& in = p.inputs[0];
+    return PlannedLayer{.shape = {in[0] * p.layer.size, in[1] * p.layer.size, in[2]}};
+  };
+  k.build = [](const LayerGraph& b) {
+    const std::vector<int64_t>& in = b.input_shapes[0];
+    const int64_t s = b.layer.size;
+    AttrMap split;
+    split.Set("shape", std::vector<int64_t>{-1, in[0], 1, in[1], 1, in[2]});
+    const std::string blocks = b.g.Op("Reshape", {b.inputs[0]}, split, b.node + "/pixels");
+    const std::string ones = b.g.Const(
+        b.node + "/ones", Tensor::FromVector<float>(Shape{1, 1, s, 1, s, 1}, std::vector<float>(static_cast<size_t>(s * s), 1.0f)));
+    AttrMap joined;
+    joined.Set("shape", std::vector<int64_t>{-1, in[0] * s, in[1] * s, in[2]});
+    return b.g.Op("Reshape", {b.g.Op("Mul", {blocks, ones}, {}, b.node + "/repeated")}, joined, b.node);
+  };
+  return k;
+}
+
 }  // namespace
 
 void AddImageLayers(std::vector<LayerKind>& kinds) {
   kinds.push_back(Conv2D());
   kinds.push_back(DepthwiseConv2D());
+  kinds.push_back(UpSampling2D());
   kinds.push_back(Pool("max_pool2d", [](const LayerGraph& b) {
     return b.g.Op("MaxPool2D", {b.inputs[0]}, WindowAttrs(b.layer, true), b.node);
   }));
