@@ -157,11 +157,33 @@ template <Activation A>
 // of 4 does. Every version makes the same rounded operations in the same order (the runtime
 // builds with -ffp-contract=off, so no version fuses a multiply-add the source does not ask
 // for with std::fma): the same bits.
+template <Activation A>
+[[gnu::always_inline]] inline float Derivative(float x) {
+  if constexpr (A == Activation::kGelu) {
+    const float cdf = 0.5f * (1.0f + ErfFloat(x * 0.70710678118654752440f));
+    const float pdf = ExpMinusClamped(0.5f * x * x) * 0.39894228040143267794f;
+    return cdf + x * pdf;
+  } else {
+    const float s = Sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+}
+
+[[gnu::always_inline]] inline void DerivativeAny(Activation a, const float* dy, const float* x, float* out,
+                                                 int64_t n) {
+  if (a == Activation::kGelu) {
+    for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * Derivative<Activation::kGelu>(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * Derivative<Activation::kSilu>(x[i]);
+  }
+}
+
 struct Loops {
   void (*map)(Activation, const float*, float*, int64_t);
   void (*softmax)(const float*, float*, int64_t);
   void (*epilogue)(const EpilogueBlock&);
   void (*layer_norm)(const float*, const float*, const float*, float*, int64_t, float);
+  void (*derivative)(Activation, const float*, const float*, float*, int64_t);
 };
 
 void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(a, in, out, n); }
@@ -169,6 +191,9 @@ void SoftmaxBaseline(const float* x, float* out, int64_t n) { SoftmaxRowAny(x, o
 void EpilogueBaseline(const EpilogueBlock& e) { EpilogueAny(e); }
 void LayerNormBaseline(const float* x, const float* scale, const float* offset, float* y, int64_t n, float eps) {
   LayerNormRowAny(x, scale, offset, y, n, eps);
+}
+void DerivativeBaseline(Activation a, const float* dy, const float* x, float* out, int64_t n) {
+  DerivativeAny(a, dy, x, out, n);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -195,18 +220,27 @@ __attribute__((target("avx512f,fma"))) void LayerNormAvx512(const float* x, cons
                                                             float* y, int64_t n, float eps) {
   LayerNormRowAny(x, scale, offset, y, n, eps);
 }
+__attribute__((target("avx2,fma"))) void DerivativeAvx2(Activation a, const float* dy, const float* x, float* out,
+                                                        int64_t n) {
+  DerivativeAny(a, dy, x, out, n);
+}
+__attribute__((target("avx512f,fma"))) void DerivativeAvx512(Activation a, const float* dy, const float* x, float* out,
+                                                             int64_t n) {
+  DerivativeAny(a, dy, x, out, n);
+}
 #endif
 
 Loops ChooseLoops() {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (ActiveGemmPath()) {
     case GemmPath::kAvx512:
-    case GemmPath::kAvx512Bf16: return {MapAvx512, SoftmaxAvx512, EpilogueAvx512, LayerNormAvx512};
-    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2, LayerNormAvx2};
+    case GemmPath::kAvx512Bf16:
+      return {MapAvx512, SoftmaxAvx512, EpilogueAvx512, LayerNormAvx512, DerivativeAvx512};
+    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2, LayerNormAvx2, DerivativeAvx2};
     case GemmPath::kPortable: break;
   }
 #endif
-  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline, LayerNormBaseline};
+  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline, LayerNormBaseline, DerivativeBaseline};
 }
 
 }  // namespace
@@ -226,6 +260,10 @@ void SoftmaxRow(const float* x, float* out, int64_t n) {
 
 void LayerNormRow(const float* x, const float* scale, const float* offset, float* out, int64_t n, float epsilon) {
   if (n > 0) ChooseLoops().layer_norm(x, scale, offset, out, n, epsilon);
+}
+
+void ActivationDerivativeRow(Activation a, const float* dy, const float* x, float* out, int64_t n) {
+  if (n > 0) ChooseLoops().derivative(a, dy, x, out, n);
 }
 
 void ApplyActivation(Activation a, std::span<float> values) {

@@ -200,6 +200,11 @@ void ApplyEpilogue(const EpilogueBlock& block);
 // A NaN anywhere in the row makes the whole row NaN; so do +inf and a row of all -inf.
 void SoftmaxRow(const float* x, float* out, int64_t n);
 
+// dy times the derivative at x of GELU or SiLU (`a`; no other), over n floats: for the
+// gradients' kernels, vectorised like the activations (ErfFloat, ExpFloat) and the same bits on
+// every path. GELU: Φ(x) + x φ(x); SiLU: s(x) (1 + x (1 - s(x))), s the logistic function.
+void ActivationDerivativeRow(Activation a, const float* dy, const float* x, float* out, int64_t n);
+
 // LayerNormalize over one row of n floats (layer_norm_row.h: zero mean and unit variance, then
 // times scale[i] and plus offset[i] where not null), vectorised like the activations and the
 // same bits on every path.

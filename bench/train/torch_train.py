@@ -7,7 +7,7 @@ with --autocast, the forward pass runs under torch.autocast("cpu", dtype=torch.b
 way a PyTorch user trains in bf16 mixed precision on a CPU. Timing as bench_train's: a warm-up,
 then W windows, the median window's rate. Prints one JSON line.
 
-  torch_train.py --model mlp|cnn --threads T [--autocast] [--batch B] [--seconds S] [--windows W]
+  torch_train.py --model mlp|cnn|vit --threads T [--autocast] [--batch B] [--seconds S] [--windows W]
 """
 import argparse
 import json
@@ -18,7 +18,28 @@ import torch
 from torch import nn
 
 
+class VisionTransformer(nn.Module):
+    """examples/fashion_mnist/vit.json's model: 4x4 patches to 64, learned positions, three
+    pre-norm encoder layers (4 heads, GELU feed-forward 128), a final layer norm, mean pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches = nn.Conv2d(1, 64, 4, stride=4)
+        self.positions = nn.Parameter(torch.zeros(1, 49, 64))
+        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(64)
+        self.classes = nn.Linear(64, 10)
+
+    def forward(self, x):
+        tokens = self.patches(x).flatten(2).transpose(1, 2) + self.positions
+        return self.classes(self.norm(self.encoder(tokens)).mean(dim=1))
+
+
 def build(model):
+    if model == "vit":
+        return VisionTransformer(), (1, 28, 28)
     if model == "mlp":
         return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                              nn.Linear(1024, 10)), (784,)
@@ -30,7 +51,7 @@ def build(model):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    parser.add_argument("--model", choices=["mlp", "cnn", "vit"], default="mlp")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--autocast", action="store_true")
     parser.add_argument("--batch", type=int, default=0)
@@ -39,7 +60,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    batch = args.batch or (256 if args.model == "mlp" else 32)
+    batch = args.batch or {"mlp": 256, "cnn": 32, "vit": 128}[args.model]
     net, shape = build(args.model)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()

@@ -4,12 +4,13 @@
 // One configuration per run; prints one JSON line. bench/train/run_train_bench.sh runs every
 // configuration next to PyTorch's and prints the table.
 //
-//   bench_train --model mlp|cnn --precision float32|bfloat16 --replicas N --threads T
+//   bench_train --model mlp|cnn|vit --precision float32|bfloat16 --replicas N --threads T
 //               [--batch B] [--seconds S] [--windows W]
 //
 // Models: mlp, 784-1024-1024-10 (relu), batch 256 by default; cnn, a digits CNN (Conv2D(32, 3,
 // same, relu) -> MaxPool2D -> Flatten -> Dense(10) on 8x8x1; config/train/digits_cnn.json's
-// until it gained a second convolution), batch 32 by default. T is each replica's intra-op thread count.
+// until it gained a second convolution), batch 32 by default; vit, examples/fashion_mnist/vit.json's
+// vision transformer on 28x28x1, batch 128 by default. T is each replica's intra-op thread count.
 //
 // Timing: after a warm-up, W windows of about S / W seconds each; the reported rate is the
 // median window's (a noisy neighbour spoils a window, not the result).
@@ -49,20 +50,29 @@ int main(int argc, char** argv) {
   const int threads = flags->Has("threads") ? std::atoi(flags->Get("threads").c_str()) : 1;
   const double seconds = flags->Has("seconds") ? std::atof(flags->Get("seconds").c_str()) : 4.0;
   const int windows = flags->Has("windows") ? std::atoi(flags->Get("windows").c_str()) : 5;
-  if (model != "mlp" && model != "cnn") return Fail("--model must be mlp or cnn");
+  if (model != "mlp" && model != "cnn" && model != "vit") return Fail("--model must be mlp, cnn or vit");
   if (replicas < 1 || threads < 1 || windows < 1 || !(seconds > 0))
     return Fail("bad --replicas/--threads/--windows/--seconds");
   const int64_t batch_size =
-      flags->Has("batch") ? std::atoll(flags->Get("batch").c_str()) : (model == "mlp" ? 256 : 32);
+      flags->Has("batch") ? std::atoll(flags->Get("batch").c_str())
+                          : (model == "mlp" ? 256 : model == "vit" ? 128 : 32);
 
-  const std::string layers = model == "mlp"
-                                 ? R"("model": {"normalize": false, "layers": [
+  const std::string layers = model == "mlp" ? R"("model": {"normalize": false, "layers": [
                 {"type": "dense", "units": 1024, "activation": "relu"},
                 {"type": "dense", "units": 1024, "activation": "relu"},
                 {"type": "dense", "units": 10, "activation": "softmax"}]})"
-                                 : R"("model": {"normalize": false, "input_shape": [8, 8, 1], "layers": [
+                             : model == "cnn" ? R"("model": {"normalize": false, "input_shape": [8, 8, 1], "layers": [
                 {"type": "conv2d", "filters": 32, "kernel_size": 3, "padding": "same", "activation": "relu"},
                 {"type": "max_pool2d", "pool_size": 2}, {"type": "flatten"},
+                {"type": "dense", "units": 10, "activation": "softmax"}]})"
+                                              // examples/fashion_mnist/vit.json's model.
+                                              : R"("model": {"normalize": false, "input_shape": [28, 28, 1], "layers": [
+                {"type": "patch_embedding", "patch_size": 4, "dimension": 64},
+                {"type": "position_embedding"},
+                {"type": "transformer_encoder", "heads": 4, "mlp_dim": 128},
+                {"type": "transformer_encoder", "heads": 4, "mlp_dim": 128},
+                {"type": "transformer_encoder", "heads": 4, "mlp_dim": 128},
+                {"type": "layer_norm"}, {"type": "global_avg_pool"},
                 {"type": "dense", "units": 10, "activation": "softmax"}]})";
   StatusOr<TrainConfig> parsed = ParseTrainConfig(
       R"({"data": {"train": "synthetic"}, "optimizer": {"type": "adam", "learning_rate": 0.001}, "precision": ")" +
@@ -70,7 +80,7 @@ int main(int argc, char** argv) {
       "bench");
   if (!parsed.ok()) return Fail(parsed.status().message());
   const TrainConfig& config = parsed.value();
-  const int64_t features = model == "mlp" ? 784 : 64;
+  const int64_t features = model == "cnn" ? 64 : 784;
   DataSchema schema;
   schema.feature_keys = {{"x", features}};
   StatusOr<ModelLayout> layout = PlanModel(config, schema);

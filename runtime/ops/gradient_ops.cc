@@ -7,7 +7,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
+#include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
@@ -404,7 +406,14 @@ Status DerivativeKernel(KernelContext& ctx) {
     T* po = out->mutable_data<T>().data();
     const auto a = static_cast<T>(alpha);
     ctx.pool().ParallelFor(dy.num_elements(), kElementGrain / 8, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) po[i] = ApplyDerivative<D>(pd[i], pv[i], a);
+      // float GELU and SiLU: the vectorised rows (libm's erf and exp, one element at a time, were
+      // a sixth of a small ViT's training step).
+      if constexpr (std::is_same_v<T, float> && (D == Derivative::kGelu || D == Derivative::kSilu)) {
+        ActivationDerivativeRow(D == Derivative::kGelu ? Activation::kGelu : Activation::kSilu, pd + begin, pv + begin,
+                                po + begin, end - begin);
+      } else {
+        for (int64_t i = begin; i < end; ++i) po[i] = ApplyDerivative<D>(pd[i], pv[i], a);
+      }
     });
     return Status::Ok();
   });

@@ -194,7 +194,44 @@ TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
       }
     }
   }
+  // The GELU and SiLU derivatives (the gradients' rows), likewise.
+  const Tensor dy = RandomTensor({4099}, 14, -2, 2);
+  first.clear();
+  for (GemmPath path : SupportedGemmPaths()) {
+    ASSERT_TRUE(SetGemmPath(path).ok());
+    size_t k = 0;
+    for (Activation act : {Activation::kGelu, Activation::kSilu}) {
+      std::vector<float> out(4099);
+      ActivationDerivativeRow(act, dy.data<float>().data(), x.data<float>().data(), out.data(), 4099);
+      if (first.size() <= k) first.push_back(out);
+      ASSERT_EQ(std::memcmp(first[k].data(), out.data(), out.size() * sizeof(float)), 0)
+          << ActivationName(act) << "'s derivative on " << GemmPathName(path);
+      ++k;
+    }
+  }
   ASSERT_TRUE(SetGemmPath(before).ok());
+}
+
+// The float derivatives of GELU and SiLU the gradients use, against double's closed forms:
+// within a few float roundings of the largest term.
+TEST(OpsActivationTest, GeluAndSiluDerivativesMatchDouble) {
+  const Tensor x = RandomTensor({4099}, 21, -12, 12);
+  const std::vector<float> ones(4099, 1.0f);
+  for (Activation act : {Activation::kGelu, Activation::kSilu}) {
+    std::vector<float> out(4099);
+    ActivationDerivativeRow(act, ones.data(), x.data<float>().data(), out.data(), 4099);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double v = x.data<float>()[i];
+      double want;
+      if (act == Activation::kGelu) {
+        want = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      } else {
+        const double sig = 1 / (1 + std::exp(-v));
+        want = sig * (1 + v * (1 - sig));
+      }
+      ASSERT_NEAR(out[i], want, 1e-6 * (1 + std::fabs(v))) << ActivationName(act) << " at " << v;
+    }
+  }
 }
 
 // The ops must compute exactly ApplyActivation, which the Gemm epilogue uses.
