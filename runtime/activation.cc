@@ -184,6 +184,7 @@ struct Loops {
   void (*epilogue)(const EpilogueBlock&);
   void (*layer_norm)(const float*, const float*, const float*, float*, int64_t, float);
   void (*derivative)(Activation, const float*, const float*, float*, int64_t);
+  void (*layer_norm_grad)(const float*, const float*, float*, int64_t, float);
 };
 
 void MapBaseline(Activation a, const float* in, float* out, int64_t n) { MapAny(a, in, out, n); }
@@ -194,6 +195,9 @@ void LayerNormBaseline(const float* x, const float* scale, const float* offset, 
 }
 void DerivativeBaseline(Activation a, const float* dy, const float* x, float* out, int64_t n) {
   DerivativeAny(a, dy, x, out, n);
+}
+void LayerNormGradBaseline(const float* x, const float* dy, float* dx, int64_t n, float eps) {
+  LayerNormGradRowAny(x, dy, dx, n, eps);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -228,6 +232,14 @@ __attribute__((target("avx512f,fma"))) void DerivativeAvx512(Activation a, const
                                                              int64_t n) {
   DerivativeAny(a, dy, x, out, n);
 }
+__attribute__((target("avx2,fma"))) void LayerNormGradAvx2(const float* x, const float* dy, float* dx, int64_t n,
+                                                           float eps) {
+  LayerNormGradRowAny(x, dy, dx, n, eps);
+}
+__attribute__((target("avx512f,fma"))) void LayerNormGradAvx512(const float* x, const float* dy, float* dx, int64_t n,
+                                                                float eps) {
+  LayerNormGradRowAny(x, dy, dx, n, eps);
+}
 #endif
 
 Loops ChooseLoops() {
@@ -235,12 +247,13 @@ Loops ChooseLoops() {
   switch (ActiveGemmPath()) {
     case GemmPath::kAvx512:
     case GemmPath::kAvx512Bf16:
-      return {MapAvx512, SoftmaxAvx512, EpilogueAvx512, LayerNormAvx512, DerivativeAvx512};
-    case GemmPath::kAvx2: return {MapAvx2, SoftmaxAvx2, EpilogueAvx2, LayerNormAvx2, DerivativeAvx2};
+      return {MapAvx512, SoftmaxAvx512, EpilogueAvx512, LayerNormAvx512, DerivativeAvx512, LayerNormGradAvx512};
+    case GemmPath::kAvx2:
+      return {MapAvx2, SoftmaxAvx2, EpilogueAvx2, LayerNormAvx2, DerivativeAvx2, LayerNormGradAvx2};
     case GemmPath::kPortable: break;
   }
 #endif
-  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline, LayerNormBaseline, DerivativeBaseline};
+  return {MapBaseline, SoftmaxBaseline, EpilogueBaseline, LayerNormBaseline, DerivativeBaseline, LayerNormGradBaseline};
 }
 
 }  // namespace
@@ -260,6 +273,10 @@ void SoftmaxRow(const float* x, float* out, int64_t n) {
 
 void LayerNormRow(const float* x, const float* scale, const float* offset, float* out, int64_t n, float epsilon) {
   if (n > 0) ChooseLoops().layer_norm(x, scale, offset, out, n, epsilon);
+}
+
+void LayerNormGradRow(const float* x, const float* dy, float* dx, int64_t n, float epsilon) {
+  if (n > 0) ChooseLoops().layer_norm_grad(x, dy, dx, n, epsilon);
 }
 
 void ActivationDerivativeRow(Activation a, const float* dy, const float* x, float* out, int64_t n) {

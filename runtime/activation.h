@@ -210,4 +210,7 @@ void ActivationDerivativeRow(Activation a, const float* dy, const float* x, floa
 // same bits on every path.
 void LayerNormRow(const float* x, const float* scale, const float* offset, float* out, int64_t n, float epsilon);
 
+// LayerNormalize's gradient over one row (layer_norm_row.h's LayerNormGradRowAny), likewise.
+void LayerNormGradRow(const float* x, const float* dy, float* dx, int64_t n, float epsilon);
+
 }  // namespace lockstep

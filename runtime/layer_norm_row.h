@@ -76,4 +76,37 @@ template <typename T>
   }
 }
 
+// The gradient of one row of the plain normalisation y = (x - mean) * inv: with g = dy and
+// y's mean products taken in lanes as LaneSum's, dx = (g - mean(g) - y * mean(g * y)) * inv.
+// `dx` must not overlap `x` or `dy`.
+template <typename T>
+[[gnu::always_inline]] inline void LayerNormGradRowAny(const T* x, const T* dy, T* dx, int64_t d, T epsilon) {
+  constexpr int64_t kL = 16;
+  using Lanes = typename SixteenLanes<T>::type;
+  const auto [mean, inv] = RowMoments(x, d, epsilon);
+  Lanes g_acc = {}, gy_acc = {};
+  int64_t i = 0;
+  for (; i + kL <= d; i += kL) {
+    Lanes g, v;
+    std::memcpy(&g, dy + i, sizeof g);
+    std::memcpy(&v, x + i, sizeof v);
+    g_acc += g;
+    gy_acc += g * ((v - mean) * inv);
+  }
+  T g_lanes[kL], gy_lanes[kL];
+  std::memcpy(g_lanes, &g_acc, sizeof g_lanes);
+  std::memcpy(gy_lanes, &gy_acc, sizeof gy_lanes);
+  for (; i < d; ++i) {
+    g_lanes[i % kL] += dy[i];
+    gy_lanes[i % kL] += dy[i] * ((x[i] - mean) * inv);
+  }
+  T g_sum = 0, gy_sum = 0;
+  for (int64_t l = 0; l < kL; ++l) {
+    g_sum += g_lanes[l];
+    gy_sum += gy_lanes[l];
+  }
+  const T g_mean = g_sum / static_cast<T>(d), gy_mean = gy_sum / static_cast<T>(d);
+  for (i = 0; i < d; ++i) dx[i] = (dy[i] - g_mean - (x[i] - mean) * inv * gy_mean) * inv;
+}
+
 }  // namespace lockstep

@@ -110,16 +110,12 @@ Status LayerNormalizeGradKernel(KernelContext& ctx) {
     const T* pdy = dy.data<T>().data();
     T* pdx = out->mutable_data<T>().data();
     ForEachRow(ctx, x, [&](int64_t r, int64_t d) {
-      const T* xr = px + r * d;
-      const T* g = pdy + r * d;
-      const auto [mean, inv] = RowMoments(xr, d, static_cast<T>(epsilon));
-      T g_sum = 0, gy_sum = 0;
-      for (int64_t i = 0; i < d; ++i) {
-        g_sum += g[i];
-        gy_sum += g[i] * (xr[i] - mean) * inv;
+      // float per instruction set (activation.h), float64 (gradient checks) the same loops.
+      if constexpr (std::is_same_v<T, float>) {
+        LayerNormGradRow(px + r * d, pdy + r * d, pdx + r * d, d, static_cast<float>(epsilon));
+      } else {
+        LayerNormGradRowAny(px + r * d, pdy + r * d, pdx + r * d, d, static_cast<T>(epsilon));
       }
-      const T g_mean = g_sum / static_cast<T>(d), gy_mean = gy_sum / static_cast<T>(d);
-      for (int64_t i = 0; i < d; ++i) pdx[r * d + i] = (g[i] - g_mean - (xr[i] - mean) * inv * gy_mean) * inv;
     });
     return Status::Ok();
   });

@@ -194,7 +194,7 @@ TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
       }
     }
   }
-  // The GELU and SiLU derivatives (the gradients' rows), likewise.
+  // The GELU and SiLU derivatives and LayerNormalize's gradient (the gradients' rows), likewise.
   const Tensor dy = RandomTensor({4099}, 14, -2, 2);
   first.clear();
   for (GemmPath path : SupportedGemmPaths()) {
@@ -206,6 +206,14 @@ TEST(OpsActivationTest, EveryInstructionSetGivesTheSameBits) {
       if (first.size() <= k) first.push_back(out);
       ASSERT_EQ(std::memcmp(first[k].data(), out.data(), out.size() * sizeof(float)), 0)
           << ActivationName(act) << "'s derivative on " << GemmPathName(path);
+      ++k;
+    }
+    for (int64_t n : {1, 17, 96, 4099}) {
+      std::vector<float> out(static_cast<size_t>(n));
+      LayerNormGradRow(x.data<float>().data(), dy.data<float>().data(), out.data(), n, 1e-5f);
+      if (first.size() <= k) first.push_back(out);
+      ASSERT_EQ(std::memcmp(first[k].data(), out.data(), out.size() * sizeof(float)), 0)
+          << "LayerNormalize's gradient of " << n << " on " << GemmPathName(path);
       ++k;
     }
   }
