@@ -109,6 +109,15 @@ void ReadLayer(const Json& json, const std::string& path, std::string_view sourc
   if (!error->ok()) return;
   if (kind.check != nullptr) kind.check(f, l);
   if (l.name == "input") return f.Fail("'input' names the model's input; choose another name", "name");
+  // The graphs' own nodes, and weights named "layer/...": a name must not be mistaken for either.
+  static const std::set<std::string, std::less<>> kReserved = {
+      "classes", "class_names", "classification", "dropout_seed", "feature_mean", "feature_std", "features",
+      "gradients", "input_shape", "labels", "logits", "loss", "normalize", "outputs", "predictions",
+      "probabilities", "regression", "targets", "x"};
+  if (kReserved.count(l.name) != 0) return f.Fail("'" + l.name + "' names a node of the model's graphs; choose another name", "name");
+  if (l.name.find('/') != std::string::npos) {
+    return f.Fail("'" + l.name + "' has a '/', which separates a layer's name from its weights'", "name");
+  }
   // No inputs: the layer before (one).
   const int count = l.inputs.empty() ? 1 : static_cast<int>(l.inputs.size());
   if (count < kind.min_inputs) {
@@ -156,6 +165,19 @@ StatusOr<std::vector<std::vector<int>>> LayerInputIndices(const ModelConfig& mod
     if (inputs.empty()) inputs.push_back(static_cast<int>(i) - 1);
     wiring.push_back(std::move(inputs));
     earlier.emplace(name, static_cast<int>(i));
+  }
+  // The model's output is the last layer's: any other layer must feed a later one.
+  std::vector<bool> used(model.layers.size(), false);
+  for (const std::vector<int>& inputs : wiring) {
+    for (int j : inputs) {
+      if (j >= 0) used[static_cast<size_t>(j)] = true;
+    }
+  }
+  for (size_t i = 0; i + 1 < model.layers.size(); ++i) {
+    if (!used[i]) {
+      return InvalidArgument("model.layers[" + std::to_string(i) + "]: '" + LayerName(model, i) +
+                             "' is the input of no later layer; the model's output is the last layer's");
+    }
   }
   return wiring;
 }

@@ -56,7 +56,7 @@ struct LayerConfig {
   // layer before it (the model's input for the first). Only earlier layers: no cycles.
   std::vector<std::string> inputs;
   int64_t units = 0;              // dense
-  std::string activation;         // dense, conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax,
+  std::string activation;         // dense, conv2d, depthwise_conv2d, activation: "", relu, gelu, sigmoid, tanh, softmax,
                                   // swish, hard_swish, leaky_relu
   int64_t filters = 0;            // conv2d
   int64_t kernel_size = 3;        // conv2d, depthwise_conv2d
@@ -69,7 +69,7 @@ struct LayerConfig {
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
   int64_t dimension = 0;          // embedding, patch_embedding
-  double epsilon = 1e-5;          // layer_norm
+  double epsilon = 1e-5;          // layer_norm, transformer_encoder
   int64_t axis = -1;              // concat: of one example's shape, negative from the end
   int64_t patch_size = 0;         // patch_embedding: square patches this many pixels wide
   int64_t heads = 0;              // multi_head_attention, transformer_encoder

@@ -74,11 +74,19 @@ int UsableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// The checks every row passes (row_decoder.h), for the model as planned.
+// The checks every row passes (row_decoder.h), for the model as planned. Every embedding looks
+// the raw features up: the ids must fit the smallest table.
 RowLimits LimitsOf(const ModelConfig& model, int32_t classes) {
-  return RowLimits{.num_classes = classes,
-                   .vocabulary = model.layers.front().type == "embedding" ? model.layers.front().vocabulary : 0,
+  RowLimits limits{.num_classes = classes,
                    .last_layer = "model.layers[" + std::to_string(model.layers.size() - 1) + "]"};
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerConfig& layer = model.layers[i];
+    if (layer.type == "embedding" && (limits.vocabulary == 0 || layer.vocabulary < limits.vocabulary)) {
+      limits.vocabulary = layer.vocabulary;
+      limits.embedding_layer = "model.layers[" + std::to_string(i) + "]";
+    }
+  }
+  return limits;
 }
 
 // Checks every row of `t` before training, so that a bad value is named by its file, line

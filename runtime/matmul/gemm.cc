@@ -146,10 +146,11 @@ bool HasEpilogue(const GemmArgs& g) {
 // written a panel at a time, 128 bytes in every N * 4, are a pattern the hardware prefetchers
 // do not follow. EfficientNet-B0's first expansion at batch 8 (100352 x 16 x 96, a 38 MB C
 // written to memory): 47 -> 55 GFLOP/s on one thread.
-void PrefetchStripOfC(const GemmArgs& g, int64_t i, int64_t mr, int64_t q0, int64_t q1) {
+// Rows at or past `end` (the task's) are another task's: left alone.
+void PrefetchStripOfC(const GemmArgs& g, int64_t i, int64_t mr, int64_t end, int64_t q0, int64_t q1) {
   if (q0 >= q1) return;
   const int64_t bytes = (std::min(g.n, q1 * kNr) - q0 * kNr) * static_cast<int64_t>(sizeof(float));
-  for (int64_t r = i; r < std::min(i + mr, g.m); ++r) {
+  for (int64_t r = i; r < std::min(i + mr, end); ++r) {
     const char* row = reinterpret_cast<const char*>(g.c + r * g.ldc + q0 * kNr);
     for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 1, 3);
     __builtin_prefetch(row + bytes - 1, 1, 3);
@@ -279,7 +280,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
     // Short M, or a B block that stays in L2 anyway (short K): each strip sweeps all the
     // panels in one kernel call, several panels at a time where the kernel can.
     for (int64_t s = 0; s < strips; ++s) {
-      PrefetchStripOfC(g, i0 + (s + 2) * mr, mr, panel0, direct_end);
+      PrefetchStripOfC(g, i0 + (s + 2) * mr, mr, i0 + rows, panel0, direct_end);
       run(s, panel0, direct_end);
       run(s, direct_end, panel1);
     }

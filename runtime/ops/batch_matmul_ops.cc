@@ -169,7 +169,8 @@ Status BatchMatMulGrad(GradientBuilder& g) {
     if (!g.needs_input_grad(i)) continue;
     const Shape& in = g.input_spec(i).shape;
     bool broadcast = in.rank() != out.rank();
-    for (int d = 0; !broadcast && d < out.rank() - 2; ++d) broadcast = in.dim(d) != out.dim(d);
+    // An unknown dimension may be 1 at run time where the other operand's is not.
+    for (int d = 0; !broadcast && d < out.rank() - 2; ++d) broadcast = in.dim(d) != out.dim(d) || in.dim(d) < 0;
     if (broadcast) g.SetInputGrad(i, g.Op("SumLike", {g.input_grads()[static_cast<size_t>(i)], g.input(i)}));
   }
   return Status::Ok();

@@ -271,8 +271,8 @@ template <int P, int KW, int SW>
     const RowTaps t{in + n * g.h * g.w * g.c, filter, bias, top, std::max<int64_t>(0, -top),
                     std::min(g.kh, g.h - top)};
     float* out_row = out + row * g.ww.out * g.c;
-    // The input rows the next output row reads that this one does not, asked for while this row
-    // is computed: the channel blocks below read a row 64 bytes in every C * 4, a pattern whose
+    // The input rows the next output row reads that this one does not (and, at a stride
+    // larger than the window, the rows between), asked for while this row is computed: the channel blocks below read a row 64 bytes in every C * 4, a pattern whose
     // misses the hardware prefetchers do not run ahead of. EfficientNet-B0 at batch 8 (inputs
     // from memory), one thread: 56x56x144 4.2 -> 2.0-2.5 ms, 112x112x96 stride 2 5.4 -> 3.8-4.6
     // (oneDNN 3.4-3.6 and 5.6-5.9); at batch 1 (inputs in cache) no change.

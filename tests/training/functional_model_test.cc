@@ -69,6 +69,13 @@ TEST(FunctionalModelTest, AGraphThatDoesNotFitNamesTheLayer) {
             "g.json: model.layers[1].name: 'a' names an earlier layer too");
   EXPECT_EQ(GraphErrorOf(R"([{"name": "input", "type": "flatten"}, {"type": "dense", "units": 10}])"),
             "g.json: model.layers[0].name: 'input' names the model's input; choose another name");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"name": "classes", "type": "dense", "units": 10}])"),
+            "g.json: model.layers[1].name: 'classes' names a node of the model's graphs; choose another name");
+  EXPECT_EQ(GraphErrorOf(R"([{"name": "enc/attention", "type": "flatten"}, {"type": "dense", "units": 10}])"),
+            "g.json: model.layers[0].name: 'enc/attention' has a '/', which separates a layer's name from its weights'");
+  EXPECT_EQ(GraphErrorOf(R"([{"name": "a", "type": "flatten"}, {"name": "b", "type": "dense", "units": 5, "inputs": "a"},
+                           {"type": "dense", "units": 10, "inputs": "a"}])"),
+            "g.json: model.layers[1]: 'b' is the input of no later layer; the model's output is the last layer's");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "add", "inputs": ["flatten_0"]}])"),
             "g.json: model.layers[1].inputs: must name at least 2 layers for an add layer");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "flatten"}, {"type": "dense", "units": 10, "inputs": ["flatten_0", "input"]}])"),
@@ -240,6 +247,10 @@ TEST(FunctionalModelTest, ATransformerThatDoesNotFitNamesTheLayer) {
                            {"type": "transformer_encoder", "heads": 2, "mlp_dim": 8, "inputs": ["patch_embedding_0", "input"]},
                            {"type": "global_avg_pool"}, {"type": "dense", "units": 10}])"),
             "model.layers[1].inputs[1]: the ids of the padding mask must be [16], one per token, got [8,8,1]");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "patch_embedding", "patch_size": 2, "dimension": 8}, {"type": "flatten"},
+                           {"type": "transformer_encoder", "heads": 2, "mlp_dim": 8, "inputs": ["patch_embedding_0", "flatten_1"]},
+                           {"type": "global_avg_pool"}, {"type": "dense", "units": 10}])"),
+            "model.layers[2].inputs[1]: the padding mask's ids are the model's input (\"input\"), not a layer's output");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "transformer_encoder", "heads": 2}])"),
             "g.json: model.layers[0].mlp_dim: is required for a transformer_encoder layer");
 }

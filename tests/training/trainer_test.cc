@@ -156,6 +156,17 @@ TEST(TrainerDataTest, AnEmbeddingIdOutOfRangeIsNamedBeforeTraining) {
             std::string(LOCKSTEP_SOURCE_DIR) +
                 "/examples/data/digits.csv:3: feature 'pixel_12' is 16, not an id in "
                 "[0, 16) for the embedding layer model.layers[0]");
+  // An embedding further on, and the smallest of two, is checked as well.
+  report = Train(DigitsWith(R"("model": {"normalize": false, "layers": [
+      {"name": "wide", "type": "embedding", "vocabulary": 17, "dimension": 2},
+      {"name": "narrow", "type": "embedding", "vocabulary": 9, "dimension": 2, "inputs": "input"},
+      {"type": "add", "inputs": ["wide", "narrow"]}, {"type": "flatten"},
+      {"type": "dense", "units": 10}]})"),
+                 "digits");
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find(", not an id in [0, 9) for the embedding layer model.layers[1]"),
+            std::string::npos)
+      << report.status().message();
 }
 
 class TempFiles {

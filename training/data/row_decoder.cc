@@ -280,7 +280,7 @@ Status CheckRow(const RowLimits& limits, std::span<const float> row, int32_t lab
     if (!(v >= 0 && v < static_cast<float>(limits.vocabulary) && v == std::floor(v))) {
       return InvalidArgument("feature '" + feature_names[c] + "' is " + fmt::format("{}", v) +
                              ", not an id in [0, " + std::to_string(limits.vocabulary) +
-                             ") for the embedding layer model.layers[0]");
+                             ") for the embedding layer " + limits.embedding_layer);
     }
   }
   return Status::Ok();

@@ -95,7 +95,8 @@ class RowDecoder {
 // model's outputs, and an embedding's ids are whole numbers in [0, vocabulary).
 struct RowLimits {
   int32_t num_classes = 0;
-  int64_t vocabulary = 0;  // 0: the first layer is not an embedding
+  int64_t vocabulary = 0;  // the smallest embedding's; 0: no embedding
+  std::string embedding_layer = "model.layers[0]";  // that embedding, for the message
   std::string last_layer;  // "model.layers[3]", for the message
 };
 // The message does not say where the row is: the caller prefixes that, on failure only.

@@ -20,9 +20,13 @@ Status CheckTokens(const LayerPlan& p) {
                          ShapeString(p.inputs[0]) + "; a patch_embedding or an embedding makes one");
 }
 
-// A second input, the token ids [tokens] the padding mask comes from.
+// A second input, the token ids [tokens] the padding mask comes from: the model's input.
 Status CheckMaskInput(const LayerPlan& p) {
   if (p.inputs.size() < 2) return Status::Ok();
+  if (p.sources[1] != -1) {
+    return InvalidArgument(p.path + ".inputs[1]: the padding mask's ids are the model's input (\"input\"), not a "
+                           "layer's output");
+  }
   if (p.inputs[1] == std::vector<int64_t>{p.inputs[0][0]}) return Status::Ok();
   return InvalidArgument(p.path + ".inputs[1]: the ids of the padding mask must be [" + std::to_string(p.inputs[0][0]) +
                          "], one per token, got " + ShapeString(p.inputs[1]));
