@@ -159,24 +159,33 @@ LayerKind PositionEmbedding() {
   return k;
 }
 
+// The keys multi_head_attention and transformer_encoder share, and their inputs' checks.
+void ReadAttentionKeys(ConfigFields& f, LayerConfig& l) {
+  f.Get("heads", l.heads, 1, 1024);
+  f.Get("padding_id", l.padding_id, std::numeric_limits<int64_t>::min());
+  f.Get("initializer", l.initializer, kInitializerNames);
+}
+
+void WriteAttentionKeys(const LayerConfig& l, Json& out) {
+  out.update({{"heads", l.heads}, {"padding_id", l.padding_id}, {"initializer", l.initializer}});
+}
+
+Status CheckAttentionInputs(const LayerPlan& p) {
+  LS_RETURN_IF_ERROR(CheckTokens(p));
+  LS_RETURN_IF_ERROR(CheckHeads(p));
+  return CheckMaskInput(p);
+}
+
 // With a second input, the token ids: keys whose id is padding_id are masked out.
 LayerKind MultiHeadAttention() {
   LayerKind k{.type = "multi_head_attention", .max_inputs = 2};
-  k.read = [](ConfigFields& f, LayerConfig& l) {
-    f.Get("heads", l.heads, 1, 1024);
-    f.Get("padding_id", l.padding_id, std::numeric_limits<int64_t>::min());
-    f.Get("initializer", l.initializer, kInitializerNames);
-  };
+  k.read = ReadAttentionKeys;
   k.check = [](ConfigFields& f, const LayerConfig& l) {
     if (l.heads == 0) f.Fail("is required for a multi_head_attention layer", "heads");
   };
-  k.write = [](const LayerConfig& l, Json& out) {
-    out.update({{"heads", l.heads}, {"padding_id", l.padding_id}, {"initializer", l.initializer}});
-  };
+  k.write = WriteAttentionKeys;
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
-    LS_RETURN_IF_ERROR(CheckTokens(p));
-    LS_RETURN_IF_ERROR(CheckHeads(p));
-    LS_RETURN_IF_ERROR(CheckMaskInput(p));
+    LS_RETURN_IF_ERROR(CheckAttentionInputs(p));
     PlannedLayer out{.shape = p.inputs[0]};
     AddAttentionWeights(p.name, p.inputs[0][1], InitializerOr(p.layer, "glorot_uniform"), out.weights);
     return out;
@@ -194,12 +203,10 @@ LayerKind MultiHeadAttention() {
 LayerKind TransformerEncoder() {
   LayerKind k{.type = "transformer_encoder", .max_inputs = 2};
   k.read = [](ConfigFields& f, LayerConfig& l) {
-    f.Get("heads", l.heads, 1, 1024);
-    f.Get("padding_id", l.padding_id, std::numeric_limits<int64_t>::min());
+    ReadAttentionKeys(f, l);
     f.Get("mlp_dim", l.mlp_dim, 1);
     f.Get("norm_first", l.norm_first);
     f.Get("epsilon", l.epsilon, 0.0, 1.0, true);
-    f.Get("initializer", l.initializer, kInitializerNames);
   };
   k.check = [](ConfigFields& f, const LayerConfig& l) {
     if (l.heads == 0 || l.mlp_dim == 0) {
@@ -207,17 +214,11 @@ LayerKind TransformerEncoder() {
     }
   };
   k.write = [](const LayerConfig& l, Json& out) {
-    out.update({{"heads", l.heads},
-                {"padding_id", l.padding_id},
-                {"mlp_dim", l.mlp_dim},
-                {"norm_first", l.norm_first},
-                {"epsilon", l.epsilon},
-                {"initializer", l.initializer}});
+    WriteAttentionKeys(l, out);
+    out.update({{"mlp_dim", l.mlp_dim}, {"norm_first", l.norm_first}, {"epsilon", l.epsilon}});
   };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
-    LS_RETURN_IF_ERROR(CheckTokens(p));
-    LS_RETURN_IF_ERROR(CheckHeads(p));
-    LS_RETURN_IF_ERROR(CheckMaskInput(p));
+    LS_RETURN_IF_ERROR(CheckAttentionInputs(p));
     const int64_t d = p.inputs[0][1];
     const std::string init = InitializerOr(p.layer, "glorot_uniform");
     PlannedLayer out{.shape = p.inputs[0]};
