@@ -53,8 +53,9 @@ class OutputAllocator {
 // (RunOp, constant folding). A request must not be able to ask a kernel for the machine.
 inline constexpr size_t kDefaultMaxTensorBytes = size_t{4} << 30;
 
-class PackedB;  // runtime/matmul/packed_b.h
-class Session;  // runtime/session.h
+class BatchGroup;  // runtime/batch_group.h
+class PackedB;     // runtime/matmul/packed_b.h
+class Session;     // runtime/session.h
 
 // A control-flow node's body, compiled by the session that runs the node (one per attribute
 // that holds a graph): its signature is the graph's one signature.
@@ -88,6 +89,10 @@ class KernelContext {
     }
     return nullptr;
   }
+  // The replicas this run's batch is cut among (SessionOptions::batch_group); null when the
+  // batch is the run's own.
+  BatchGroup* batch_group() const { return batch_group_; }
+  void set_batch_group(BatchGroup* group) { batch_group_ = group; }
 
   // Storage for output i. Contents are unspecified: the kernel writes every element. Fails
   // (ResourceExhausted) when the shape is too large to hold or exceeds the run's budget.
@@ -103,6 +108,7 @@ class KernelContext {
   OutputAllocator* allocator_;
   std::span<const PackedB* const> packed_;
   std::span<const CompiledSubgraph> subgraphs_;
+  BatchGroup* batch_group_ = nullptr;
 };
 
 using ShapeFn = StatusOr<std::vector<TensorSpec>> (*)(const ShapeInferenceContext&);

@@ -339,6 +339,7 @@ struct Session::Compiled {
   PackedWeights packed;
   ThreadPool* pool = nullptr;
   size_t max_bytes_per_run = 0;
+  BatchGroup* batch_group = nullptr;
   std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
   std::vector<std::unique_ptr<Session>> body_sessions;
   CompiledBodies bodies;  // views of body_sessions
@@ -457,6 +458,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   auto compiled = std::make_unique<Compiled>();
   compiled->pool = options.pool != nullptr ? options.pool : &ThreadPool::Default();
   compiled->max_bytes_per_run = options.max_bytes_per_run;
+  compiled->batch_group = options.batch_group;
   LS_RETURN_IF_ERROR(AnalyzeGraph(model).status());
   if (options.optimize) LS_RETURN_IF_ERROR(OptimizeGraph(model, *compiled->pool));
   if (options.bf16_products) LS_RETURN_IF_ERROR(UseBf16Products(model));
@@ -532,6 +534,7 @@ Status Session::RunPlan(std::string_view signature, std::span<const NamedTensor>
     KernelContext ctx(step_inputs, step.node->attrs, pool,
                       std::span<Tensor>(values.data() + step.first_output, step.num_outputs), &allocator,
                       packed, step.subgraphs);
+    ctx.set_batch_group(compiled_->batch_group);
     const auto start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       status = step.op->compute(ctx);

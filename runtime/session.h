@@ -21,7 +21,8 @@
 
 namespace lockstep {
 
-class PackedB;  // runtime/matmul/packed_b.h
+class BatchGroup;  // runtime/batch_group.h
+class PackedB;     // runtime/matmul/packed_b.h
 
 struct NamedTensor {
   std::string name;
@@ -63,6 +64,10 @@ struct SessionOptions {
   // image go (a bundle's weights, runtime/bundle/file_image.h). A served version then holds
   // its matrices once, packed, instead of twice. Off where a caller reads the weights back.
   bool release_packed_weights = false;
+  // The replicas the batches of this session's runs are cut among (a trainer's replica; see
+  // runtime/batch_group.h), for the ops that take statistics of the whole batch. Must outlive
+  // the session; null: each run's batch is whole.
+  BatchGroup* batch_group = nullptr;
 };
 
 class Session {

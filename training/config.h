@@ -69,7 +69,9 @@ struct LayerConfig {
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
   int64_t dimension = 0;          // embedding, patch_embedding
-  double epsilon = 1e-5;          // layer_norm, transformer_encoder
+  double epsilon = 1e-5;          // layer_norm, transformer_encoder, batch_norm
+  double momentum = 0.99;         // batch_norm: moving = momentum * moving + (1 - momentum) * batch
+  bool use_bias = true;           // dense, conv2d, depthwise_conv2d
   int64_t axis = -1;              // concat: of one example's shape, negative from the end
   int64_t patch_size = 0;         // patch_embedding: square patches this many pixels wide
   int64_t heads = 0;              // multi_head_attention, transformer_encoder

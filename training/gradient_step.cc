@@ -32,10 +32,12 @@ std::vector<Parameter> TrainableParameters(const TrainConfig& config, const Mode
 StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& config,
                                                              const ModelLayout& layout,
                                                              const WeightMap& weights,
-                                                             const FeatureStats& stats, ThreadPool* pool) {
+                                                             const FeatureStats& stats, ThreadPool* pool,
+                                                             BatchGroup* batch_group) {
   LS_ASSIGN_OR_RETURN(Model graph, BuildTrainingGraph(config, layout));
   SessionOptions options;
   options.pool = pool;
+  options.batch_group = batch_group;
   for (const WeightInfo& w : layout.weights) {
     options.packed_by_caller.push_back(TakesBf16Copy(config, w) ? Bf16CopyName(w.name) : w.name);
   }
@@ -53,18 +55,18 @@ StatusOr<std::unique_ptr<GradientStep>> GradientStep::Create(const TrainConfig& 
     feed.push_back({name, it->second});
   }
   if (layout.has_dropout) feed.push_back({kDropoutSeedInput, Tensor::Scalar<int64_t>(0)});
-  return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout.has_dropout,
-                                        layout.num_classes, layout.regression, pool);
+  return std::make_unique<GradientStep>(std::move(session), std::move(feed), layout, pool);
 }
 
-GradientStep::GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-                           int32_t classes, bool regression, ThreadPool* pool)
+GradientStep::GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, const ModelLayout& layout,
+                           ThreadPool* pool)
     : session_(std::move(session)),
       pool_(pool),
       feed_(std::move(feed)),
-      has_dropout_(has_dropout),
-      classes_(classes),
-      regression_(regression) {
+      num_weights_(layout.weights.size()),
+      has_dropout_(layout.has_dropout),
+      classes_(layout.num_classes),
+      regression_(layout.regression) {
   for (const std::string& input : session_->PackSites(kTrainSignature)) {
     for (size_t i = 0; i < feed_.size(); ++i) {
       if (feed_[i].name == input) site_weights_.push_back(i);
@@ -99,8 +101,10 @@ Status GradientStep::Run(const Batch& batch, int64_t dropout_seed, std::span<con
       correct_ += std::max_element(row, row + classes_) - row == labels[static_cast<size_t>(r)];
     }
   }
-  gradients_.resize(out_.size() - 2);
+  gradients_.resize(num_weights_);
   for (size_t i = 0; i < gradients_.size(); ++i) gradients_[i] = out_[2 + i].tensor.mutable_data<float>();
+  batch_state_.resize(out_.size() - 2 - num_weights_);
+  for (size_t i = 0; i < batch_state_.size(); ++i) batch_state_[i] = out_[2 + num_weights_ + i].tensor.data<float>();
   return Status::Ok();
 }
 

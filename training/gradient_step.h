@@ -31,10 +31,11 @@ std::vector<Parameter> TrainableParameters(const TrainConfig& config, const Mode
 class GradientStep {
  public:
   // `weights` (TrainingWeights) must hold every weight the training graph reads and outlive
-  // the step; so must `pool`, the intra-op threads (null: the default pool).
+  // the step; so must `pool`, the intra-op threads (null: the default pool), and `batch_group`,
+  // the replicas the batch is cut among (replica_batch_group.h; null: each run's batch is whole).
   static StatusOr<std::unique_ptr<GradientStep>> Create(const TrainConfig& config, const ModelLayout& layout,
                                                         const WeightMap& weights, const FeatureStats& stats,
-                                                        ThreadPool* pool = nullptr);
+                                                        ThreadPool* pool = nullptr, BatchGroup* batch_group = nullptr);
 
   // Forward and backward on `batch`; `dropout_seed` draws its dropout masks. `packs`: empty,
   // or one packing per pack site (PackSite), made from the weights as they are now, which
@@ -57,9 +58,11 @@ class GradientStep {
   double squared_error() const { return squared_error_; }
   double absolute_error() const { return absolute_error_; }
   std::span<const std::span<float>> gradients() const { return gradients_; }
+  // The batch's statistic for each state of the layout (StateInfo), in its order.
+  std::span<const std::span<const float>> batch_state() const { return batch_state_; }
 
-  GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, bool has_dropout,
-               int32_t classes, bool regression, ThreadPool* pool);
+  GradientStep(std::unique_ptr<Session> session, std::vector<NamedTensor> feed, const ModelLayout& layout,
+               ThreadPool* pool);
 
  private:
   std::unique_ptr<Session> session_;
@@ -68,6 +71,8 @@ class GradientStep {
   std::vector<NamedTensor> feed_;  // features, labels or targets, [mean, std], weights..., [dropout seed]
   std::vector<NamedTensor> out_;   // loss, logits or predictions, gradients...
   std::vector<std::span<float>> gradients_;
+  std::vector<std::span<const float>> batch_state_;
+  size_t num_weights_;
   bool has_dropout_;
   int32_t classes_;  // the model's outputs: classes, or target values
   bool regression_;

@@ -1,9 +1,5 @@
 #include "training/mirrored_step.h"
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-
 #include "training/vector_isa.h"
 
 namespace lockstep::training {
@@ -52,60 +48,33 @@ struct MirroredStep::Replica {
   Status status;
 };
 
-// All replica threads meet here between the phases of a step. Waiters spin briefly before
-// they block: the phases are short, and waking a blocked thread costs tens of microseconds.
-class MirroredStep::Barrier {
- public:
-  explicit Barrier(int parties) : parties_(parties) {}
-
-  void Wait() {
-    const uint64_t generation = generation_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        generation_.store(generation + 1, std::memory_order_release);
-      }
-      cv_.notify_all();
-      return;
-    }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (generation_.load(std::memory_order_acquire) == generation &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::yield();
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != generation; });
-  }
-
- private:
-  const int parties_;
-  std::atomic<int> arrived_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
-
 StatusOr<std::unique_ptr<MirroredStep>> MirroredStep::Create(const TrainConfig& config,
                                                              const ModelLayout& layout,
                                                              const WeightMap& weights,
                                                              const FeatureStats& stats, Options options) {
   if (options.replicas < 1)
     return InvalidArgument("replicas: must be >= 1, got " + std::to_string(options.replicas));
+  std::unique_ptr<ReplicaBatchGroup> group;
+  if (!layout.state.empty() && (options.replicas > 1 || options.multi_worker)) {
+    group = std::make_unique<ReplicaBatchGroup>(options.replicas, options.workers);
+  }
   std::vector<std::unique_ptr<Replica>> replicas;
   for (int r = 0; r < options.replicas; ++r) {
     auto replica = std::make_unique<Replica>();
     replica->pool = std::make_unique<ThreadPool>(std::max(1, options.threads_per_replica));
-    LS_ASSIGN_OR_RETURN(replica->step,
-                        GradientStep::Create(config, layout, weights, stats, replica->pool.get()));
+    LS_ASSIGN_OR_RETURN(replica->step, GradientStep::Create(config, layout, weights, stats, replica->pool.get(),
+                                                            group != nullptr ? group->member(r) : nullptr));
     replicas.push_back(std::move(replica));
   }
-  return std::make_unique<MirroredStep>(std::move(replicas), layout, options);
+  return std::make_unique<MirroredStep>(std::move(replicas), std::move(group), layout, options);
 }
 
-MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout,
-                           const Options& options)
-    : replicas_(std::move(replicas)),
+MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, std::unique_ptr<ReplicaBatchGroup> group,
+                           const ModelLayout& layout, const Options& options)
+    : group_(std::move(group)),
+      replicas_(std::move(replicas)),
+      shard_begins_(replicas_.size()),
+      shard_rows_(replicas_.size()),
       first_replica_(options.first_replica),
       multi_worker_(options.multi_worker) {
   const int n = static_cast<int>(replicas_.size());
@@ -126,10 +95,10 @@ MirroredStep::MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const
     packs_.resize(replicas_[0]->step->pack_sites());
     for (const PackedB& p : packs_) pack_ptrs_.push_back(&p);
   }
-  start_ = std::make_unique<Barrier>(n);
-  packed_ = std::make_unique<Barrier>(n);
-  computed_ = std::make_unique<Barrier>(n);
-  reduced_barrier_ = std::make_unique<Barrier>(n);
+  start_ = std::make_unique<SpinBarrier>(n);
+  packed_ = std::make_unique<SpinBarrier>(n);
+  computed_ = std::make_unique<SpinBarrier>(n);
+  reduced_barrier_ = std::make_unique<SpinBarrier>(n);
   for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { ReplicaLoop(r); });
 }
 
@@ -172,6 +141,8 @@ void MirroredStep::RunReplica(int r) {
                 replica.rows, batch.index, replica.rows};
     // Each replica its own masks: the stream of a layer's mask restarts at every shard.
     replica.status = replica.step->Run(shard, dropout_seed_ + first_replica_ + r, pack_ptrs_);
+    // The others may be waiting for it in a batch_norm's sum.
+    if (!replica.status.ok() && group_ != nullptr) group_->Cancel();
   }
   if (flat_.empty()) return;  // one replica, one worker: its gradients are the batch's
   if (n > 1) computed_->Wait();
@@ -207,6 +178,13 @@ void MirroredStep::RunReplica(int r) {
   if (n > 1) reduced_barrier_->Wait();
 }
 
+std::span<const std::span<const float>> MirroredStep::batch_state() const {
+  for (const auto& replica : replicas_) {
+    if (replica->rows > 0) return replica->step->batch_state();
+  }
+  return {};
+}
+
 Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed, const ReducedFn* on_reduced) {
   const auto n = static_cast<int64_t>(replicas_.size());
   if (on_reduced != nullptr && !reduces_locally()) {
@@ -222,6 +200,21 @@ Status MirroredStep::Run(const Batch& batch, int64_t dropout_seed, const Reduced
   batch_ = &batch;
   total_rows_ = batch.global_rows > 0 ? batch.global_rows : batch.rows;
   dropout_seed_ = dropout_seed;
+  if (group_ != nullptr) {
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      shard_begins_[r] = replicas_[r]->begin;
+      shard_rows_[r] = replicas_[r]->rows;
+    }
+    // A worker without rows would leave the others waiting in the batch's statistics.
+    if (batch.rows == 0) {
+      return FailedPrecondition("batch_norm: batch " + std::to_string(batch.index) + " has " +
+                                std::to_string(total_rows_) +
+                                " rows, none for this worker; every worker must have rows of every batch for its "
+                                "statistics (set drop_remainder, or a batch_size that leaves a last batch of at "
+                                "least one row per worker)");
+    }
+    group_->StartStep(total_rows_, batch.global_begin, shard_begins_, shard_rows_);
+  }
   if (n > 1) start_->Wait();
   RunReplica(0);
   loss_ = 0;

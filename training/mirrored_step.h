@@ -33,6 +33,8 @@
 #include "runtime/matmul/packed_b.h"
 #include "runtime/thread_pool.h"
 #include "training/gradient_step.h"
+#include "training/replica_batch_group.h"
+#include "training/spin_barrier.h"
 
 namespace lockstep::training {
 
@@ -46,6 +48,9 @@ class MirroredStep {
     // ready to be summed across the workers.
     int first_replica = 0;
     bool multi_worker = false;
+    // The workers, when there are several: a model with batch_norm sums its statistics across
+    // them (replica_batch_group.h). Must outlive the step.
+    Workers* workers = nullptr;
   };
 
   static StatusOr<std::unique_ptr<MirroredStep>> Create(const TrainConfig& config, const ModelLayout& layout,
@@ -82,6 +87,8 @@ class MirroredStep {
   double squared_error() const { return squared_error_; }    // regression: summed over rows and targets
   double absolute_error() const { return absolute_error_; }  // likewise
   std::span<const std::span<float>> gradients() const { return gradients_; }
+  // The global batch's statistic for each state of the layout (the same on every replica).
+  std::span<const std::span<const float>> batch_state() const;
   // Every gradient, one after another, when they are in one buffer (more than one replica,
   // or multi_worker); empty otherwise. Writable: the workers' sum replaces it in place.
   std::span<float> flat_gradients() { return flat_; }
@@ -89,16 +96,17 @@ class MirroredStep {
   int replicas() const { return static_cast<int>(replicas_.size()); }
 
   struct Replica;
-  class Barrier;
-  MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, const ModelLayout& layout,
-               const Options& options);
+  MirroredStep(std::vector<std::unique_ptr<Replica>> replicas, std::unique_ptr<ReplicaBatchGroup> group,
+               const ModelLayout& layout, const Options& options);
 
  private:
   void ReplicaLoop(int r);
   // Runs replica r on its shard, then reduces its slice of every gradient.
   void RunReplica(int r);
 
+  std::unique_ptr<ReplicaBatchGroup> group_;  // with batch_norm across replicas or workers; else null
   std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<int64_t> shard_begins_, shard_rows_;  // per replica, for the group
   const int first_replica_;
   const bool multi_worker_;
   std::vector<float> flat_;                // the reduced gradients, when contiguous
@@ -108,7 +116,7 @@ class MirroredStep {
   // sites; replica r packs sites r, r + n, ...), before any replica computes.
   std::vector<PackedB> packs_;
   std::vector<const PackedB*> pack_ptrs_;
-  std::unique_ptr<Barrier> start_, packed_, computed_, reduced_barrier_;
+  std::unique_ptr<SpinBarrier> start_, packed_, computed_, reduced_barrier_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   const Batch* batch_ = nullptr;  // the step's batch, set before start_

@@ -1,5 +1,6 @@
 #include "training/model_graph.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -7,6 +8,7 @@
 
 #include "runtime/autodiff/gradients.h"
 #include "runtime/graph_builder.h"
+#include "training/batch_norm_fold.h"
 #include "training/layers/layer_kind.h"
 
 namespace lockstep::training {
@@ -24,12 +26,21 @@ std::string OutputOp(const TrainConfig& config) {
   return ActivationOp(config.model.layers.back().activation);
 }
 
+// Which graph Forward builds: the training graph's (its batch_norm layers' statistics added to
+// `state_outputs`), or the serving graph's (`folds`, BatchNormFolds: each batch_norm computed by
+// its moving averages, folded into the layer before it where it can be).
+struct ForwardMode {
+  const std::vector<int>* folds = nullptr;  // set: serving
+  std::vector<std::pair<std::string, std::string>>* state_outputs = nullptr;
+};
+
 // The layers on `x` ([batch, num_features]), up to the logits: the last layer's activation is
 // left to the caller (the loss and the serving graph apply it themselves). Dropout layers are
 // applied when `dropout_seed` names the seed, left out when it is empty. Node names start with
 // `prefix`. The one forward pass every graph is made of.
 std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, const ModelLayout& layout,
-                    WeightNodes& weight, const std::string& dropout_seed, const std::string& prefix) {
+                    WeightNodes& weight, const std::string& dropout_seed, const std::string& prefix,
+                    const ForwardMode& mode) {
   const ModelConfig& model = config.model;
   if (layout.input_shape.size() > 1) {
     std::vector<int64_t> shape = {-1};
@@ -39,16 +50,26 @@ std::string Forward(GraphBuilder& g, std::string x, const TrainConfig& config, c
     x = g.Op("Reshape", {x}, attrs, prefix + "input_shape");
   }
   std::vector<std::string> outputs(model.layers.size());
+  std::vector<int> folded_into(model.layers.size(), -1);  // per layer: the batch_norm folded into it
+  for (size_t i = 0; mode.folds != nullptr && i < mode.folds->size(); ++i) {
+    if (const int j = (*mode.folds)[i]; j >= 0) folded_into[static_cast<size_t>(j)] = static_cast<int>(i);
+  }
   for (size_t i = 0; i < model.layers.size(); ++i) {
-    const LayerConfig& layer = model.layers[i];
+    LayerConfig biased;  // a layer that takes a batch_norm's fold has a bias, the fold's offset
+    if (folded_into[i] >= 0) {
+      biased = model.layers[i];
+      biased.use_bias = true;
+    }
+    const LayerConfig& layer = folded_into[i] >= 0 ? biased : model.layers[i];
     const std::string name = LayerName(model, i);
     LayerGraph b{.g = g, .layer = layer, .index = i, .name = name, .node = prefix + name, .weights = weight,
-                 .dropout_seed = dropout_seed};
+                 .dropout_seed = dropout_seed, .serving = mode.folds != nullptr, .state_outputs = mode.state_outputs};
     for (int j : layout.layer_inputs[i]) {
       b.inputs.push_back(j < 0 ? x : outputs[static_cast<size_t>(j)]);
       b.input_shapes.push_back(j < 0 ? layout.input_shape : layout.layer_shapes[static_cast<size_t>(j)]);
     }
-    std::string y = FindLayerKind(layer.type)->build(b);
+    const bool folded = mode.folds != nullptr && (*mode.folds)[i] >= 0;
+    std::string y = folded ? b.inputs[0] : FindLayerKind(layer.type)->build(b);
     const bool last = i + 1 == model.layers.size();
     if (const std::string op = ActivationOp(layer.activation); !op.empty() && !last) {
       y = g.Op(op, {y}, {}, b.node + "/" + op);
@@ -104,6 +125,13 @@ StatusOr<std::string> RegressionLoss(GraphBuilder& g, const TrainConfig& config,
 
 }  // namespace
 
+std::vector<std::pair<std::string, Shape>> KeptTensors(const ModelLayout& layout) {
+  std::vector<std::pair<std::string, Shape>> kept;
+  for (const WeightInfo& w : layout.weights) kept.emplace_back(w.name, w.shape);
+  for (const StateInfo& s : layout.state) kept.emplace_back(s.name, s.shape);
+  return kept;
+}
+
 bool TakesBf16Copy(const TrainConfig& config, const WeightInfo& weight) {
   return weight.product && config.precision == "bfloat16";
 }
@@ -145,6 +173,7 @@ StatusOr<ModelLayout> PlanModel(const TrainConfig& config, const DataSchema& dat
       return InvalidArgument(p.path + ": softmax only as the last layer's activation");
     }
     layout.weights.insert(layout.weights.end(), planned.weights.begin(), planned.weights.end());
+    layout.state.insert(layout.state.end(), planned.state.begin(), planned.state.end());
     layout.has_dropout = layout.has_dropout || planned.takes_dropout_seed;
     layout.layer_shapes.push_back(planned.shape);
   }
@@ -222,7 +251,8 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
   WeightNodes weight(
       g, [](const std::string& name) { return name; },
       config.precision == "bfloat16" ? WeightNodes::Bf16::kInputs : WeightNodes::Bf16::kNone);
-  const std::string logits = Forward(g, x, config, layout, weight, seed, "");
+  std::vector<std::pair<std::string, std::string>> state_outputs;
+  const std::string logits = Forward(g, x, config, layout, weight, seed, "", {.state_outputs = &state_outputs});
 
   std::string per_example;
   std::string predictions;  // regression's outputs
@@ -284,6 +314,11 @@ StatusOr<Model> BuildTrainingGraph(const TrainConfig& config, const ModelLayout&
     const WeightInfo& w = layout.weights[i];
     model.graph.signatures[0].outputs.push_back({GradientOutput(w.name), grads[i], DType::kFloat32, w.shape});
   }
+  for (const StateInfo& s : layout.state) {
+    auto it = std::find_if(state_outputs.begin(), state_outputs.end(), [&](const auto& o) { return o.first == s.name; });
+    if (it == state_outputs.end()) return Internal("no batch statistic for '" + s.name + "' in the training graph");
+    model.graph.signatures[0].outputs.push_back({StateOutput(s.name), it->second, DType::kFloat32, s.shape});
+  }
   return model;
 }
 
@@ -292,14 +327,16 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
   GraphBuilder g;
   const int64_t f = layout.num_features;
   const int64_t classes = layout.num_classes;
+  const std::vector<int> folds = BatchNormFolds(config.model, layout);
+  LS_ASSIGN_OR_RETURN(const WeightMap served, ServingWeights(config.model, weights, folds));
   Status missing;
   std::map<std::string, std::string> consts;  // weight -> its Const node, shared by both signatures
   WeightNodes weight(
       g,
       [&](const std::string& name) {
         if (auto it = consts.find(name); it != consts.end()) return it->second;
-        auto it = weights.find(name);
-        if (it == weights.end()) {
+        auto it = served.find(name);
+        if (it == served.end()) {
           if (missing.ok()) missing = InvalidArgument("no weight '" + name + "' for the serving graph");
           return consts[name] = g.Const(name, Tensor(DType::kFloat32, Shape{0}));
         }
@@ -315,7 +352,7 @@ StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& 
   // Raw features [batch, f] -> (logits, probabilities), node names starting with `prefix`.
   auto head = [&](const std::string& raw, const std::string& prefix) {
     const std::string x = Normalized(g, raw, config, mean, std, prefix + "normalize");
-    const std::string logits = Forward(g, x, config, layout, weight, "", prefix);
+    const std::string logits = Forward(g, x, config, layout, weight, "", prefix, {.folds = &folds});
     return std::pair{
         logits, g.Op(output_op.empty() ? "Identity" : output_op, {logits}, {},
                      prefix + (layout.regression ? "outputs" : "probabilities"))};

@@ -5,7 +5,9 @@
 //  - the serving graph: the weights and the normalisation are constants; raw features come
 //    in, probabilities and classes go out.
 // Both forward passes come from one function, so training and serving cannot drift apart.
-// Dropout is the one difference: a training-only layer, left out of the serving graph.
+// Dropout is one difference: a training-only layer, left out of the serving graph. batch_norm
+// is the other: the batch's statistics in training (output for its moving averages, StateInfo),
+// the moving averages in serving, folded into the layer before it (batch_norm_fold.h).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,18 @@ struct WeightInfo {
   bool product = false;     // multiplied in a matmul or convolution (a kernel)
 };
 
+// What the model keeps without learning it by gradient: batch_norm's moving averages. The
+// training graph outputs the batch's statistic as StateOutput(name), and after each step the
+// trainer moves the value towards it: value = momentum * value + (1 - momentum) * batch. Held
+// in the WeightMap beside the weights (and so in checkpoints and the export), never an input
+// of the training graph, never seen by the optimiser.
+struct StateInfo {
+  std::string name;  // "batch_norm_0/moving_mean"
+  Shape shape;
+  double momentum = 0.99;
+  float initial = 0;  // the value before the first step
+};
+
 // What the layers need, worked out from the config and the data.
 struct ModelLayout {
   DataSchema data;  // class_names filled in: one per class, "0", "1", ... for id labels
@@ -45,12 +59,16 @@ struct ModelLayout {
   bool regression = false;           // the outputs are the targets' values (num_classes of them)
   std::vector<int64_t> input_shape;  // one example as the first layer sees it
   std::vector<WeightInfo> weights;
+  std::vector<StateInfo> state;
   bool has_dropout = false;  // the training graph takes kDropoutSeedInput
   // Per layer: the layers it takes (LayerInputIndices: -1 is the model's input) and its output
   // shape for one example.
   std::vector<std::vector<int>> layer_inputs;
   std::vector<std::vector<int64_t>> layer_shapes;
 };
+
+// Every tensor the model keeps, by name and shape: its weights, then its state.
+std::vector<std::pair<std::string, Shape>> KeptTensors(const ModelLayout& layout);
 
 // Fails, naming the layer and what is wrong, for a layer that does not fit what comes before
 // it (a dense layer on an image, a window larger than its input, an add of two shapes, a model
@@ -75,6 +93,10 @@ inline constexpr char kLogitsOutput[] = "logits";            // float32 [batch, 
 inline constexpr char kPredictionsOutput[] = "predictions";
 inline std::string GradientOutput(const std::string& weight) {
   return "grad/" + weight;
+}
+// After the gradients, one per StateInfo of the layout, in its order: the batch's statistic.
+inline std::string StateOutput(const std::string& state) {
+  return "batch/" + state;
 }
 
 // Under precision bfloat16 the training graph takes each weight that is multiplied in a
@@ -116,7 +138,7 @@ inline constexpr char kRegressionSignature[] = "regression";
 //  - "regression" (regress, for :regress with tf.Examples), when there is one target value
 //    (TF Serving's regression answers one per example): the same inputs as classification's,
 //    output "outputs" float32 [batch, 1].
-// `weights` holds every weight of the layout.
+// `weights` holds every weight and state of the layout.
 StatusOr<Model> BuildServingGraph(const TrainConfig& config, const ModelLayout& layout,
                                   const WeightMap& weights, const FeatureStats& stats);
 

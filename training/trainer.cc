@@ -45,8 +45,8 @@ std::string Hex(uint32_t v) {
 Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const WeightMap& weights,
                          int64_t epoch) {
   uint32_t crc = 0;
-  for (const WeightInfo& w : layout.weights) {
-    const Tensor& t = weights.at(w.name);
+  for (const auto& [name, shape] : KeptTensors(layout)) {
+    const Tensor& t = weights.at(name);
     crc = Crc32c(std::string_view(static_cast<const char*>(t.raw_data()), t.byte_size()), crc);
   }
   std::vector<uint32_t> by_rank(static_cast<size_t>(workers.size()));
@@ -64,6 +64,17 @@ Status CheckWorkersAgree(Workers& workers, const ModelLayout& layout, const Weig
   spdlog::info("event=workers_agree epoch={} rank={} workers={} weights_crc32c={}", epoch + 1, workers.rank(),
                workers.size(), Hex(crc));
   return Status::Ok();
+}
+
+// Moves each state towards the step's batch statistic (StateInfo), in float64.
+void MoveAverages(std::span<const StateInfo> state, std::span<const std::span<const float>> batch,
+                  std::span<const std::span<float>> values) {
+  for (size_t i = 0; i < state.size() && i < batch.size(); ++i) {
+    const double keep = state[i].momentum;
+    for (size_t e = 0; e < values[i].size(); ++e) {
+      values[i][e] = static_cast<float>(keep * values[i][e] + (1.0 - keep) * batch[i][e]);
+    }
+  }
 }
 
 // The cores this process may run on.
@@ -175,14 +186,16 @@ int64_t NextVersion(const std::filesystem::path& dir) {
 Status RestoreCheckpoint(const Checkpoint& c, const ModelLayout& layout, WeightMap& weights,
                          Optimizer& optimizer) {
   std::vector<std::vector<std::vector<float>>> state;
-  for (const WeightInfo& w : layout.weights) {
-    auto it = c.weights.find(w.name);
-    std::span<float> values = weights[w.name].mutable_data<float>();
+  for (const auto& [name, shape] : KeptTensors(layout)) {
+    auto it = c.weights.find(name);
+    std::span<float> values = weights[name].mutable_data<float>();
     if (it == c.weights.end() || it->second.size() != values.size()) {
-      return InvalidArgument("the checkpoint does not match the model: weight '" + w.name + "' is " +
+      return InvalidArgument("the checkpoint does not match the model: weight '" + name + "' is " +
                              (it == c.weights.end() ? "missing" : "of another size"));
     }
     std::copy(it->second.begin(), it->second.end(), values.begin());
+  }
+  for (const WeightInfo& w : layout.weights) {
     auto s = c.optimizer_state.find(w.name);
     state.push_back(s == c.optimizer_state.end() ? std::vector<std::vector<float>>{} : s->second);
   }
@@ -275,6 +288,11 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     LS_RETURN_IF_ERROR(Initialize(w.initializer, w.fan_in, w.fan_out, rng, t.mutable_data<float>()));
     weights[w.name] = t;
   }
+  for (const StateInfo& s : layout.state) {
+    Tensor t(DType::kFloat32, s.shape);
+    std::fill(t.mutable_data<float>().begin(), t.mutable_data<float>().end(), s.initial);
+    weights[s.name] = t;
+  }
   LS_ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config.optimizer));
   // export.best_by: the best epoch's weights so far and its metric (higher is better).
   WeightMap best = weights;
@@ -287,13 +305,12 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       LS_RETURN_IF_ERROR(RestoreCheckpoint(c.value(), layout, weights, optimizer));
       if (c->best_metric) {
         best_metric = *c->best_metric;
-        for (const WeightInfo& w : layout.weights) {
-          auto it = c->best_weights.find(w.name);
-          if (it == c->best_weights.end() ||
-              static_cast<int64_t>(it->second.size()) != w.shape.num_elements()) {
-            return InvalidArgument("the checkpoint does not match the model: best weight '" + w.name + "'");
+        for (const auto& [name, shape] : KeptTensors(layout)) {
+          auto it = c->best_weights.find(name);
+          if (it == c->best_weights.end() || static_cast<int64_t>(it->second.size()) != shape.num_elements()) {
+            return InvalidArgument("the checkpoint does not match the model: best weight '" + name + "'");
           }
-          best[w.name] = Tensor::FromVector<float>(w.shape, it->second);
+          best[name] = Tensor::FromVector<float>(shape, it->second);
         }
       }
       start_epoch = c->epoch;
@@ -318,12 +335,21 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   BatchSource& pipeline = *input;
   const int64_t total_steps = config.epochs * pipeline.batches_per_epoch();
 
+  // batch_norm's statistics are summed across the workers, each taking part with rows of its own.
+  if (const int64_t last = dataset.train_rows() % std::max<int64_t>(config.batch_size, 1);
+      !layout.state.empty() && workers.size() > 1 && !dataset.streaming() && !config.drop_remainder && last > 0 &&
+      last < workers.size()) {
+    return InvalidArgument("batch_size: the epoch's last batch of " + std::to_string(last) + " row" +
+                           (last == 1 ? "" : "s") + " leaves a worker with none, which batch_norm's statistics across " +
+                           std::to_string(workers.size()) + " workers cannot have: set drop_remainder: true");
+  }
   const int cores = UsableCores();
   MirroredStep::Options mirrored;
   mirrored.replicas = config.replicas > 0 ? config.replicas : cores;
   mirrored.threads_per_replica = std::max(1, cores / mirrored.replicas);
   mirrored.first_replica = workers.rank() * mirrored.replicas;
   mirrored.multi_worker = workers.size() > 1;
+  mirrored.workers = &workers;
   WeightMap training_weights = TrainingWeights(config, layout, weights);
   LS_ASSIGN_OR_RETURN(std::unique_ptr<MirroredStep> step,
                       MirroredStep::Create(config, layout, training_weights, stats, mirrored));
@@ -345,6 +371,10 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
     for (size_t i = 0; i < params.size(); ++i) params[i].grad = step->gradients()[i];
   }
 
+  // The moving averages, updated in place after each step.
+  std::vector<std::span<float>> state_values;
+  for (const StateInfo& s : layout.state) state_values.push_back(weights[s.name].mutable_data<float>());
+
   TrainReport report;
   report.regression = layout.regression;
   const auto start = std::chrono::steady_clock::now();
@@ -352,15 +382,16 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
   auto checkpoint = [&](int64_t epoch, int64_t batches_done) -> Status {
     if (config.checkpoint.dir.empty() || !lead) return Status::Ok();
     Checkpoint c{optimizer.steps(), epoch, batches_done, {}, {}, {}, {}};
-    for (size_t i = 0; i < layout.weights.size(); ++i) {
-      const std::string& name = layout.weights[i].name;
+    for (const auto& [name, shape] : KeptTensors(layout)) {
       const auto values = weights[name].data<float>();
       c.weights[name].assign(values.begin(), values.end());
-      if (i < optimizer.state().size()) c.optimizer_state[name] = optimizer.state()[i];
       if (best_metric > -INFINITY) {
         const auto b = best[name].data<float>();
         c.best_weights[name].assign(b.begin(), b.end());
       }
+    }
+    for (size_t i = 0; i < layout.weights.size() && i < optimizer.state().size(); ++i) {
+      c.optimizer_state[layout.weights[i].name] = optimizer.state()[i];
     }
     if (best_metric > -INFINITY) c.best_metric = best_metric;
     LS_ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(config.checkpoint.dir, c, config.checkpoint.keep));
@@ -393,6 +424,7 @@ StatusOr<TrainReport> Train(const TrainConfig& config, const std::string& model_
       if (update_while_reducing) optimizer.StartStep(params, lr);
       LS_RETURN_IF_ERROR(step->Run(*b, dropout_seed, update_while_reducing ? &update_reduced : nullptr));
       metrics = {step->loss(), static_cast<double>(step->correct()), step->squared_error(), step->absolute_error()};
+      MoveAverages(layout.state, step->batch_state(), state_values);
       if (workers.size() > 1) {
         LS_RETURN_IF_ERROR(workers.SumInRankOrder(step->flat_gradients()));
         LS_RETURN_IF_ERROR(workers.SumInRankOrder(std::span<double>(metrics)));

@@ -67,7 +67,14 @@ class MpiWorkers final : public Workers {
 }  // namespace
 
 StatusOr<std::unique_ptr<Workers>> StartMpiWorkers(int* argc, char*** argv) {
-  if (MPI_Init(argc, argv) != MPI_SUCCESS) return Internal("MPI_Init failed");
+  // Serialized: a batch_norm sum may come from any replica's thread (replica_batch_group.h),
+  // never from two at once.
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) return Internal("MPI_Init_thread failed");
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    return Internal("MPI cannot be called from more than one thread (MPI_THREAD_SERIALIZED not provided)");
+  }
   return std::unique_ptr<Workers>(std::make_unique<MpiWorkers>());
 }
 

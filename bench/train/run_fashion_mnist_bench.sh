@@ -6,6 +6,9 @@
 #
 #   bench/train/run_fashion_mnist_bench.sh [BUILD_DIR] [--epochs E] [--models "mlp cnn"]
 #
+# --models resnet compares examples/fashion_mnist/resnet.json (its SGD recipe, augmentation and
+# batch norm; fashion_mnist_torch.py follows it): about an hour per configuration at 30 epochs.
+#
 # model-train: float32 and bfloat16, 2 replicas of 1 thread (the mirrored strategy on both
 # cores). PyTorch: float32 and bf16 autocast, at 1 and 2 threads (its best is the peer).
 # samples/s is over the epochs after the first (model-train: the median epoch's). Installs

@@ -4,7 +4,7 @@
 # bench_train, runs every configuration of both, and prints the table with ratios and the
 # targets of the training issue.
 #
-#   bench/train/run_train_bench.sh [BUILD_DIR] [--seconds S] [--models "mlp cnn vit"]
+#   bench/train/run_train_bench.sh [BUILD_DIR] [--seconds S] [--models "mlp cnn vit resnet"]
 #
 # Lockstep: float32 and bfloat16, as 1 replica on 1 thread, 1 replica on 2 intra-op threads,
 # and 2 replicas of 1 thread. PyTorch: 1 and 2 threads, float32 and bf16 autocast. Each
@@ -20,7 +20,7 @@ if [[ $# -gt 0 && $1 != --* ]]; then
   shift
 fi
 seconds=6
-models="mlp cnn vit"
+models="mlp cnn vit resnet"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;

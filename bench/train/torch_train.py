@@ -7,7 +7,7 @@ with --autocast, the forward pass runs under torch.autocast("cpu", dtype=torch.b
 way a PyTorch user trains in bf16 mixed precision on a CPU. Timing as bench_train's: a warm-up,
 then W windows, the median window's rate. Prints one JSON line.
 
-  torch_train.py --model mlp|cnn|vit --threads T [--autocast] [--batch B] [--seconds S] [--windows W]
+  torch_train.py --model mlp|cnn|vit|resnet --threads T [--autocast] [--batch B] [--seconds S] [--windows W]
 """
 import argparse
 import json
@@ -37,9 +37,50 @@ class VisionTransformer(nn.Module):
         return self.classes(self.norm(self.encoder(tokens)).mean(dim=1))
 
 
+class BasicBlock(nn.Module):
+    """Two 3x3 convolutions without biases, each with batch norm, the input added back; a strided
+    1x1 convolution with batch norm where the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNet(nn.Module):
+    """examples/fashion_mnist/resnet.json's model: a 3x3 stem of 16 with batch norm, three stages
+    of two BasicBlocks (16, 32, 64 channels; the second and third halve the image), global
+    average pooling, a dense layer to the classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        blocks, cin = [], 16
+        for stage, width in enumerate((16, 32, 64)):
+            for b in range(2):
+                blocks.append(BasicBlock(cin, width, 2 if stage > 0 and b == 0 else 1))
+                cin = width
+        self.blocks = nn.Sequential(*blocks)
+        self.classes = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.classes(self.blocks(self.stem(x)).mean(dim=(2, 3)))
+
+
 def build(model):
     if model == "vit":
         return VisionTransformer(), (1, 28, 28)
+    if model == "resnet":
+        return ResNet(), (1, 28, 28)
     if model == "mlp":
         return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                              nn.Linear(1024, 10)), (784,)
@@ -51,7 +92,7 @@ def build(model):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["mlp", "cnn", "vit"], default="mlp")
+    parser.add_argument("--model", choices=["mlp", "cnn", "vit", "resnet"], default="mlp")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--autocast", action="store_true")
     parser.add_argument("--batch", type=int, default=0)
@@ -60,7 +101,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    batch = args.batch or {"mlp": 256, "cnn": 32, "vit": 128}[args.model]
+    batch = args.batch or {"mlp": 256, "cnn": 32, "vit": 128, "resnet": 128}[args.model]
     net, shape = build(args.model)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()

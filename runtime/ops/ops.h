@@ -35,6 +35,8 @@ void RegisterGradientOps(OpRegistry& registry);
 void RegisterLossOps(OpRegistry& registry);
 // LayerNormalize (over the last axis) and LayerNormalizeGrad.
 void RegisterLayerNormOps(OpRegistry& registry);
+// BatchNormTraining (the batch's statistics, across a BatchGroup's replicas) and its gradient.
+void RegisterBatchNormOps(OpRegistry& registry);
 // DropoutMask: stateless, seeded by an input.
 void RegisterRandomOps(OpRegistry& registry);
 // ParseExampleFeature: one dense feature of serialized tf.Examples (SavedModels' parsing).
@@ -100,6 +102,7 @@ inline void RegisterStandardOps(OpRegistry& registry) {
   RegisterGradientOps(registry);
   RegisterLossOps(registry);
   RegisterLayerNormOps(registry);
+  RegisterBatchNormOps(registry);
   RegisterRandomOps(registry);
   RegisterExampleOps(registry);
   RegisterElementwiseOps(registry);

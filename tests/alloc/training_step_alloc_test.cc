@@ -100,9 +100,16 @@ INSTANTIATE_TEST_SUITE_P(
                       R"("precision": "bfloat16", "model": {"input_shape": [8, 8, 1], "layers": [
                           {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu", "padding": "same"},
                           {"type": "max_pool2d", "pool_size": 2}, {"type": "flatten"},
+                          {"type": "dense", "units": 10, "activation": "softmax"}]})",
+                      R"("model": {"input_shape": [8, 8, 1], "layers": [
+                          {"type": "conv2d", "filters": 16, "kernel_size": 3, "padding": "same", "use_bias": false},
+                          {"type": "batch_norm", "activation": "relu"}, {"type": "global_avg_pool"},
                           {"type": "dense", "units": 10, "activation": "softmax"}]})"),
     [](const auto& info) {
-      return std::string(info.index == 0 ? "MlpLayerNormDropout" : info.index == 1 ? "Cnn" : "CnnBf16");
+      return std::string(info.index == 0   ? "MlpLayerNormDropout"
+                         : info.index == 1 ? "Cnn"
+                         : info.index == 2 ? "CnnBf16"
+                                           : "BatchNorm");
     });
 
 }  // namespace

@@ -190,12 +190,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ParityCase{"digits.json", "float32"}, ParityCase{"digits_cnn.json", "float32"},
                       ParityCase{"digits.json", "bfloat16"}, ParityCase{"digits_cnn.json", "bfloat16"},
                       ParityCase{"digits_residual.json", "float32"}, ParityCase{"digits_residual.json", "bfloat16"},
-                      ParityCase{"digits_vit.json", "float32"}, ParityCase{"digits_vit.json", "bfloat16"}),
+                      ParityCase{"digits_vit.json", "float32"}, ParityCase{"digits_vit.json", "bfloat16"},
+                      ParityCase{"digits_resnet.json", "float32"}, ParityCase{"digits_resnet.json", "bfloat16"}),
     [](const auto& info) {
       const std::string config = info.param.config;
       const std::string name = config == "digits.json"          ? "Mlp"
                                : config == "digits_cnn.json"      ? "Cnn"
                                : config == "digits_residual.json" ? "Residual"
+                               : config == "digits_resnet.json"   ? "BatchNormResNet"
                                                                   : "VisionTransformer";
       return name + (std::string(info.param.precision) == "bfloat16" ? "Bf16" : "");
     });

@@ -78,19 +78,29 @@ TEST_F(CheckpointTest, DamageIsAnErrorNamingTheFile) {
   EXPECT_EQ(ReadLatestCheckpoint(dir_.string()).status().message(), c.status().message());
 }
 
-TrainConfig DigitsConfig(const fs::path& dir) {
+// With `batch_norm`, the hidden layer's ReLU comes after a batch_norm, whose moving averages
+// the checkpoint must carry.
+TrainConfig DigitsConfig(const fs::path& dir, bool batch_norm = false) {
   TrainConfig c;
   c.data.train = {std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/digits.csv"};
   c.data.validation_fraction = 0.1;
-  LayerConfig hidden, dropout, out;
+  LayerConfig hidden, norm, dropout, out;
   hidden.type = out.type = "dense";
   hidden.units = 16;
   hidden.activation = "relu";
+  norm.type = "batch_norm";
+  norm.momentum = 0.9;
   dropout.type = "dropout";
   dropout.rate = 0.2;
   out.units = 10;
   out.activation = "softmax";
   c.model.layers = {hidden, dropout, out};
+  if (batch_norm) {
+    hidden.activation = "";
+    hidden.use_bias = false;
+    norm.activation = "relu";
+    c.model.layers = {hidden, norm, dropout, out};
+  }
   c.export_.best_by = "val_accuracy";
   c.epochs = 4;
   c.optimizer.learning_rate = 0.01;
@@ -100,34 +110,38 @@ TrainConfig DigitsConfig(const fs::path& dir) {
 }
 
 // Train 4 epochs straight, and the same run cut at step 50 (mid-epoch) then resumed: the
-// exported weights (the best epoch's, by validation accuracy) are the same bits, dropout masks
-// and all.
+// exported weights (the best epoch's, by validation accuracy) are the same bits, dropout masks,
+// batch_norm's moving averages and all.
 TEST_F(CheckpointTest, AResumedRunEndsWhereAnUninterruptedOneDoes) {
-  StatusOr<TrainReport> straight = Train(DigitsConfig(dir_ / "a"), "digits");
-  ASSERT_TRUE(straight.ok()) << straight.status().ToString();
+  for (bool batch_norm : {false, true}) {
+    SCOPED_TRACE(batch_norm ? "with batch_norm" : "without batch_norm");
+    const fs::path dir = dir_ / (batch_norm ? "bn" : "plain");
+    StatusOr<TrainReport> straight = Train(DigitsConfig(dir / "a", batch_norm), "digits");
+    ASSERT_TRUE(straight.ok()) << straight.status().ToString();
 
-  TrainConfig cut = DigitsConfig(dir_ / "b");
-  cut.checkpoint.every_steps = 7;
-  TrainOptions first;
-  first.stop_after_steps = 50;
-  StatusOr<TrainReport> part = Train(cut, "digits", first);
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
-  EXPECT_TRUE(part->stopped_early);
-  EXPECT_EQ(part->steps, 50);
-  EXPECT_TRUE(part->export_path.empty());
-  TrainOptions resume;
-  resume.resume = true;
-  StatusOr<TrainReport> resumed = Train(cut, "digits", resume);
-  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
-  EXPECT_EQ(resumed->steps, straight->steps);
-  EXPECT_EQ(resumed->test_accuracy, straight->test_accuracy);
+    TrainConfig cut = DigitsConfig(dir / "b", batch_norm);
+    cut.checkpoint.every_steps = 7;
+    TrainOptions first;
+    first.stop_after_steps = 50;
+    StatusOr<TrainReport> part = Train(cut, "digits", first);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    EXPECT_TRUE(part->stopped_early);
+    EXPECT_EQ(part->steps, 50);
+    EXPECT_TRUE(part->export_path.empty());
+    TrainOptions resume;
+    resume.resume = true;
+    StatusOr<TrainReport> resumed = Train(cut, "digits", resume);
+    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+    EXPECT_EQ(resumed->steps, straight->steps);
+    EXPECT_EQ(resumed->test_accuracy, straight->test_accuracy);
 
-  StatusOr<Model> a = ReadBundle(straight->export_path);
-  StatusOr<Model> b = ReadBundle(resumed->export_path);
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_EQ(a->weights.size(), b->weights.size());
-  for (const auto& [name, tensor] : a->weights) {
-    EXPECT_TRUE(tensor.BitwiseEqual(b->weights.at(name))) << name;
+    StatusOr<Model> a = ReadBundle(straight->export_path);
+    StatusOr<Model> b = ReadBundle(resumed->export_path);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->weights.size(), b->weights.size());
+    for (const auto& [name, tensor] : a->weights) {
+      EXPECT_TRUE(tensor.BitwiseEqual(b->weights.at(name))) << name;
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 #include "training/config.h"
+#include "training/model_graph.h"
 
 #include <gtest/gtest.h>
 
@@ -166,12 +167,22 @@ TEST(TrainConfigTest, InvalidJsonNamesTheLine) {
 }
 
 TEST(TrainConfigTest, TheExampleConfigsParse) {
-  for (const char* name : {"digits.json", "digits_cnn.json", "digits_residual.json", "digits_vit.json"}) {
-    StatusOr<TrainConfig> c = LoadTrainConfig(std::string(LOCKSTEP_SOURCE_DIR) + "/config/train/" + name);
+  for (const char* name : {"config/train/digits.json", "config/train/digits_cnn.json", "config/train/digits_residual.json",
+                           "config/train/digits_vit.json", "config/train/digits_resnet.json",
+                           "examples/fashion_mnist/mlp.json", "examples/fashion_mnist/cnn.json",
+                           "examples/fashion_mnist/vit.json", "examples/fashion_mnist/resnet.json"}) {
+    StatusOr<TrainConfig> c = LoadTrainConfig(std::string(LOCKSTEP_SOURCE_DIR) + "/" + name);
     ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
     StatusOr<TrainConfig> again = ParseTrainConfig(TrainConfigToJson(c.value()), "metadata");
     ASSERT_TRUE(again.ok()) << again.status().ToString();
     EXPECT_TRUE(again.value() == c.value()) << name;
+    if (std::string(name).starts_with("examples/fashion_mnist/")) {  // their models fit 28x28 images of 10 classes
+      DataSchema images;
+      images.feature_keys = {{"pixels", 784}};
+      for (int k = 0; k < 10; ++k) images.class_names.push_back(std::to_string(k));
+      StatusOr<ModelLayout> layout = PlanModel(c.value(), images);
+      EXPECT_TRUE(layout.ok()) << name << ": " << layout.status().ToString();
+    }
   }
   StatusOr<TrainConfig> missing = LoadTrainConfig("/nonexistent.json");
   ASSERT_FALSE(missing.ok());

@@ -4,7 +4,11 @@
 // tests/e2e/training_parity_test.cc.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <set>
+
 #include "runtime/session.h"
+#include "training/data/feature_stats.h"
 #include "training/config.h"
 #include "training/model_graph.h"
 #include "training/random.h"
@@ -253,6 +257,93 @@ TEST(FunctionalModelTest, ATransformerThatDoesNotFitNamesTheLayer) {
             "model.layers[2].inputs[1]: the padding mask's ids are the model's input (\"input\"), not a layer's output");
   EXPECT_EQ(GraphErrorOf(R"([{"type": "transformer_encoder", "heads": 2}])"),
             "g.json: model.layers[0].mlp_dim: is required for a transformer_encoder layer");
+}
+
+}  // namespace
+}  // namespace lockstep::training
+
+namespace lockstep::training {
+namespace {
+
+// batch_norm served: y = x * s + o with s = gamma / sqrt(moving_variance + epsilon) and
+// o = beta - moving_mean * s. Folded into the dense layer before it (no op of its own left),
+// or, after an activation, one Mul and one Add; both answer the formula.
+TEST(FunctionalModelTest, BatchNormServesItsMovingAveragesFoldedWhereItCanBe) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"normalize": false,
+      "layers": [
+      {"name": "lin", "type": "dense", "units": 2, "use_bias": false},
+      {"name": "bn1", "type": "batch_norm", "epsilon": 0.25},
+      {"name": "act", "type": "dense", "units": 2, "activation": "relu"},
+      {"name": "bn2", "type": "batch_norm", "epsilon": 0.25}]}})",
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  DataSchema schema;
+  schema.feature_keys = {{"a", 1}, {"b", 1}};
+  schema.class_names = {"x", "y"};
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), schema);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  std::vector<std::string> state;
+  for (const StateInfo& s : layout->state) state.push_back(s.name);
+  EXPECT_EQ(state, (std::vector<std::string>{"bn1/moving_mean", "bn1/moving_variance", "bn2/moving_mean",
+                                             "bn2/moving_variance"}));
+  WeightMap w;
+  auto set = [&](const std::string& name, std::vector<float> v) {
+    w[name] = Tensor::FromVector<float>(Shape{static_cast<int64_t>(v.size())}, v);
+  };
+  w["lin/kernel"] = Tensor::FromVector<float>(Shape{2, 2}, {1, 2, -1, 0.5f});
+  w["act/kernel"] = Tensor::FromVector<float>(Shape{2, 2}, {0.5f, -1, 1, 1});
+  set("act/bias", {0.25f, -0.5f});
+  for (const char* bn : {"bn1", "bn2"}) {
+    set(std::string(bn) + "/gamma", {2, -0.5f});
+    set(std::string(bn) + "/beta", {0.5f, 1});
+    set(std::string(bn) + "/moving_mean", {1, -2});
+    set(std::string(bn) + "/moving_variance", {3.75f, 0.75f});  // + epsilon: 4 and 1
+  }
+  StatusOr<Model> serving = BuildServingGraph(c.value(), layout.value(), w, FeatureStats{});
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  std::set<std::string> ops;
+  for (const NodeDef& n : serving->graph.nodes) ops.insert(n.name);
+  EXPECT_EQ(ops.count("bn1/Mul") + ops.count("bn1/Add"), 0u) << "bn1 folds into lin";
+  EXPECT_EQ(ops.count("bn2/Mul") + ops.count("bn2/Add"), 2u) << "bn2 follows an activation";
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(serving).value());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<NamedTensor> out;
+  const std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{1, 2}, {1, 3})}};
+  ASSERT_TRUE((*session)->Run(kDefaultSignature, in, &out).ok());
+  // By hand: s = (2 / 2, -0.5 / 1) = (1, -0.5), o = (0.5 - 1, 1 - 1) = (-0.5, 0).
+  auto bn = [](double v, int k) { return k == 0 ? v * 1 - 0.5 : v * -0.5; };
+  const double lin[2] = {1 * 1 + 3 * -1, 1 * 2 + 3 * 0.5};                        // -2, 3.5
+  const double h[2] = {bn(lin[0], 0), bn(lin[1], 1)};                             // -2.5, -1.75
+  const double act[2] = {std::max(0.0, h[0] * 0.5 + h[1] * 1 + 0.25), std::max(0.0, h[0] * -1 + h[1] * 1 - 0.5)};
+  const double logits[2] = {bn(act[0], 0), bn(act[1], 1)};
+  const double p0 = 1 / (1 + std::exp(logits[1] - logits[0]));
+  EXPECT_NEAR(out[0].tensor.data<float>()[0], p0, 1e-6);
+  EXPECT_NEAR(out[0].tensor.data<float>()[1], 1 - p0, 1e-6);
+}
+
+TEST(FunctionalModelTest, BatchNormConfigsReadBackAndNameTheirMistakes) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(DigitsGraphConfig(R"([
+      {"type": "conv2d", "filters": 4, "use_bias": false},
+      {"type": "batch_norm", "momentum": 0.9, "epsilon": 0.001, "activation": "relu"},
+      {"type": "flatten"}, {"type": "dense", "units": 10}])"),
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  StatusOr<TrainConfig> again = ParseTrainConfig(TrainConfigToJson(c.value()), "again.json");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->model, c->model);
+  EXPECT_FALSE(c->model.layers[0].use_bias);
+  EXPECT_EQ(c->model.layers[1].momentum, 0.9);
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), DigitsSchema());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  std::vector<std::string> names;
+  for (const WeightInfo& w : layout->weights) names.push_back(w.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv2d_0/kernel", "batch_norm_1/gamma", "batch_norm_1/beta",
+                                             "dense_3/kernel", "dense_3/bias"}));
+  EXPECT_EQ(layout->state[0].momentum, 0.9);
+  EXPECT_EQ(layout->state[1].initial, 1.0f);
+  StatusOr<TrainConfig> bad = ParseTrainConfig(DigitsGraphConfig(R"([{"type": "batch_norm", "momentum": 1.5}])"), "g.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("momentum"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/common/run_command.h"
+#include "training/checkpoint.h"
 
 namespace lockstep::training {
 namespace {
@@ -42,16 +43,36 @@ double TestAccuracy(const std::string& output) {
   return std::regex_search(output, m, re) ? std::stod(m[1]) : -1;
 }
 
+// The start of a command line: in the source tree (the configs' data paths are relative to it),
+// with what mpirun needs here (as root, more ranks than cores) and what sanitizer builds need
+// (OpenMPI's own leaks not counted).
+std::string MpiEnv() {
+  return "cd " + std::string(LOCKSTEP_SOURCE_DIR) +
+         " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+         "ASAN_OPTIONS=detect_leaks=0 ";
+}
+
+// `train` on two workers of one replica, exported to dir/workers, and in one process of two
+// replicas, exported to dir/one.
+struct TwoWays {
+  Result workers, one;
+};
+TwoWays TrainBothWays(const std::string& train, const fs::path& dir) {
+  TwoWays r{RunCommand(MpiEnv() + LOCKSTEP_MPIEXEC + " -np 2 " + train + " --replicas 1 --export_dir " +
+                       (dir / "workers").string()),
+            RunCommand(MpiEnv() + train + " --replicas 2 --export_dir " + (dir / "one").string())};
+  EXPECT_EQ(r.workers.exit_code, 0) << r.workers.output;
+  EXPECT_EQ(r.one.exit_code, 0) << r.one.output;
+  return r;
+}
+
 TEST(MultiWorkerTest, TwoWorkersStayIdenticalAndMatchOneProcessWithTwoReplicas) {
   const fs::path dir = fs::temp_directory_path() / ("lockstep_mpi_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   const std::string train = std::string(MODEL_TRAIN_PATH) + " --config " + LOCKSTEP_SOURCE_DIR +
                             "/config/train/digits.json --epochs 5";
   // mpirun refuses root unless told; sanitizer builds must not count OpenMPI's own leaks.
-  const std::string env =
-      "cd " + std::string(LOCKSTEP_SOURCE_DIR) +
-      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-      "ASAN_OPTIONS=detect_leaks=0 ";
+  const std::string env = MpiEnv();
   const Result workers = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + train +
                                     " --replicas 1 --export_dir " + (dir / "workers").string());
   ASSERT_EQ(workers.exit_code, 0) << workers.output;
@@ -82,6 +103,57 @@ TEST(MultiWorkerTest, TwoWorkersStayIdenticalAndMatchOneProcessWithTwoReplicas) 
   EXPECT_GT(TestAccuracy(workers.output), 0.9);
   fs::remove_all(dir);
 }
+// batch_norm across workers: each batch's statistics are summed over every worker's rows in the
+// batch's order. Two workers of one replica export the bits of one process of two. With two
+// replicas each, the gradients' sums associate differently from one process of four (worker by
+// worker), but the statistics do not: after one step on the whole training set, the moving
+// averages in the checkpoint are the same bits. A batch that would leave a worker without rows
+// is refused before training, naming the remedy.
+TEST(MultiWorkerTest, BatchNormStatisticsSpanTheWorkers) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep_mpi_bn_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string train = std::string(MODEL_TRAIN_PATH) + " --config " + LOCKSTEP_SOURCE_DIR +
+                            "/config/train/digits_resnet.json --epochs 2";
+  const std::string env = MpiEnv();
+  const auto [workers, one] = TrainBothWays(train, dir);
+  ASSERT_EQ(workers.exit_code + one.exit_code, 0);
+  EXPECT_TRUE(ReadBytes(dir / "workers/1/weights.bin") == ReadBytes(dir / "one/1/weights.bin"))
+      << "two workers of one replica differ from one process of two";
+  EXPECT_GT(TestAccuracy(workers.output), 0.8) << workers.output;
+
+  // One step of the whole training set (1259 rows), checkpointed.
+  std::string config = ReadBytes(fs::path(LOCKSTEP_SOURCE_DIR) / "config/train/digits_resnet.json");
+  auto one_step = [&](const std::string& name, const std::string& launcher, int replicas) {
+    std::string c = config;
+    c.insert(1, R"("checkpoint": {"dir": ")" + (dir / name).string() + R"("}, "drop_remainder": true,)");
+    std::ofstream(dir / (name + ".json")) << c;
+    const Result r = RunCommand(env + launcher + std::string(MODEL_TRAIN_PATH) + " --config " +
+                                (dir / (name + ".json")).string() + " --epochs 1 --batch_size 1259 --replicas " +
+                                std::to_string(replicas));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    StatusOr<Checkpoint> c1 = ReadLatestCheckpoint((dir / name).string());
+    EXPECT_TRUE(c1.ok()) << c1.status().ToString();
+    return c1.ok() ? c1.value() : Checkpoint{};
+  };
+  const Checkpoint two_by_two = one_step("two_by_two", std::string(LOCKSTEP_MPIEXEC) + " -np 2 ", 2);
+  const Checkpoint four = one_step("four", "", 4);
+  int compared = 0;
+  for (const auto& [name, values] : four.weights) {
+    if (name.find("/moving_") == std::string::npos) continue;
+    ++compared;
+    ASSERT_TRUE(two_by_two.weights.count(name)) << name;
+    EXPECT_TRUE(two_by_two.weights.at(name) == values) << name;
+  }
+  EXPECT_EQ(compared, 14);  // seven batch_norm layers, a mean and a variance each
+
+  const Result odd = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + train + " --batch_size 2 --replicas 1");
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_NE(odd.output.find("leaves a worker with none"), std::string::npos) << odd.output;
+  EXPECT_NE(odd.output.find("drop_remainder"), std::string::npos) << odd.output;
+  fs::remove_all(dir);
+}
+
 // Streaming: each worker opens only its own shards' files (four part files, two each), and the
 // run is the bits of one process that owns both shards and trains them on two replicas.
 TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
@@ -107,9 +179,7 @@ TEST(MultiWorkerTest, StreamingWorkersReadOnlyTheirShards) {
         {"type": "dense", "units": 10, "activation": "softmax"}]}, "epochs": 6, "optimizer": {"learning_rate": 0.005}})";
     return (dir / name).string();
   };
-  const std::string env =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-      "ASAN_OPTIONS=detect_leaks=0 ";
+  const std::string env = MpiEnv();
   const Result workers = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + MODEL_TRAIN_PATH + " --config " +
                                     config("workers.json", "") + " --replicas 1 --export_dir " +
                                     (dir / "workers").string());
@@ -135,15 +205,8 @@ TEST(MultiWorkerTest, RegressionWorkersReportTheOneProcessMetrics) {
   fs::remove_all(dir);
   const std::string train = std::string(MODEL_TRAIN_PATH) + " --config " + LOCKSTEP_SOURCE_DIR +
                             "/config/train/diabetes.json --epochs 15";
-  const std::string env =
-      "cd " + std::string(LOCKSTEP_SOURCE_DIR) +
-      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-      "ASAN_OPTIONS=detect_leaks=0 ";
-  const Result workers = RunCommand(env + LOCKSTEP_MPIEXEC + " -np 2 " + train + " --replicas 1 --export_dir " +
-                                    (dir / "workers").string());
-  ASSERT_EQ(workers.exit_code, 0) << workers.output;
-  const Result one = RunCommand(env + train + " --replicas 2 --export_dir " + (dir / "one").string());
-  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto [workers, one] = TrainBothWays(train, dir);
+  ASSERT_EQ(workers.exit_code + one.exit_code, 0);
   EXPECT_EQ(ReadBytes(dir / "workers/1/weights.bin"), ReadBytes(dir / "one/1/weights.bin"));
   auto metrics = [](const std::string& output) {
     std::vector<std::string> found;

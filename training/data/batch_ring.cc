@@ -45,6 +45,7 @@ Status BatchRing::Fill(int64_t index, Slot& slot) {
   batch.rows = rows;
   batch.index = index;
   batch.global_rows = buffers.global_rows;
+  batch.global_begin = buffers.global_begin;
   return Status::Ok();
 }
 

@@ -29,6 +29,7 @@ struct Batch {
   int64_t rows = 0;
   int64_t index = 0;        // within the epoch
   int64_t global_rows = 0;  // of the whole global batch: `rows` unless the batch is sharded
+  int64_t global_begin = 0;  // where `rows` begin within the global batch
 };
 
 // Where a batch is assembled: buffers of batch_size rows; the function sets rows and
@@ -39,6 +40,7 @@ struct BatchBuffers {
   std::span<float> targets;  // batch_size * num_targets
   int64_t rows = 0;
   int64_t global_rows = 0;
+  int64_t global_begin = 0;
 };
 
 class BatchRing {

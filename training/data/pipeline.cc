@@ -64,6 +64,7 @@ Status BatchPipeline::Assemble(int64_t index, BatchBuffers& out) const {
   }
   out.rows = count;
   out.global_rows = global;
+  out.global_begin = begin - index * b;
   AugmentBatch(options_.augment, epoch_, begin, out);
   return Status::Ok();
 }

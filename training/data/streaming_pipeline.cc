@@ -281,6 +281,7 @@ Status StreamingPipeline::AssembleInOrder(int64_t index, BatchBuffers& out) {
     out.global_rows += rows;
     if (static_cast<int>(s) < options_.first_shard) first += rows;
   }
+  out.global_begin = first - index * options_.batch_size;
   AugmentBatch(options_.augment, epoch_, first, out);
   return Status::Ok();
 }

@@ -12,12 +12,13 @@ LayerKind Dense() {
     f.Get("units", l.units, 1);
     f.Get("activation", l.activation, ActivationNames());
     f.Get("initializer", l.initializer, kInitializerNames);
+    f.Get("use_bias", l.use_bias);
   };
   k.check = [](ConfigFields& f, const LayerConfig& l) {
     if (l.units == 0) f.Fail("is required for a dense layer", "units");
   };
   k.write = [](const LayerConfig& l, Json& out) {
-    out.update({{"units", l.units}, {"activation", l.activation}, {"initializer", l.initializer}});
+    out.update({{"units", l.units}, {"activation", l.activation}, {"initializer", l.initializer}, {"use_bias", l.use_bias}});
   };
   k.plan = [](const LayerPlan& p) -> StatusOr<PlannedLayer> {
     const std::vector<int64_t>& in = p.inputs[0];
@@ -26,10 +27,11 @@ LayerKind Dense() {
                              "; add a flatten layer before it");
     }
     PlannedLayer out{.shape = {p.layer.units}};
-    AddDenseWeights(p.name, in[0], p.layer.units, InitializerOr(p.layer, "glorot_uniform"), out.weights);
+    AddDenseWeights(p.name, in[0], p.layer.units, InitializerOr(p.layer, "glorot_uniform"), out.weights,
+                    p.layer.use_bias);
     return out;
   };
-  k.build = [](const LayerGraph& b) { return DenseOps(b, b.inputs[0], b.name, b.node); };
+  k.build = [](const LayerGraph& b) { return DenseOps(b, b.inputs[0], b.name, b.node, b.layer.use_bias); };
   return k;
 }
 

@@ -1,6 +1,7 @@
 // The layers of images ([height, width, channels] per example, NHWC as Keras): conv2d,
 // depthwise_conv2d, upsampling2d, the windowed pools and the global pools. Windows follow TensorFlow's "valid" / "same" padding.
 #include "training/layers/layer_kind.h"
+#include "training/layers/layer_ops.h"
 
 namespace lockstep::training {
 namespace {
@@ -48,6 +49,7 @@ void ReadConvKeys(ConfigFields& f, LayerConfig& l) {
   f.Get("padding", l.padding, {"valid", "same"});
   f.Get("activation", l.activation, ActivationNames());
   f.Get("initializer", l.initializer, kInitializerNames);
+  f.Get("use_bias", l.use_bias);
 }
 
 void WriteConvKeys(const LayerConfig& l, Json& out) {
@@ -55,7 +57,8 @@ void WriteConvKeys(const LayerConfig& l, Json& out) {
               {"strides", l.strides},
               {"padding", l.padding},
               {"activation", l.activation},
-              {"initializer", l.initializer}});
+              {"initializer", l.initializer},
+              {"use_bias", l.use_bias}});
 }
 
 LayerKind Conv2D() {
@@ -79,13 +82,13 @@ LayerKind Conv2D() {
     PlannedLayer out{.shape = shape};
     out.weights.push_back({p.name + "/kernel", Shape{kk, kk, cin, filters}, kk * kk * cin, kk * kk * filters,
                            InitializerOr(p.layer, "glorot_uniform"), true});
-    out.weights.push_back({p.name + "/bias", Shape{filters}, kk * kk * cin, kk * kk * filters, "zeros"});
+    if (p.layer.use_bias) out.weights.push_back({p.name + "/bias", Shape{filters}, kk * kk * cin, kk * kk * filters, "zeros"});
     return out;
   };
   k.build = [](const LayerGraph& b) {
     const std::string y = b.g.Op("Conv2D", {b.inputs[0], b.weights.ForProduct(b.name + "/kernel")},
                                  b.weights.ProductAttrs(WindowAttrs(b.layer, false)), b.node + "/Conv2D");
-    return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
+    return BiasOps(b, y, b.name, b.node, b.layer.use_bias);
   };
   return k;
 }
@@ -110,13 +113,13 @@ LayerKind DepthwiseConv2D() {
     PlannedLayer out{.shape = shape};
     out.weights.push_back({p.name + "/kernel", Shape{kk, kk, cin, m}, kk * kk, kk * kk * m,
                            InitializerOr(p.layer, "glorot_uniform")});
-    out.weights.push_back({p.name + "/bias", Shape{cin * m}, kk * kk, kk * kk * m, "zeros"});
+    if (p.layer.use_bias) out.weights.push_back({p.name + "/bias", Shape{cin * m}, kk * kk, kk * kk * m, "zeros"});
     return out;
   };
   k.build = [](const LayerGraph& b) {
     const std::string y = b.g.Op("DepthwiseConv2D", {b.inputs[0], b.weights.Get(b.name + "/kernel")},
                                  WindowAttrs(b.layer, false), b.node + "/DepthwiseConv2D");
-    return b.g.Op("BiasAdd", {y, b.weights.Get(b.name + "/bias")}, {}, b.node + "/BiasAdd");
+    return BiasOps(b, y, b.name, b.node, b.layer.use_bias);
   };
   return k;
 }

@@ -35,6 +35,7 @@ struct LayerPlan {
 struct PlannedLayer {
   std::vector<int64_t> shape = {};  // the output's, for one example
   std::vector<WeightInfo> weights = {};
+  std::vector<StateInfo> state = {};
   bool takes_dropout_seed = false;  // the training graph must take kDropoutSeedInput
 };
 
@@ -50,6 +51,11 @@ struct LayerGraph {
   std::vector<std::vector<int64_t>> input_shapes = {};  // one example's
   WeightNodes& weights;
   std::string dropout_seed;  // "" where dropout is left out (serving, evaluation)
+  // The serving graph (and evaluation): batch_norm's moving averages, folded (batch_norm_fold.h).
+  bool serving = false;
+  // The training graph: where a layer with state (StateInfo) adds the node of each batch
+  // statistic, by the state's name.
+  std::vector<std::pair<std::string, std::string>>* state_outputs = nullptr;
 };
 
 struct LayerKind {

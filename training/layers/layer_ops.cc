@@ -3,15 +3,21 @@
 namespace lockstep::training {
 
 void AddDenseWeights(const std::string& prefix, int64_t in, int64_t out, const std::string& initializer,
-                     std::vector<WeightInfo>& weights) {
+                     std::vector<WeightInfo>& weights, bool bias) {
   weights.push_back({prefix + "/kernel", Shape{in, out}, in, out, initializer, true});
-  weights.push_back({prefix + "/bias", Shape{out}, in, out, "zeros"});
+  if (bias) weights.push_back({prefix + "/bias", Shape{out}, in, out, "zeros"});
 }
 
-std::string DenseOps(const LayerGraph& b, const std::string& x, const std::string& prefix, const std::string& node) {
+std::string BiasOps(const LayerGraph& b, const std::string& y, const std::string& prefix, const std::string& node,
+                    bool bias) {
+  return bias ? b.g.Op("BiasAdd", {y, b.weights.Get(prefix + "/bias")}, {}, node + "/BiasAdd") : y;
+}
+
+std::string DenseOps(const LayerGraph& b, const std::string& x, const std::string& prefix, const std::string& node,
+                     bool bias) {
   const std::string y = b.g.Op("MatMul", {x, b.weights.ForProduct(prefix + "/kernel")}, b.weights.ProductAttrs({}),
                                node + "/MatMul");
-  return b.g.Op("BiasAdd", {y, b.weights.Get(prefix + "/bias")}, {}, node + "/BiasAdd");
+  return BiasOps(b, y, prefix, node, bias);
 }
 
 void AddNormWeights(const std::string& prefix, int64_t d, std::vector<WeightInfo>& weights) {

@@ -10,11 +10,17 @@
 
 namespace lockstep::training {
 
-// prefix/kernel [in, out] (a product) and prefix/bias [out] (zeros), appended to `weights`.
+// prefix/kernel [in, out] (a product) and, with `bias`, prefix/bias [out] (zeros), appended to
+// `weights`.
 void AddDenseWeights(const std::string& prefix, int64_t in, int64_t out, const std::string& initializer,
-                     std::vector<WeightInfo>& weights);
-// x [rows, in] times prefix/kernel, plus prefix/bias; nodes named node + "/MatMul", "/BiasAdd".
-std::string DenseOps(const LayerGraph& b, const std::string& x, const std::string& prefix, const std::string& node);
+                     std::vector<WeightInfo>& weights, bool bias = true);
+// x [rows, in] times prefix/kernel, plus prefix/bias with `bias`; nodes named node + "/MatMul",
+// "/BiasAdd".
+std::string DenseOps(const LayerGraph& b, const std::string& x, const std::string& prefix, const std::string& node,
+                     bool bias = true);
+// y plus prefix/bias when the layer has one (LayerConfig::use_bias), named node + "/BiasAdd".
+std::string BiasOps(const LayerGraph& b, const std::string& y, const std::string& prefix, const std::string& node,
+                    bool bias);
 
 // prefix/gamma and prefix/beta [d] (ones and zeros), appended to `weights`.
 void AddNormWeights(const std::string& prefix, int64_t d, std::vector<WeightInfo>& weights);
