@@ -76,10 +76,10 @@ def main():
     steps_per_epoch = (n + args.batch - 1) // args.batch
     if args.model == "resnet":
         optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
-        total, warmup = args.epochs * steps_per_epoch, 500
+        total_steps, warmup = args.epochs * steps_per_epoch, 500
 
         def factor(step):  # model-train's ScheduledLearningRate, cosine with warm-up
-            progress = min(max((step - warmup) / max(total - warmup - 1, 1), 0.0), 1.0)
+            progress = min(max((step - warmup) / max(total_steps - warmup - 1, 1), 0.0), 1.0)
             f = 0.5 * (1 + math.cos(math.pi * progress))
             return f * (step + 1) / warmup if step < warmup else f
 
