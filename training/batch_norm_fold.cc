@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/import/batch_norm.h"
+#include "training/layers/layer_ops.h"
 
 namespace lockstep::training {
 
@@ -58,13 +59,20 @@ StatusOr<WeightMap> ServingWeights(const ModelConfig& model, const WeightMap& we
       continue;
     }
     // The kernel's last axis (or, for depthwise_conv2d, its last two) runs over the output
-    // channels: element e feeds channel e mod c.
+    // channels: element e of group g's kernel feeds channel g * (c / groups) + e mod (c / groups).
+    const LayerConfig& layer = model.layers[static_cast<size_t>(folds[i])];
     const std::string before = LayerName(model, static_cast<size_t>(folds[i]));
-    LS_ASSIGN_OR_RETURN(const Tensor* kernel, get(before + "/kernel"));
-    Tensor scaled(DType::kFloat32, kernel->shape());
-    const std::span<const float> k = kernel->data<float>();
-    for (size_t e = 0; e < k.size(); ++e) {
-      scaled.mutable_data<float>()[e] = static_cast<float>(static_cast<double>(k[e]) * s[e % static_cast<size_t>(c)]);
+    const int64_t groups = layer.type == "conv2d" ? layer.groups : 1, per_group = c / groups;
+    for (int64_t g = 0; g < groups; ++g) {
+      const std::string name_g = GroupKernelName(before, groups, g);
+      LS_ASSIGN_OR_RETURN(const Tensor* kernel, get(name_g));
+      Tensor scaled(DType::kFloat32, kernel->shape());
+      const std::span<const float> k = kernel->data<float>();
+      for (size_t e = 0; e < k.size(); ++e) {
+        const size_t channel = static_cast<size_t>(g * per_group) + e % static_cast<size_t>(per_group);
+        scaled.mutable_data<float>()[e] = static_cast<float>(static_cast<double>(k[e]) * s[channel]);
+      }
+      served[name_g] = std::move(scaled);
     }
     Tensor bias(DType::kFloat32, Shape{c});
     auto old = weights.find(before + "/bias");
@@ -73,7 +81,6 @@ StatusOr<WeightMap> ServingWeights(const ModelConfig& model, const WeightMap& we
       const double b = old != weights.end() ? static_cast<double>(old->second.data<float>()[u]) : 0.0;
       bias.mutable_data<float>()[u] = static_cast<float>(b * s[u] + o[u]);
     }
-    served[before + "/kernel"] = std::move(scaled);
     served[before + "/bias"] = std::move(bias);
   }
   return served;

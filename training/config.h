@@ -61,11 +61,13 @@ struct LayerConfig {
   int64_t filters = 0;            // conv2d
   int64_t kernel_size = 3;        // conv2d, depthwise_conv2d
   int64_t dilation = 1;           // conv2d: taps this many pixels apart
+  int64_t groups = 1;             // conv2d: channels in this many groups, each convolved on its own
   int64_t depth_multiplier = 1;   // depthwise_conv2d: outputs per input channel
   int64_t strides = 1;            // conv2d, depthwise_conv2d, pools (default: pool_size for pools)
   std::string padding = "valid";  // conv2d, depthwise_conv2d, pools: "valid" or "same"
   int64_t pool_size = 2;          // pools
   int64_t size = 2;               // upsampling2d: the factor along height and width
+  std::string interpolation = "nearest";  // upsampling2d: "nearest" or "bilinear"
   double rate = 0.0;              // dropout
   int64_t vocabulary = 0;         // embedding: ids in [0, vocabulary)
   int64_t dimension = 0;          // embedding, patch_embedding

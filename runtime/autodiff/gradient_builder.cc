@@ -33,6 +33,16 @@ const TensorSpec& GradientBuilder::input_spec(int i) const {
   return analysis_.Spec(analysis_.inputs[static_cast<size_t>(node_)][static_cast<size_t>(i)]);
 }
 
+const Tensor* GradientBuilder::constant_input(int i) const {
+  const ValueId v = analysis_.inputs[static_cast<size_t>(node_)][static_cast<size_t>(i)];
+  const NodeDef& producer = model_.graph.nodes[static_cast<size_t>(v.node)];
+  if (producer.op != kConstOp) return nullptr;
+  StatusOr<std::string_view> weight = producer.attrs.GetStringViewOr("weight", "");
+  if (!weight.ok()) return nullptr;
+  auto it = model_.weights.find(*weight);
+  return it == model_.weights.end() ? nullptr : &it->second;
+}
+
 const TensorSpec& GradientBuilder::output_spec(int i) const {
   return analysis_.outputs[static_cast<size_t>(node_)][static_cast<size_t>(i)];
 }

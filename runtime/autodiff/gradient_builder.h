@@ -26,6 +26,9 @@ class GradientBuilder {
   std::string input(int i) const;
   std::string output(int i) const;
   const TensorSpec& input_spec(int i) const;
+  // The value of input i when it is a constant (a Const node's weight), else null: what a
+  // gradient reads of bounds and axes given as inputs.
+  const Tensor* constant_input(int i) const;
   const TensorSpec& output_spec(int i) const;
   // The gradient of the loss with respect to output i; "" when output i does not reach the loss.
   const std::string& output_grad(int i) const { return output_grads_[static_cast<size_t>(i)]; }

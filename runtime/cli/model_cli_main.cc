@@ -6,6 +6,7 @@
 //   model-cli verify --dir D
 //   model-cli import --saved_model D --out B [--overwrite]
 //   model-cli import --onnx F --out B [--overwrite]
+//   model-cli export-onnx --dir D --out F [--signature NAME] [--overwrite]
 //   model-cli make-example half_plus_two --out D [--overwrite]
 #include <charconv>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/bundle/bundle.h"
 #include "runtime/model_dir.h"
+#include "runtime/onnx/onnx_export.h"
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/saved_model/saved_model.h"
 #include "runtime/cli/examples.h"
@@ -55,6 +57,12 @@ commands:
       Translate a TensorFlow SavedModel or an ONNX model file (external data beside it) and
       write it as a Lockstep bundle (checksummed; a SavedModel's assets copied), after
       compiling it as the server would.
+  export-onnx --dir DIR --out FILE [--signature NAME] [--overwrite]
+      Write a signature (default serving_default) of a model as a standard ONNX model
+      (opset 17; inputs and outputs under the signature's keys; NHWC convolutions and pools
+      wrapped in Transposes; bf16 products rounded through BFLOAT16 Casts), checked by ONNX's
+      checker. An op with no ONNX translation is an error naming it. An existing FILE is
+      replaced only with --overwrite.
   make-example NAME --out DIR [--overwrite]
       Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
       replaced only with --overwrite.
@@ -263,6 +271,24 @@ int Import(const Flags& flags) {
   return 0;
 }
 
+int ExportOnnx(const Flags& flags) {
+  if (!flags.Has("dir")) return Usage("export-onnx needs --dir");
+  if (!flags.Has("out")) return Usage("export-onnx needs --out");
+  const std::filesystem::path out = flags.Get("out");
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec) && !flags.Has("overwrite")) {
+    return Fail(out.string() + " exists (--overwrite replaces it)");
+  }
+  auto model = ReadModelDir(flags.Get("dir"));
+  if (!model.ok()) return Fail(model.status().message());
+  const std::string signature = flags.Get("signature", std::string(kDefaultSignature));
+  Status status = WriteOnnxModel(*model, signature, out);
+  if (!status.ok()) return Fail(flags.Get("dir") + ": " + status.message());
+  std::cout << "exported signature '" << signature << "' of " << flags.Get("dir") << " to " << out.string()
+            << " (ONNX opset " << kOnnxExportOpset << ")\n";
+  return 0;
+}
+
 int MakeExampleCommand(const Flags& flags) {
   if (flags.positional.size() != 1) return Usage("make-example needs one example name");
   if (!flags.Has("out")) return Usage("make-example needs --out");
@@ -302,6 +328,7 @@ int Main(int argc, char** argv) {
   if (command == "run") return Run(*flags);
   if (command == "verify") return Verify(*flags);
   if (command == "import") return Import(*flags);
+  if (command == "export-onnx") return ExportOnnx(*flags);
   if (command == "make-example") return MakeExampleCommand(*flags);
   return Usage("unknown command '" + command + "'");
 }

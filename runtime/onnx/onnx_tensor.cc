@@ -155,6 +155,45 @@ StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type) {
   }
 }
 
+int32_t DTypeToOnnxElemType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return TensorProto::FLOAT;
+    case DType::kFloat64: return TensorProto::DOUBLE;
+    case DType::kInt32: return TensorProto::INT32;
+    case DType::kInt64: return TensorProto::INT64;
+    case DType::kBool: return TensorProto::BOOL;
+    case DType::kString: return TensorProto::STRING;
+    case DType::kBFloat16: return TensorProto::BFLOAT16;
+    case DType::kFloat16: return TensorProto::FLOAT16;
+    case DType::kUInt8: return TensorProto::UINT8;
+    case DType::kInt8: return TensorProto::INT8;
+    case DType::kUInt16: return TensorProto::UINT16;
+    case DType::kInt16: return TensorProto::INT16;
+    case DType::kUInt32: return TensorProto::UINT32;
+    case DType::kUInt64: return TensorProto::UINT64;
+    case DType::kInvalid: break;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+TensorProto TensorToOnnx(const Tensor& t, const std::string& name) {
+  TensorProto p;
+  p.set_name(name);
+  p.set_data_type(DTypeToOnnxElemType(t.dtype()));
+  for (int64_t d : t.shape().dims()) p.add_dims(d);
+  if (t.dtype() == DType::kString) {
+    for (const std::string& s : t.data<std::string>()) p.add_string_data(s);
+  } else if (t.dtype() == DType::kBool) {
+    std::string bytes(static_cast<size_t>(t.num_elements()), '\0');
+    std::span<const bool> values = t.data<bool>();
+    for (size_t i = 0; i < values.size(); ++i) bytes[i] = values[i] ? 1 : 0;
+    p.set_raw_data(std::move(bytes));
+  } else {
+    p.set_raw_data(static_cast<const char*>(t.raw_data()), t.byte_size());
+  }
+  return p;
+}
+
 DType ComputeDType(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
 }

@@ -37,6 +37,8 @@ StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type);
 // bfloat16, whose values a model stores and exchanges (its weights, inputs, outputs and casts
 // are converted, the casts rounding), and `dtype` for every other.
 DType ComputeDType(DType dtype);
+// DType -> TensorProto.DataType (every DType but kInvalid has one; kInvalid gives UNDEFINED).
+int32_t DTypeToOnnxElemType(DType dtype);
 // "FLOAT", "UINT8", or "elem_type 99" for numbers outside the enum.
 std::string OnnxElemTypeName(int32_t elem_type);
 
@@ -58,6 +60,10 @@ class OnnxExternalData {
 
 // Decodes `proto` (see the rules above). `external` may be null when the caller has no model
 // directory; a tensor with external data is then an error.
+// `t` as a TensorProto named `name`, the inverse of TensorFromOnnx: raw_data (little-endian,
+// row-major; bool one byte per element) for numbers, string_data for strings.
+onnx::TensorProto TensorToOnnx(const Tensor& t, const std::string& name);
+
 StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, OnnxExternalData* external,
                                 int64_t max_bytes = kMaxOnnxTensorBytes);
 

@@ -22,9 +22,9 @@
 //
 // Two forward layers take other ways: a stem's (at most 4 input channels, float32) runs
 // directly, to the im2col path's bits (conv_direct.h); a 3x3 stride-1 layer of 32 to 512
-// channels runs as Winograd F(2x2, 3x3) on the Gemm core (conv_winograd.h), its filter packed
-// transformed. The session's packing (PackFilter) follows the same choice, from the filter's
-// shape and the attrs alone.
+// channels in float32 runs as Winograd F(2x2, 3x3) on the Gemm core (conv_winograd.h), its filter
+// packed transformed (in bf16 only with attr bf16_winograd, ChooseConvWay). The session's packing
+// (PackFilter) follows the same choice, from the filter's shape and the attrs alone.
 //
 // im2col runs block by block, so the scratch stays small however large the batch. The
 // backward ops cut blocks of whole images: a block's col2im touches only its own images, so
@@ -247,9 +247,16 @@ Blocks ImageBlocks(const Geometry& g, int64_t threads, bool spread) {
 // alone, so that a filter is packed for the way it will be read.
 enum class ConvWay { kIm2col, kDirect, kWinograd };
 ConvWay ChooseConvWay(int64_t kh, int64_t kw, std::pair<int64_t, int64_t> strides,
-                      std::pair<int64_t, int64_t> dilations, int64_t cin, int64_t cout, DType filter, DType compute) {
-  if (compute == DType::kFloat32 && filter == DType::kFloat32 && DirectConvApplies(cin, cout)) return ConvWay::kDirect;
-  if (WinogradApplies(kh, kw, strides.first, strides.second, dilations.first, dilations.second, cin, cout)) {
+                      std::pair<int64_t, int64_t> dilations, int64_t cin, int64_t cout, DType filter, DType compute,
+                      bool bf16_winograd) {
+  const bool float32 = compute == DType::kFloat32 && filter == DType::kFloat32;
+  if (float32 && DirectConvApplies(cin, cout)) return ConvWay::kDirect;
+  // Winograd's products are of transformed tiles: in bf16 they round other numbers than the
+  // operands that precision bfloat16 promises to round (what training computes, and an ONNX
+  // export's Casts), so a bf16 layer takes im2col, unless attr bf16_winograd (set by
+  // UseBf16Products: the server's opt-in bf16, approximate by any route) lets it.
+  if ((float32 || bf16_winograd) &&
+      WinogradApplies(kh, kw, strides.first, strides.second, dilations.first, dilations.second, cin, cout)) {
     return ConvWay::kWinograd;
   }
   return ConvWay::kIm2col;
@@ -333,7 +340,9 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
   const float* in = input.data<float>().data();
   float* po = out->mutable_data<float>().data();
   LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
-  const ConvWay way = ChooseConvWay(g.kh, g.kw, {g.sh, g.sw}, {g.dh, g.dw}, g.c, cout, filter.dtype(), compute);
+  LS_ASSIGN_OR_RETURN(const bool bf16_winograd, ctx.attrs().GetBoolOr("bf16_winograd", false));
+  const ConvWay way =
+      ChooseConvWay(g.kh, g.kw, {g.sh, g.sw}, {g.dh, g.dw}, g.c, cout, filter.dtype(), compute, bf16_winograd);
   if (way == ConvWay::kDirect) {
     DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
     return Status::Ok();
@@ -441,8 +450,9 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
   const Shape& f = filter.shape();
   LS_ASSIGN_OR_RETURN(auto strides, SpatialPair("Conv2D", attrs, "strides", std::pair<int64_t, int64_t>{1, 1}));
   LS_ASSIGN_OR_RETURN(auto dilations, SpatialPair("Conv2D", attrs, "dilations", std::pair<int64_t, int64_t>{1, 1}));
-  const ConvWay way =
-      ChooseConvWay(f.dim(0), f.dim(1), strides, dilations, f.dim(2), f.dim(3), filter.dtype(), compute);
+  LS_ASSIGN_OR_RETURN(const bool bf16_winograd, attrs.GetBoolOr("bf16_winograd", false));
+  const ConvWay way = ChooseConvWay(f.dim(0), f.dim(1), strides, dilations, f.dim(2), f.dim(3), filter.dtype(),
+                                    compute, bf16_winograd);
   // A stem's filter is read as it is (conv_direct.h); a Winograd layer's is transformed first.
   if (way == ConvWay::kDirect) return std::shared_ptr<const PackedB>();
   if (way == ConvWay::kWinograd) {

@@ -38,9 +38,10 @@ int64_t WinogradPackedColumns(int64_t cout);
 
 // Transforms filter [3, 3, Cin, Cout] (float32 or bfloat16, `filter_type`) to U in float32 and
 // packs it for the Gemm into `into` (in place when the size allows), for products in `compute`:
-// kFloat32, or kBFloat16 (a bf16 filter, or precision "bfloat16"): then the filter is first
-// rounded to bf16 as the direct form rounds it, so that both ways give the same U, and U and the
-// transformed input are rounded to bf16 for the products.
+// kFloat32, or kBFloat16 (a layer of attr bf16_winograd, which the server's opt-in bf16 sets;
+// conv_ops.cc): then the filter is first rounded to bf16 as the direct form rounds it, so that
+// a bf16 filter and a float32 one give the same U, and U and the transformed input are rounded
+// to bf16 for the products.
 void PackWinogradFilter(const void* filter, DType filter_type, int64_t cin, int64_t cout, DType compute,
                         PackedB& into, ThreadPool* pool);
 

@@ -1,13 +1,17 @@
 // Slice and Pad, with ONNX's semantics (registered with the shape ops by RegisterShapeOps in
 // shape_ops.cc). Both take their geometry as int32/int64 vector inputs, which may be computed
-// at run time: shape inference knows the rank only, and the kernels clamp or check values.
+// at run time: shape inference gives exact sizes where they are constants and knows the rank
+// only where they are not, and the kernels clamp or check values. A Slice with constant
+// bounds and steps of 1 has a gradient (dy padded back with zeros).
 // Any dtype for Slice (strings included); Pad takes every dtype but strings.
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/shape_util.h"
@@ -211,7 +215,19 @@ StatusOr<std::vector<TensorSpec>> InferPad(const ShapeInferenceContext& ctx) {
                            std::to_string(in.rank()) + " (two per axis)");
   }
   Shape out;
-  for (int d = 0; d < in.rank(); ++d) out.AddDim(-1);
+  // Constant pads: the exact size of each dimension that is known.
+  std::optional<IntList> pads;
+  if (ctx.value(1) != nullptr) {
+    LS_ASSIGN_OR_RETURN(pads, ReadIntList("Pad", "pads", *ctx.value(1), 2 * Shape::kMaxRank));
+  }
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t size = pads && in.dim(d) >= 0 ? in.dim(d) + (*pads)[d] + (*pads)[d + in.rank()] : -1;
+    if (pads && in.dim(d) >= 0 && size < 0) {
+      return InvalidArgument("Pad: pads " + IntsString(pads->span()) + " crop more than axis " + std::to_string(d) +
+                             "'s " + std::to_string(in.dim(d)) + " elements");
+    }
+    out.AddDim(size);
+  }
   return Single(ctx.inputs[0].dtype, out);
 }
 
@@ -330,6 +346,51 @@ Status PadKernel(KernelContext& ctx) {
   });
 }
 
+// The gradient of a slice with constant bounds and steps of 1 (a group's channels, a
+// window's crop): dy padded with zeros back to x's shape.
+Status SliceGrad(GradientBuilder& g) {
+  LS_RETURN_IF_ERROR(CheckDifferentiable(g));
+  if (!g.needs_input_grad(0)) return Status::Ok();
+  std::array<const Tensor*, 4> bounds{};
+  for (int i = 1; i < g.num_inputs(); ++i) {
+    bounds[static_cast<size_t>(i - 1)] = g.constant_input(i);
+    if (bounds[static_cast<size_t>(i - 1)] == nullptr) {
+      return Unimplemented("the gradient of a Slice whose bounds are computed, not constants");
+    }
+  }
+  const Shape& in = g.input_spec(0).shape;
+  LS_ASSIGN_OR_RETURN(SlicePlan plan,
+                      PlanSlice(in, std::span<const Tensor* const>(bounds.data(), static_cast<size_t>(g.num_inputs() - 1))));
+  // The axes sliced: those named, or the first as many as there are starts. Only their sizes
+  // must be known (an unsliced batch of -1 pads by nothing).
+  std::array<bool, Shape::kMaxRank> sliced{};
+  LS_ASSIGN_OR_RETURN(IntList starts, ReadIntList("Slice", "starts", *bounds[0], Shape::kMaxRank));
+  for (int i = 0; i < starts.size; ++i) {
+    int64_t axis = i;
+    if (bounds[2] != nullptr) {
+      LS_ASSIGN_OR_RETURN(IntList axes, ReadIntList("Slice", "axes", *bounds[2], Shape::kMaxRank));
+      axis = axes[i];
+    }
+    LS_ASSIGN_OR_RETURN(int a, NormalizeAxis("Slice", axis, in.rank()));
+    sliced[static_cast<size_t>(a)] = true;
+  }
+  std::vector<int64_t> pads(2 * static_cast<size_t>(in.rank()));
+  for (int d = 0; d < in.rank(); ++d) {
+    if (!sliced[static_cast<size_t>(d)]) continue;
+    const SliceAxis& a = plan[static_cast<size_t>(d)];
+    if (in.dim(d) < 0) {
+      return Unimplemented("the gradient of a Slice along axis " + std::to_string(d) + " of " + in.ToString() +
+                           ", whose size is unknown");
+    }
+    if (a.step != 1) return Unimplemented("the gradient of a Slice with a step other than 1");
+    pads[static_cast<size_t>(d)] = a.start;
+    pads[static_cast<size_t>(d + in.rank())] = in.dim(d) - a.start - a.count;
+  }
+  const std::string shape = g.Constant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(pads.size())}, pads));
+  g.SetInputGrad(0, g.Op("Pad", {g.output_grad(0), shape}));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterSliceOps(OpRegistry& registry) {
@@ -339,6 +400,7 @@ void RegisterSliceOps(OpRegistry& registry) {
   slice.max_inputs = 5;
   slice.infer = InferSlice;
   slice.compute = SliceKernel;
+  slice.gradient = SliceGrad;
   (void)registry.Register(std::move(slice));
   (void)registry.Register(SimpleOpDef("Pad", 2, InferPad, PadKernel));
 }

@@ -19,6 +19,9 @@ Status UseBf16Products(Model& model, const OpRegistry& registry) {
     if (kMatMulCoreOps.count(node.op) == 0 || node.attrs.Has("precision") || a.inputs[i].empty()) continue;
     if (a.Spec(a.inputs[i][0]).dtype != DType::kFloat32) continue;
     node.attrs.Set("precision", std::string("bfloat16"));
+    // Approximate by choice: a 3x3 layer may round Winograd's transformed tiles instead of
+    // its operands (conv_ops.cc's ChooseConvWay), the faster way.
+    if (node.op == "Conv2D" || node.op == "FusedConv2D") node.attrs.Set("bf16_winograd", true);
   }
   return AnalyzeGraph(model, registry).status();
 }

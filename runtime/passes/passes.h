@@ -53,8 +53,10 @@ Status OptimizeGraph(Model& model, ThreadPool& pool, const OpRegistry& registry 
 // The one pass that changes values, run only when asked (SessionOptions::bf16_products): every
 // float32 MatMul, FusedMatMul, BatchMatMul (attention's), Conv2D, FusedConv2D and
 // Conv2DTranspose that does not choose its precision computes in bfloat16 on the matmul core
-// (each operand rounded to bf16, float32 sums), as mixed-precision training does. Constant
-// weights are then packed as bf16 once. Depthwise convolutions stay float32.
+// (each operand rounded to bf16, float32 sums), as mixed-precision training does; except that
+// a 3x3 convolution that runs as Winograd in float32 rounds the transformed tiles instead (attr
+// bf16_winograd: faster, and no further from float32). Constant weights are then packed as bf16
+// once. Depthwise convolutions stay float32.
 Status UseBf16Products(Model& model, const OpRegistry& registry = OpRegistry::Global());
 
 }  // namespace lockstep

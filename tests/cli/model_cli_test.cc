@@ -254,4 +254,32 @@ TEST_F(ModelCli, OnnxModelIsVerifiedShownRunAndImported) {
   EXPECT_NE(broken.output.find("model.onnx"), std::string::npos) << broken.output;
 }
 
+// export-onnx: a bundle out as an ONNX model that model-cli (the importer) runs to the same
+// answers; an existing file kept without --overwrite; a bad signature or directory named.
+TEST_F(ModelCli, ExportOnnxWritesAModelThatAnswersAsTheBundle) {
+  const std::string bundle = (dir_ / "h" / "1").string(), onnx = (dir_ / "h.onnx").string();
+  ASSERT_EQ(RunCli("make-example half_plus_two --out " + bundle).exit_code, 0);
+  Result exported = RunCli("export-onnx --dir " + bundle + " --out " + onnx);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_NE(exported.output.find("opset 17"), std::string::npos) << exported.output;
+  fs::create_directories(dir_ / "o" / "1");
+  fs::copy_file(onnx, dir_ / "o" / "1" / "model.onnx");
+  Result run = RunCli("run --dir " + (dir_ / "o" / "1").string() + " --input 'x=[1.0,2.0,5.0]'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "{\"y\": [2.5, 3.0, 4.5]}\n");
+
+  Result again = RunCli("export-onnx --dir " + bundle + " --out " + onnx);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.output.find("--overwrite"), std::string::npos) << again.output;
+  EXPECT_EQ(RunCli("export-onnx --dir " + bundle + " --out " + onnx + " --overwrite").exit_code, 0);
+
+  Result signature = RunCli("export-onnx --dir " + bundle + " --out " + onnx + " --overwrite --signature nope");
+  EXPECT_EQ(signature.exit_code, 1);
+  EXPECT_NE(signature.output.find("no signature 'nope'"), std::string::npos) << signature.output;
+  Result missing = RunCli("export-onnx --dir " + (dir_ / "none").string() + " --out " + onnx + " --overwrite");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("none"), std::string::npos) << missing.output;
+  EXPECT_EQ(RunCli("export-onnx --dir " + bundle).exit_code, 2);
+}
+
 }  // namespace

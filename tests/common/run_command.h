@@ -26,4 +26,12 @@ inline CommandResult RunCommand(const std::string& command) {
   return r;
 }
 
+// The last line of a command's output, without its line break: what a script that logs as it
+// goes prints as its answer (a path).
+inline std::string LastLine(std::string output) {
+  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+  const size_t line = output.rfind('\n');
+  return line == std::string::npos ? output : output.substr(line + 1);
+}
+
 }  // namespace lockstep::test

@@ -42,10 +42,7 @@ const fs::path& CasesDir() {
   static const fs::path dir = [] {
     const test::CommandResult r =
         test::RunCommand(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/real_models/prepare 2>/dev/null");
-    std::string out = r.output;
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    const size_t line = out.rfind('\n');
-    return r.exit_code == 0 ? fs::path(line == std::string::npos ? out : out.substr(line + 1)) : fs::path();
+    return r.exit_code == 0 ? fs::path(test::LastLine(r.output)) : fs::path();
   }();
   return dir;
 }

@@ -189,25 +189,54 @@ TEST(ConvGradients, Bf16FiltersAndBf16PrecisionAgree) {
     EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
     EXPECT_FALSE(a.value()[0].BitwiseEqual(full.value()[0]));
   }
-  // The same for a layer that runs as Winograd F(2x2, 3x3) (conv_winograd.h: the filter rounded
-  // to bf16 before its transform either way), close to the float32 products.
+  // The same for a layer of Winograd's shape (3x3, stride 1, 32 channels), which float32 runs
+  // as Winograd F(2x2, 3x3) and bf16 does not: its products are the operands' own, rounded to
+  // bf16 (what an ONNX export's Casts compute), so it is the float64 convolution of the rounded
+  // operands up to float32's sums, not Winograd's transformed tiles rounded (about 1e-3 off).
   const Tensor wx = op_test::RandomTensor(Shape{2, 7, 6, 32}, 4);
   const Tensor wf = op_test::RandomTensor(Shape{3, 3, 32, 32}, 5);
+  auto rounded64 = [](const Tensor& t) {
+    StatusOr<std::vector<Tensor>> b = RunOp("Cast", std::vector<Tensor>{t}, AttrMap{{"dtype", DType::kBFloat16}});
+    EXPECT_TRUE(b.ok());
+    StatusOr<std::vector<Tensor>> d = RunOp("Cast", b.value(), AttrMap{{"dtype", DType::kFloat64}});
+    EXPECT_TRUE(d.ok());
+    return d.value()[0];
+  };
   StatusOr<std::vector<Tensor>> wf16 = RunOp("Cast", std::vector<Tensor>{wf}, AttrMap{{"dtype", DType::kBFloat16}});
   ASSERT_TRUE(wf16.ok());
   StatusOr<std::vector<Tensor>> a = RunOp("Conv2D", std::vector<Tensor>{wx, wf16.value()[0]}, fp32);
   StatusOr<std::vector<Tensor>> b = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, bf16);
-  StatusOr<std::vector<Tensor>> full = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, fp32);
-  ASSERT_TRUE(a.ok() && b.ok() && full.ok());
+  StatusOr<std::vector<Tensor>> exact = RunOp("Conv2D", std::vector<Tensor>{rounded64(wx), rounded64(wf)}, fp32);
+  ASSERT_TRUE(a.ok() && b.ok() && exact.ok());
   EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
-  const auto got = b.value()[0].data<float>(), want = full.value()[0].data<float>();
+  const auto got = b.value()[0].data<float>();
+  const auto want = exact.value()[0].data<double>();
   double worst = 0, scale = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
   }
-  EXPECT_GT(worst, 0.0);
-  EXPECT_LT(worst, 0.02 * scale);  // bf16 keeps 8 bits: a 288-term sum stays within 2 %
+  EXPECT_LT(worst, 1e-6 * scale);  // 288 exact products summed in float32
+  // With attr bf16_winograd (the server's opt-in bf16), the same layer runs as Winograd in bf16:
+  // a bf16 filter and precision bfloat16 still agree (the filter rounded before its transform),
+  // the transformed tiles are what is rounded, and the answer stays within bf16's reach of
+  // float32's.
+  AttrMap fp32_winograd = fp32, bf16_winograd = bf16;
+  fp32_winograd.Set("bf16_winograd", true);
+  bf16_winograd.Set("bf16_winograd", true);
+  StatusOr<std::vector<Tensor>> wa = RunOp("Conv2D", std::vector<Tensor>{wx, wf16.value()[0]}, fp32_winograd);
+  StatusOr<std::vector<Tensor>> wb = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, bf16_winograd);
+  StatusOr<std::vector<Tensor>> full = RunOp("Conv2D", std::vector<Tensor>{wx, wf}, fp32);
+  ASSERT_TRUE(wa.ok() && wb.ok() && full.ok());
+  EXPECT_TRUE(wa.value()[0].BitwiseEqual(wb.value()[0]));
+  const auto tiles = wb.value()[0].data<float>(), want32 = full.value()[0].data<float>();
+  double off_operands = 0, off_float32 = 0;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    off_operands = std::max(off_operands, std::fabs(tiles[i] - want[i]));
+    off_float32 = std::max(off_float32, std::fabs(static_cast<double>(tiles[i]) - want32[i]));
+  }
+  EXPECT_GT(off_operands, 1e-5 * scale) << "Winograd's tiles, not the operands, are rounded";
+  EXPECT_LT(off_float32, 0.02 * scale);  // bf16 keeps 8 bits: a 288-term sum stays within 2 %
 }
 
 TEST(ConvGradients, MaxPoolSendsATiedWindowsGradientToItsFirstElement) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "runtime/autodiff/gradients.h"
 #include "tests/runtime/gradient_check_util.h"
 
 namespace lockstep {
@@ -99,6 +100,29 @@ TEST(GradientCheck, ConcatAlongEachAxis) {
                       return std::pair{g.Op("Concat", {x[0], x[1], x[0]}, attrs), out};
                     }});
   }
+}
+
+// A slice with constant bounds: dy padded back with zeros (a grouped convolution's channels).
+TEST(GradientCheck, SliceOfConstantBounds) {
+  auto ints = [](GraphBuilder& g, const std::string& name, std::vector<int64_t> v) {
+    return g.Const(name, Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v));
+  };
+  CheckGradients({"Slice channels 2..5", {Shape{2, 3, 7}}, [&](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return std::pair{g.Op("Slice", {x[0], ints(g, "b", {2}), ints(g, "e", {5}), ints(g, "a", {-1})}),
+                                     Shape{2, 3, 3}};
+                  }});
+  // An unknown batch, not sliced, is no obstacle.
+  GraphBuilder g;
+  const std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6});
+  const std::string y = g.Op("Slice", {x, ints(g, "b", {1}), ints(g, "e", {3}), ints(g, "a", {1})});
+  const std::string loss = g.Op("Sum", {y});
+  g.AddSignature({"s", "", {{"x", x, DType::kFloat32, Shape{-1, 6}}}, {{"loss", loss, DType::kFloat32, Shape{}}}});
+  Model m = std::move(g).Build();
+  StatusOr<std::vector<std::string>> grads = AddGradients(m, loss, std::vector<std::string>{x});
+  EXPECT_TRUE(grads.ok()) << grads.status().ToString();
+  CheckGradients({"Slice two axes, ends past the end", {Shape{4, 5}}, [&](GraphBuilder& g, const std::vector<std::string>& x) {
+                    return std::pair{g.Op("Slice", {x[0], ints(g, "b", {1, -3}), ints(g, "e", {100, 4})}), Shape{3, 2}};
+                  }});
 }
 
 TEST(GradientCheck, BatchMatMulEveryTransposeAndBroadcast) {

@@ -194,6 +194,22 @@ TEST(Passes, Bf16ProductsSetThePrecisionOfBatchMatMuls) {
   EXPECT_EQ(std::get<std::string>(m.graph.FindNode("scores")->attrs.values().at("precision")), "bfloat16");
 }
 
+// A convolution the pass makes bf16 may also run as Winograd in bf16 (attr bf16_winograd); one
+// that a model asked bf16 of itself rounds its operands (conv_gradient_test.cc).
+TEST(Passes, Bf16ProductsLetConvolutionsRunAsWinograd) {
+  GraphBuilder g;
+  std::mt19937 rng(5);
+  std::string x = g.Input("x", DType::kFloat32, Shape{-1, 6, 6, 32});
+  AttrMap same{{"padding", std::string("SAME")}};
+  std::string y = g.Op("Conv2D", {x, g.Const("f", RandomTensor(Shape{3, 3, 32, 32}, rng))}, same, "conv");
+  g.AddSignature(OneInOneOut("x", Shape{-1, 6, 6, 32}, y, Shape{-1, 6, 6, 32}));
+  Model m = std::move(g).Build();
+  ASSERT_TRUE(UseBf16Products(m).ok());
+  const auto& attrs = m.graph.FindNode("conv")->attrs.values();
+  EXPECT_EQ(std::get<std::string>(attrs.at("precision")), "bfloat16");
+  EXPECT_TRUE(std::get<bool>(attrs.at("bf16_winograd")));
+}
+
 TEST(Passes, Bf16ProductsSetThePrecisionOfFloat32MatMulsAndConvolutions) {
   auto build = [](bool by_hand) {
     GraphBuilder g;

@@ -4,9 +4,12 @@
 // tests/e2e/training_parity_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "runtime/onnx/onnx_export.h"
+#include "runtime/onnx/onnx_model.h"
 #include "runtime/session.h"
 #include "training/data/feature_stats.h"
 #include "training/config.h"
@@ -119,33 +122,48 @@ TEST(FunctionalModelTest, PlansDepthwiseAndDilatedConvolutions) {
             "model.layers[0]: window 9 is larger than its input (8) with padding \"valid\"");
 }
 
-// upsampling2d repeats each pixel size x size times, and its gradient sums each block back.
-TEST(FunctionalModelTest, UpsamplingRepeatsEachPixel) {
-  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"input_shape": [2, 2, 2],
-      "normalize": false, "layers": [
-      {"name": "up", "type": "upsampling2d", "size": 3},
-      {"type": "global_avg_pool"},
-      {"type": "dense", "units": 2}]}})",
+// The output of upsampling2d layer `up` (JSON) on one image of shape `in` holding `pixels`,
+// run through the training graph (so through what its gradient is taken of); `out` its shape.
+std::vector<float> Upsampled(const std::string& up, const std::vector<int64_t>& in, const std::vector<float>& pixels,
+                             const std::vector<int64_t>& out) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"input_shape": [)" +
+                                                 std::to_string(in[0]) + ", " + std::to_string(in[1]) + ", " +
+                                                 std::to_string(in[2]) + R"(], "normalize": false, "layers": [)" + up +
+                                                 R"(, {"type": "global_avg_pool"}, {"type": "dense", "units": 2}]}})",
                                              "g.json");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return {};
   DataSchema schema;
-  for (int i = 0; i < 8; ++i) schema.feature_keys.push_back({"p" + std::to_string(i), 1});
+  for (size_t i = 0; i < pixels.size(); ++i) schema.feature_keys.push_back({"p" + std::to_string(i), 1});
   schema.class_names = {"a", "b"};
   StatusOr<ModelLayout> layout = PlanModel(c.value(), schema);
-  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
-  EXPECT_EQ(layout->layer_shapes[0], (std::vector<int64_t>{6, 6, 2}));
+  EXPECT_TRUE(layout.ok()) << layout.status().ToString();
+  if (!layout.ok()) return {};
+  EXPECT_EQ(layout->layer_shapes[0], out);
   StatusOr<Model> graph = BuildTrainingGraph(c.value(), layout.value());
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  graph->graph.signatures[0].outputs.push_back({"up", "up", DType::kFloat32, Shape{-1, 6, 6, 2}});
+  EXPECT_TRUE(graph.ok()) << graph.status().ToString();
+  if (!graph.ok()) return {};
+  graph->graph.signatures[0].outputs.push_back({"up", "up", DType::kFloat32, Shape{-1, out[0], out[1], out[2]}});
   StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(graph).value(), {});
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
-  std::vector<NamedTensor> in = {{kFeaturesInput, Tensor::FromVector<float>(Shape{1, 8}, {1, 2, 3, 4, 5, 6, 7, 8})},
-                                 {kLabelsInput, Tensor::FromVector<int32_t>(Shape{1}, {0})},
-                                 {"dense_2/kernel", Tensor::FromVector<float>(Shape{2, 2}, {1, 0, 0, 1})},
-                                 {"dense_2/bias", Tensor::FromVector<float>(Shape{2}, {0, 0})}};
-  std::vector<NamedTensor> out;
-  ASSERT_TRUE(session.value()->Run(kTrainSignature, in, &out).ok());
-  const auto up = out.back().tensor.data<float>();
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return {};
+  std::vector<NamedTensor> feed = {
+      {kFeaturesInput, Tensor::FromVector<float>(Shape{1, static_cast<int64_t>(pixels.size())}, pixels)},
+      {kLabelsInput, Tensor::FromVector<int32_t>(Shape{1}, {0})},
+      {"dense_2/kernel", Tensor::FromVector<float>(Shape{2, 2}, {1, 0, 0, 1})},
+      {"dense_2/bias", Tensor::FromVector<float>(Shape{2}, {0, 0})}};
+  std::vector<NamedTensor> result;
+  EXPECT_TRUE(session.value()->Run(kTrainSignature, feed, &result).ok());
+  if (result.empty()) return {};
+  const auto up_values = result.back().tensor.data<float>();
+  return {up_values.begin(), up_values.end()};
+}
+
+// upsampling2d repeats each pixel size x size times, and its gradient sums each block back.
+TEST(FunctionalModelTest, UpsamplingRepeatsEachPixel) {
+  const std::vector<float> up =
+      Upsampled(R"({"name": "up", "type": "upsampling2d", "size": 3})", {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, {6, 6, 2});
+  ASSERT_EQ(up.size(), 72u);
   for (int y = 0; y < 6; ++y) {
     for (int x = 0; x < 6; ++x) {
       for (int k = 0; k < 2; ++k) {
@@ -153,6 +171,96 @@ TEST(FunctionalModelTest, UpsamplingRepeatsEachPixel) {
       }
     }
   }
+}
+
+// upsampling2d "bilinear": each output pixel between its input neighbours, half-pixel centres
+// (TensorFlow 2's and ONNX's), along both axes; an edge pixel's outer half repeats the edge.
+TEST(FunctionalModelTest, BilinearUpsamplingInterpolatesBetweenPixelCentres) {
+  std::vector<float> pixels(12);
+  for (int i = 0; i < 12; ++i) pixels[static_cast<size_t>(i)] = static_cast<float>(i * i % 7) - 2.5f;
+  const std::vector<float> up = Upsampled(R"({"name": "up", "type": "upsampling2d", "size": 2, "interpolation": "bilinear"})",
+                                          {2, 3, 2}, pixels, {4, 6, 2});
+  ASSERT_EQ(up.size(), 48u);
+  // Output i of an axis of n samples the input at (i + 0.5) / 2 - 0.5, clamped to [0, n - 1].
+  auto sample = [](int i, int n, int& lo, int& hi, double& frac) {
+    const double at = std::clamp((i + 0.5) / 2 - 0.5, 0.0, n - 1.0);
+    lo = static_cast<int>(std::floor(at));
+    hi = std::min(lo + 1, n - 1);
+    frac = at - lo;
+  };
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 6; ++x) {
+      int y0, y1, x0, x1;
+      double fy, fx;
+      sample(y, 2, y0, y1, fy);
+      sample(x, 3, x0, x1, fx);
+      for (int k = 0; k < 2; ++k) {
+        auto p = [&](int r, int col) { return static_cast<double>(pixels[static_cast<size_t>((r * 3 + col) * 2 + k)]); };
+        const double want = (1 - fy) * ((1 - fx) * p(y0, x0) + fx * p(y0, x1)) + fy * ((1 - fx) * p(y1, x0) + fx * p(y1, x1));
+        EXPECT_NEAR(up[static_cast<size_t>((y * 6 + x) * 2 + k)], want, 1e-6) << y << "," << x << "," << k;
+      }
+    }
+  }
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "upsampling2d", "interpolation": "bicubic"}, {"type": "flatten"},
+                           {"type": "dense", "units": 10}])"),
+            "g.json: model.layers[0].interpolation: must be one of nearest, bilinear, got \"bicubic\"");
+}
+
+// conv2d with groups: the input's channels in groups, each convolved with its own kernel
+// ([k, k, in / groups, filters / groups]); served with a batch_norm folded into every group's
+// kernel, and exported to ONNX the same.
+TEST(FunctionalModelTest, GroupedConvolutionsConvolveEachGroupOnItsOwn) {
+  StatusOr<TrainConfig> c = ParseTrainConfig(R"({"data": {"train": "d.csv"}, "model": {"input_shape": [1, 1, 4],
+      "normalize": false, "layers": [
+      {"name": "g", "type": "conv2d", "filters": 4, "kernel_size": 1, "groups": 2, "use_bias": false},
+      {"name": "bn", "type": "batch_norm", "epsilon": 0.25},
+      {"type": "flatten"}]}})",
+                                             "g.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  DataSchema schema;
+  for (int i = 0; i < 4; ++i) schema.feature_keys.push_back({"p" + std::to_string(i), 1});
+  schema.class_names = {"a", "b", "c", "d"};
+  StatusOr<ModelLayout> layout = PlanModel(c.value(), schema);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_GE(layout->weights.size(), 2u);
+  EXPECT_EQ(layout->weights[0].name, "g/group_0/kernel");
+  EXPECT_EQ(layout->weights[0].shape, (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(layout->weights[1].name, "g/group_1/kernel");
+  ASSERT_TRUE(BuildTrainingGraph(c.value(), layout.value()).ok());
+  WeightMap w;
+  w["g/group_0/kernel"] = Tensor::FromVector<float>(Shape{1, 1, 2, 2}, {1, 2, 3, 4});  // [in][out]
+  w["g/group_1/kernel"] = Tensor::FromVector<float>(Shape{1, 1, 2, 2}, {-1, 0.5f, 2, -2});
+  w["bn/gamma"] = Tensor::FromVector<float>(Shape{4}, {2, 1, 0.5f, 1});
+  w["bn/beta"] = Tensor::FromVector<float>(Shape{4}, {0, 1, 0, -1});
+  w["bn/moving_mean"] = Tensor::FromVector<float>(Shape{4}, {1, 0, -1, 2});
+  w["bn/moving_variance"] = Tensor::FromVector<float>(Shape{4}, {3.75f, 0.75f, 0.75f, 3.75f});  // + eps: 4, 1, 1, 4
+  StatusOr<Model> serving = BuildServingGraph(c.value(), layout.value(), w, FeatureStats{});
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  for (const NodeDef& n : serving->graph.nodes) EXPECT_NE(n.name, "bn/Mul") << "bn folds into the grouped conv";
+  const std::vector<float> x = {1, -2, 0.5f, 3};
+  // Group 0 reads channels 0, 1 and makes 0, 1; group 1 reads 2, 3 and makes 2, 3.
+  const double conv[4] = {1 * 1 + -2 * 3, 1 * 2 + -2 * 4, 0.5 * -1 + 3 * 2, 0.5 * 0.5 + 3 * -2};
+  const double scale[4] = {1, 1, 0.5, 0.5}, mean[4] = {1, 0, -1, 2}, beta[4] = {0, 1, 0, -1};
+  double logits[4], total = 0;
+  for (int k = 0; k < 4; ++k) total += std::exp(logits[k] = (conv[k] - mean[k]) * scale[k] + beta[k]);
+  StatusOr<onnx::ModelProto> exported = ExportOnnxModel(serving.value());
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  StatusOr<Model> imported = ImportOnnxModel(*exported, {});
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  for (Model* m : {&serving.value(), &imported.value()}) {
+    StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*m));
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<NamedTensor> out;
+    const std::vector<NamedTensor> in = {{"x", Tensor::FromVector<float>(Shape{1, 4}, x)}};
+    ASSERT_TRUE((*session)->Run(kDefaultSignature, in, &out).ok());
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(out[0].tensor.data<float>()[k], std::exp(logits[k]) / total, 1e-6) << k;
+  }
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "conv2d", "filters": 6, "groups": 4}, {"type": "flatten"},
+                           {"type": "dense", "units": 10}])"),
+            "g.json: model.layers[0].groups: must divide filters (6), got 4");
+  EXPECT_EQ(GraphErrorOf(R"([{"type": "conv2d", "filters": 4, "kernel_size": 1}, {"type": "conv2d", "filters": 6, "groups": 3},
+                           {"type": "flatten"}, {"type": "dense", "units": 10}])"),
+            "model.layers[1]: groups 3 must divide the input's 4 channels");
 }
 
 TEST(FunctionalModelTest, PlansAVisionTransformer) {

@@ -40,4 +40,8 @@ std::string ReshapeOps(const LayerGraph& b, const std::string& x, std::vector<in
   return b.g.Op("Reshape", {x}, attrs, node);
 }
 
+std::string GroupKernelName(const std::string& layer, int64_t groups, int64_t g) {
+  return groups == 1 ? layer + "/kernel" : layer + "/group_" + std::to_string(g) + "/kernel";
+}
+
 }  // namespace lockstep::training

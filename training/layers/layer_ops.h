@@ -28,6 +28,10 @@ void AddNormWeights(const std::string& prefix, int64_t d, std::vector<WeightInfo
 std::string LayerNormOps(const LayerGraph& b, const std::string& x, const std::string& prefix,
                          const std::string& node, double epsilon);
 
+// The kernel of group g of a layer of `groups` (conv2d's groups): "<layer>/kernel" for one group,
+// "<layer>/group_<g>/kernel" for several, each [k, k, in / groups, out / groups].
+std::string GroupKernelName(const std::string& layer, int64_t groups, int64_t g);
+
 // x reshaped to `dims` (-1 for the batch).
 std::string ReshapeOps(const LayerGraph& b, const std::string& x, std::vector<int64_t> dims, const std::string& node);
 
