@@ -92,17 +92,24 @@ struct Call {
   bool direct_a;  // A read in place by the direct kernels, not packed (UsesDirectA)
 };
 
-// A float32 product whose K is at most this reads A in place (KernelTable::direct_one) instead
-// of packing it: a strip's rows (12 x 512 floats, 24 KB) then stay in L1 while the kernel
-// sweeps the panels, and packing A cost as much as the products of a narrow layer (12544 x 16 x
-// 16: 42 -> 78 GFLOP/s; 3136 x 144 x 24: 65 -> 79). Past it the twelve rows read at once
-// missed L1 (2048^3: 95 -> 79 % of the peak).
+// A product whose K is at most this many words (floats, or bf16 pairs) reads A in place
+// (KernelTable::direct_one) instead of packing it, when A already is the compute type's words:
+// a float32 A for float32 products, a bf16 A of even K and even leading dimension (so that
+// no pair straddles two rows) for bf16 ones. A strip's rows (12 x 512 words, 24 KB) then stay
+// in L1 while the kernel sweeps the panels, and packing A cost as much as the products of a
+// narrow layer (12544 x 16 x 16: 42 -> 78 GFLOP/s; 3136 x 144 x 24: 65 -> 79). Past it the
+// twelve rows read at once missed L1 (2048^3: 95 -> 79 % of the peak).
 constexpr int64_t kMaxDirectADepth = 512;
 
 bool UsesDirectA(const GemmArgs& g, bool bf16, const KernelTable& kernels) {
-  return !bf16 && g.a_type == DType::kFloat32 && !g.transpose_a && g.k <= kMaxDirectADepth &&
-         kernels.direct_one[1] != nullptr;
+  if (g.transpose_a || StepsFor(g.k, bf16) > kMaxDirectADepth || kernels.direct_one[1] == nullptr) return false;
+  if (!bf16) return g.a_type == DType::kFloat32;
+  return g.a_type == DType::kBFloat16 && g.k % 2 == 0 && g.lda % 2 == 0 &&
+         reinterpret_cast<uintptr_t>(g.a) % sizeof(uint32_t) == 0;
 }
+
+// A's leading dimension in words, for the direct kernels.
+int64_t DirectLda(const GemmArgs& g, bool bf16) { return bf16 ? g.lda / 2 : g.lda; }
 
 // The epilogue of rows [i, i + rows) and columns [j0, j0 + nc) of C, each step a separate float
 // operation in the documented order so that an unfused graph (MatMul, then BiasAdd, then the
@@ -214,11 +221,11 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   }
   // The distance from one strip to the next (in words: a float32 A's are its floats), and where
   // K block kb of strip s starts: in the packed copy, or in A itself for the direct kernels.
-  auto strip_stride = [&](int64_t steps) { return call.direct_a ? mr * g.lda : steps * mr; };
+  const int64_t direct_lda = call.direct_a ? DirectLda(g, call.bf16) : 0;
+  auto strip_stride = [&](int64_t steps) { return call.direct_a ? mr * direct_lda : steps * mr; };
   auto strip_at = [&](int64_t kb, int64_t s, int64_t steps) -> const uint32_t* {
     if (call.direct_a) {
-      const float* a = static_cast<const float*>(g.a) + i0 * g.lda + kb * block_k + s * strip_stride(steps);
-      return reinterpret_cast<const uint32_t*>(a);
+      return static_cast<const uint32_t*>(g.a) + i0 * direct_lda + kb * kKcSteps + s * strip_stride(steps);
     }
     return ap + strips * mr * kb * kKcSteps + s * strip_stride(steps);
   };
@@ -228,7 +235,7 @@ void RunTask(const Call& call, int64_t i0, int64_t rows, int64_t panel0, int64_t
   // A last panel with at most kNr / 2 valid columns takes the half-width kernel.
   const bool half_panel = g.n % kNr != 0 && g.n % kNr <= kNr / 2;
   MicroKernelArgs args;
-  args.lda = call.direct_a ? g.lda : 0;
+  args.lda = direct_lda;
   // Points args at K block kb: its step count and whether it adds to earlier blocks; returns
   // the step count (the strides of both operands' blocks follow from it).
   auto set_k_block = [&](int64_t kb) {

@@ -49,8 +49,8 @@ struct MicroKernelArgs {
   int64_t b_group_stride = 0;  // words
   int64_t t_group_stride = 0;  // floats
   // For the direct kernels (KernelTable::direct_*): A is not packed but read where it lies, a
-  // float32 row-major matrix whose strip row r, step s is a[r * lda + s]; a_group_stride then
-  // counts floats.
+  // row-major matrix of words (floats, or bf16 pairs for a bf16 table) whose strip row r, step
+  // s is a[r * lda + s]; lda and a_group_stride then count words of A.
   int64_t lda = 0;
 };
 
@@ -71,10 +71,11 @@ struct KernelTable {
   // One panel, only its first kNr / 2 columns: for a last panel with no more valid columns
   // (an output layer of 10 classes), half the work of `one`.
   MicroKernelFn half[kMaxMr + 1] = {};
-  // `one` and `half` reading a float32 A in place (MicroKernelArgs::lda), with the same
-  // multiply-adds in the same order: for a product of one or two panels, where packing A cost
-  // as much as the products (N = 16: 35 % of the FMA peak packed, 75 % in place). Null where an
-  // instruction set has none (then A is packed).
+  // `one` and `half` reading A in place (MicroKernelArgs::lda: a float32 A for a float32
+  // table, a bf16 A of even K for a bf16 one), with the same multiply-adds in the same order:
+  // for a product of one or two panels, where packing A cost as much as the products (N = 16:
+  // 35 % of the FMA peak packed, 75 % in place). Null where an instruction set has none (then
+  // A is packed).
   MicroKernelFn direct_one[kMaxMr + 1] = {};
   MicroKernelFn direct_half[kMaxMr + 1] = {};
 };

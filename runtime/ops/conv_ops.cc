@@ -33,10 +33,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/bfloat16.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
@@ -155,44 +157,61 @@ StatusOr<std::vector<TensorSpec>> InferBackpropFilter(const ShapeInferenceContex
 constexpr int64_t kIm2colFloats = 128 * 1024;
 constexpr int64_t kMinBlockRows = 32;
 
-// Rows [row0, row0 + rows) of the im2col matrix.
-void Im2Col(const Geometry& g, const float* in, int64_t row0, int64_t rows, float* dst) {
+// Rows [row0, row0 + rows) of the im2col matrix, of float32 or bf16 elements.
+template <typename T>
+void Im2Col(const Geometry& g, const T* in, int64_t row0, int64_t rows, T* dst) {
   const int64_t oh_n = g.wh.out, ow_n = g.ww.out;
   const int64_t kdim = g.kh * g.kw * g.c;
-  const size_t pixel_bytes = static_cast<size_t>(g.c) * sizeof(float);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t row = row0 + r;
-    const int64_t ow = row % ow_n;
-    const int64_t oh = (row / ow_n) % oh_n;
-    const int64_t n = row / (ow_n * oh_n);
-    float* d = dst + r * kdim;
+  // The row's pixel, stepped along rather than divided out of the row index for each row.
+  int64_t ow = row0 % ow_n, oh = (row0 / ow_n) % oh_n, n = row0 / (ow_n * oh_n);
+  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 < ow_n ? ow + 1 : 0) {
+    if (r > 0 && ow == 0 && ++oh == oh_n) {
+      oh = 0;
+      ++n;
+    }
+    T* d = dst + r * kdim;
     for (int64_t i = 0; i < g.kh; ++i) {
       const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
       if (ih < 0 || ih >= g.h) {
-        std::fill(d, d + g.kw * g.c, 0.0f);
+        std::fill(d, d + g.kw * g.c, T{});
         d += g.kw * g.c;
         continue;
       }
-      const float* src_row = in + (n * g.h + ih) * g.w * g.c;
+      const T* src_row = in + (n * g.h + ih) * g.w * g.c;
       const int64_t iw0 = ow * g.sw - g.ww.pad_before;
       if (g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w) {
         // The window's row lies inside the image: KW pixels that are adjacent in NHWC, one
         // copy (a stem's 7 x 3 channels were 7 calls of 12 bytes).
-        std::memcpy(d, src_row + iw0 * g.c, static_cast<size_t>(g.kw) * pixel_bytes);
+        std::memcpy(d, src_row + iw0 * g.c, static_cast<size_t>(g.kw * g.c) * sizeof(T));
         d += g.kw * g.c;
         continue;
       }
       for (int64_t j = 0; j < g.kw; ++j, d += g.c) {
         const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
         if (iw < 0 || iw >= g.w) {
-          std::fill(d, d + g.c, 0.0f);
+          std::fill(d, d + g.c, T{});
         } else {
-          std::memcpy(d, src_row + iw * g.c, pixel_bytes);
+          std::memcpy(d, src_row + iw * g.c, static_cast<size_t>(g.c) * sizeof(T));
         }
       }
     }
   }
 }
+
+// A bf16 product rounds its operands to bf16 as the matmul core packs them; a convolution's
+// input, copied KH x KW times by im2col, is rounded once instead, here, and im2col then copies
+// half the bytes into an A that the core reads in place (gemm.h's direct A). The same bits.
+// `slot` picks one of this thread's two buffers (the filter's gradient rounds x and dy).
+const uint16_t* RoundedToBf16(const float* x, int64_t count, int slot) {
+  thread_local std::vector<bfloat16> buffers[2];
+  std::vector<bfloat16>& b = buffers[slot];
+  if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<size_t>(count));
+  FloatToBfloat16(std::span<const float>(x, static_cast<size_t>(count)), std::span<bfloat16>(b.data(), static_cast<size_t>(count)));
+  return reinterpret_cast<const uint16_t*>(b.data());
+}
+
+// This thread's im2col block of `elements` bf16s, in the float scratch.
+uint16_t* Bf16Scratch(int64_t elements) { return reinterpret_cast<uint16_t*>(ThreadScratch((elements + 1) / 2)); }
 
 // The inverse scatter: adds rows [row0, row0 + rows) of a [rows, kdim] matrix into the input
 // positions they were gathered from (what hangs over the padding is dropped). Rows in order,
@@ -322,36 +341,27 @@ void Float64Conv(const Geometry& g, ConvProduct which, const double* x, const do
 
 // ---- Conv2D ----
 
-// Conv2D, and FusedConv2D when `epilogue` is given; `g` is ConvGeometry of the op's inputs.
-Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, const GemmEpilogue& epilogue) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
-  if (input.dtype() == DType::kFloat64) {
-    Float64Conv(g, ConvProduct::kForward, input.data<double>().data(), filter.data<double>().data(), nullptr,
-                out->mutable_data<double>().data(), out->num_elements());
-    return Status::Ok();
-  }
+// out = the convolution of `in` with `filter` ([KH, KW, C, Cout], float32 or bf16) over `g`,
+// products in `compute`, then `epilogue`: the float32 and bf16 forward product of Conv2D, and
+// of a stride-1 input gradient (InputGradient). `packed` is the session's packing of the
+// filter, or null.
+Status ConvProductInto(ThreadPool& pool, std::string_view op, const Geometry& g, const float* in, const void* filter,
+                       DType filter_type, DType compute, bool bf16_winograd, const PackedB* packed,
+                       const GemmEpilogue& epilogue, float* po) {
   const int64_t rows = g.n * g.pixels_per_image();
   const int64_t cout = g.out.dim(3);
   const int64_t kdim = g.kh * g.kw * g.c;
   if (rows == 0 || cout == 0) return Status::Ok();
-
-  const float* in = input.data<float>().data();
-  float* po = out->mutable_data<float>().data();
-  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
-  LS_ASSIGN_OR_RETURN(const bool bf16_winograd, ctx.attrs().GetBoolOr("bf16_winograd", false));
   const ConvWay way =
-      ChooseConvWay(g.kh, g.kw, {g.sh, g.sw}, {g.dh, g.dw}, g.c, cout, filter.dtype(), compute, bf16_winograd);
+      ChooseConvWay(g.kh, g.kw, {g.sh, g.sw}, {g.dh, g.dw}, g.c, cout, filter_type, compute, bf16_winograd);
   if (way == ConvWay::kDirect) {
-    DirectConv(g, cout, in, filter.data<float>().data(), epilogue, po, ctx.pool());
+    DirectConv(g, cout, in, static_cast<const float*>(filter), epilogue, po, pool);
     return Status::Ok();
   }
   if (way == ConvWay::kWinograd) {
-    const PackedB* packed = ctx.packed_input(1);
     if (packed == nullptr) {
       thread_local PackedB per_call;
-      PackWinogradFilter(filter.raw_data(), filter.dtype(), g.c, cout, compute, per_call, &ctx.pool());
+      PackWinogradFilter(filter, filter_type, g.c, cout, compute, per_call, &pool);
       packed = &per_call;
     }
     if (packed->k() != g.c || packed->n() != WinogradPackedColumns(cout)) {
@@ -359,12 +369,11 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
                       std::to_string(packed->n()) + ", Winograd's needs " + std::to_string(g.c) + " x " +
                       std::to_string(WinogradPackedColumns(cout)));
     }
-    WinogradConv(g, cout, in, *packed, epilogue, po, ctx.pool());
+    WinogradConv(g, cout, in, *packed, epilogue, po, pool);
     return Status::Ok();
   }
   // The filter is the product's B, [KH * KW * Cin, Cout]: packed when the session was built
   // if it is a constant, else once here for all the blocks below.
-  const PackedB* packed = ctx.packed_input(1);
   if (packed != nullptr && (packed->k() != kdim || packed->n() != cout)) {
     return Internal(std::string(op) + ": the packed filter is " + std::to_string(packed->k()) + " x " +
                     std::to_string(packed->n()) + ", the product needs " + std::to_string(kdim) + " x " +
@@ -372,7 +381,7 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
   }
   if (packed == nullptr) {
     thread_local PackedB per_call;
-    per_call.Repack(filter.raw_data(), filter.dtype(), false, kdim, cout, cout, compute);
+    per_call.Repack(filter, filter_type, false, kdim, cout, cout, compute);
     packed = &per_call;
   }
   GemmArgs gemm;
@@ -391,29 +400,56 @@ Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, c
     gemm.m = rows;
     gemm.a = in;
     gemm.c = po;
-    Gemm(gemm, &ctx.pool());
+    Gemm(gemm, &pool);
     return Status::Ok();
   }
   // Gemm computes each row of C the same way whatever M, so the blocking changes speed only;
   // blocks need not hold whole images here (nothing is summed across rows).
-  const int64_t threads = ctx.pool().num_threads();
+  const int64_t threads = pool.num_threads();
   int64_t block_rows = std::max(kMinBlockRows, kIm2colFloats / std::max<int64_t>(kdim, 1));
   if (threads > 1) block_rows = std::min(block_rows, std::max(kMinBlockRows, rows / (threads * 4)));
   block_rows = std::min(block_rows, rows);
   const int64_t count = (rows + block_rows - 1) / block_rows;
-  ForEachBlock(ctx.pool(), count, [&](int64_t block, ThreadPool* pool) {
+  // bf16 columns when the products are bf16 and each row holds whole pairs.
+  const uint16_t* in16 = compute == DType::kBFloat16 && kdim % 2 == 0
+                             ? RoundedToBf16(in, g.n * g.h * g.w * g.c, 0)
+                             : nullptr;
+  ForEachBlock(pool, count, [&](int64_t block, ThreadPool* block_pool) {
     const int64_t row0 = block * block_rows;
     const int64_t m = std::min(block_rows, rows - row0);
-    float* col = ThreadScratch(m * kdim);
-    Im2Col(g, in, row0, m, col);
     GemmArgs args = gemm;
+    if (in16 != nullptr) {
+      uint16_t* col = Bf16Scratch(m * kdim);
+      Im2Col(g, in16, row0, m, col);
+      args.a = col;
+      args.a_type = DType::kBFloat16;
+    } else {
+      float* col = ThreadScratch(m * kdim);
+      Im2Col(g, in, row0, m, col);
+      args.a = col;
+    }
     args.m = m;
-    args.a = col;
     args.c = po + row0 * cout;
     if (args.epilogue.residual != nullptr) args.epilogue.residual += row0 * cout;
-    Gemm(args, pool);
+    Gemm(args, block_pool);
   });
   return Status::Ok();
+}
+
+// Conv2D, and FusedConv2D when `epilogue` is given; `g` is ConvGeometry of the op's inputs.
+Status ConvForward(KernelContext& ctx, std::string_view op, const Geometry& g, const GemmEpilogue& epilogue) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& filter = ctx.input(1);
+  LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, input.dtype(), g.out));
+  if (input.dtype() == DType::kFloat64) {
+    Float64Conv(g, ConvProduct::kForward, input.data<double>().data(), filter.data<double>().data(), nullptr,
+                out->mutable_data<double>().data(), out->num_elements());
+    return Status::Ok();
+  }
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
+  LS_ASSIGN_OR_RETURN(const bool bf16_winograd, ctx.attrs().GetBoolOr("bf16_winograd", false));
+  return ConvProductInto(ctx.pool(), op, g, input.data<float>().data(), filter.raw_data(), filter.dtype(), compute,
+                         bf16_winograd, ctx.packed_input(1), epilogue, out->mutable_data<float>().data());
 }
 
 Status Conv2DKernel(KernelContext& ctx) {
@@ -467,6 +503,59 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
 
 // ---- Conv2DBackpropInput(dy, filter, input) ----
 
+// At stride 1 a convolution's input gradient is itself a convolution: of dy, with the filter
+// turned half a turn and its channel axes swapped (F'[i][j][co][ci] = F[KH-1-i][KW-1-j][ci][co]),
+// padded by the window's extent less the forward padding, giving dx's height and width. That
+// runs as a forward product (im2col over dy, or Winograd), with K = KH * KW * Cout, and writes
+// dx once, where dy · Fᵀ had K = Cout and a col2im adding KH * KW times into dx (on the
+// Fashion-MNIST ResNet that scatter alone was 7 % of a training step). Each element of dx is
+// then one accumulator over (tap, output channel): a different order from col2im's, the same
+// whatever the threads or the batch.
+struct StridedOneTranspose {
+  bool applies = false;
+  Geometry g;                    // the convolution of dy that gives dx
+  const void* filter = nullptr;  // F', in the filter's dtype (this thread's scratch)
+};
+
+// dst[i][j][co][ci] = src[KH-1-i][KW-1-j][ci][co], elements copied as their bits.
+template <typename Bits>
+void FlipFilter(const Bits* src, Bits* dst, const Geometry& g, int64_t cout) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const Bits* tap = src + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * g.c * cout;
+      Bits* d = dst + (i * g.kw + j) * cout * g.c;
+      for (int64_t co = 0; co < cout; ++co) {
+        for (int64_t ci = 0; ci < g.c; ++ci) d[co * g.c + ci] = tap[ci * cout + co];
+      }
+    }
+  }
+}
+
+StridedOneTranspose TransposedConvolution(const Geometry& g, const Tensor& filter) {
+  StridedOneTranspose t;
+  const int64_t pad_h = (g.kh - 1) * g.dh - g.wh.pad_before, pad_w = (g.kw - 1) * g.dw - g.ww.pad_before;
+  if (pad_h < 0 || pad_w < 0) return t;  // a forward pad past the window's extent: col2im
+  const int64_t cout = g.out.dim(3);
+  t.g = g;
+  t.g.h = g.wh.out;
+  t.g.w = g.ww.out;
+  t.g.c = cout;
+  t.g.wh = Window{g.h, pad_h};
+  t.g.ww = Window{g.w, pad_w};
+  t.g.out = Shape{g.n, g.h, g.w, g.c};
+  const size_t bytes = static_cast<size_t>(filter.num_elements()) * DTypeSize(filter.dtype());
+  thread_local std::vector<uint32_t> flipped;  // words: float32 or bf16 pairs, aligned for both
+  flipped.resize((bytes + 3) / 4);
+  if (filter.dtype() == DType::kBFloat16) {
+    FlipFilter(static_cast<const uint16_t*>(filter.raw_data()), reinterpret_cast<uint16_t*>(flipped.data()), g, cout);
+  } else {
+    FlipFilter(static_cast<const uint32_t*>(filter.raw_data()), flipped.data(), g, cout);
+  }
+  t.filter = flipped.data();
+  t.applies = true;
+  return t;
+}
+
 // dx = the gradient of a convolution with `filter` whose input is like `like`, for its output
 // gradient dy: Conv2DBackpropInput's and Conv2DTranspose's kernel.
 Status InputGradient(KernelContext& ctx, std::string_view op, const Tensor& dy, const Tensor& filter,
@@ -481,14 +570,22 @@ Status InputGradient(KernelContext& ctx, std::string_view op, const Tensor& dy, 
     return Status::Ok();
   }
   float* pdx = dx->mutable_data<float>().data();
-  std::fill(pdx, pdx + dx->num_elements(), 0.0f);
   const int64_t cout = g.out.dim(3);
   const int64_t kdim = g.kh * g.kw * g.c;
+  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
+  if (g.n * g.pixels_per_image() > 0 && cout > 0 && kdim > 0 && g.sh == 1 && g.sw == 1) {
+    const StridedOneTranspose t = TransposedConvolution(g, filter);
+    if (t.applies) {
+      LS_ASSIGN_OR_RETURN(const bool bf16_winograd, ctx.attrs().GetBoolOr("bf16_winograd", false));
+      return ConvProductInto(ctx.pool(), op, t.g, dy.data<float>().data(), t.filter, filter.dtype(), compute,
+                             bf16_winograd, nullptr, GemmEpilogue{}, pdx);
+    }
+  }
+  std::fill(pdx, pdx + dx->num_elements(), 0.0f);
   if (g.n * g.pixels_per_image() == 0 || cout == 0 || kdim == 0) return Status::Ok();
 
   // Fᵀ, [Cout, KH * KW * Cin], packed once for every block. (The pointer, not the name, goes
   // into the lambda: a thread_local's name would mean each worker's own, empty one.)
-  LS_ASSIGN_OR_RETURN(const DType compute, ComputeType(ctx.attrs(), filter.dtype()));
   thread_local PackedB per_call;
   per_call.Repack(filter.raw_data(), filter.dtype(), true, cout, kdim, cout, compute);
   const PackedB* filter_t = &per_call;
@@ -558,19 +655,32 @@ Status BackpropFilterKernel(KernelContext& ctx) {
   const Blocks blocks = ImageBlocks(g, 1, /*spread=*/false);
   const float* in = input.data<float>().data();
   const float* pdy = dy.data<float>().data();
+  // bf16 products: x and dy rounded once (RoundedToBf16), the columns and dy packed from bf16.
+  const bool bf16 = compute == DType::kBFloat16;
+  const uint16_t* in16 = bf16 ? RoundedToBf16(in, g.n * g.h * g.w * g.c, 0) : nullptr;
+  const uint16_t* dy16 = bf16 ? RoundedToBf16(pdy, rows * cout, 1) : nullptr;
   for (int64_t block = 0; block < blocks.count; ++block) {
     const int64_t row0 = block * blocks.rows(g);
     const int64_t m = std::min(blocks.rows(g), rows - row0);
-    float* col = ThreadScratch(m * kdim);
-    Im2Col(g, in, row0, m, col);
     GemmArgs args;
+    if (bf16) {
+      uint16_t* col = Bf16Scratch(m * kdim);
+      Im2Col(g, in16, row0, m, col);
+      args.a = col;
+      args.a_type = DType::kBFloat16;
+      args.b = dy16 + row0 * cout;
+      args.b_type = DType::kBFloat16;
+    } else {
+      float* col = ThreadScratch(m * kdim);
+      Im2Col(g, in, row0, m, col);
+      args.a = col;
+      args.b = pdy + row0 * cout;
+    }
     args.transpose_a = true;  // col is [m, kdim]: op(A) = colᵀ
     args.m = kdim;
     args.n = cout;
     args.k = m;
-    args.a = col;
     args.lda = kdim;
-    args.b = pdy + row0 * cout;
     args.ldb = cout;
     args.beta = block == 0 ? 0.0f : 1.0f;
     args.bf16_compute = compute == DType::kBFloat16;

@@ -159,6 +159,72 @@ TEST(ConvGradients, Float32KernelsMatchTheReferenceOnAnyThreadCount) {
   }
 }
 
+// At stride 1 the input gradient runs as a convolution of dy with the filter turned half a turn
+// (conv_ops.cc's TransposedConvolution), Winograd's for a float32 layer of 32 channels, with
+// im2col in bf16; a forward pad past the window's extent keeps col2im. Every case against the
+// float64 loops within the dot product bound (Winograd's within four times it), the same bits
+// on one thread and on four.
+TEST(ConvGradients, StrideOneInputGradientsAreConvolutionsOfDy) {
+  struct Case {
+    Shape input, filter;
+    AttrMap attrs;
+    double bound_scale;
+  };
+  AttrMap explicit_pads{{"padding", std::string("EXPLICIT")},
+                        {"explicit_paddings", std::vector<int64_t>{0, 0, 2, 0, 0, 1, 0, 0}}};
+  AttrMap past_extent{{"padding", std::string("EXPLICIT")},
+                      {"explicit_paddings", std::vector<int64_t>{0, 0, 3, 1, 1, 4, 0, 0}}};
+  AttrMap dilated = WindowAttrs({1, 1}, "SAME");
+  dilated.Set("dilations", std::vector<int64_t>{2, 1});
+  AttrMap bf16 = WindowAttrs({1, 1}, "SAME");
+  bf16.Set("precision", std::string("bfloat16"));
+  const std::vector<Case> cases = {
+      {Shape{3, 7, 6, 5}, Shape{3, 2, 5, 4}, explicit_pads, 1},
+      {Shape{2, 5, 6, 3}, Shape{3, 3, 3, 4}, past_extent, 1},
+      {Shape{2, 8, 7, 4}, Shape{3, 3, 4, 6}, dilated, 1},
+      {Shape{2, 9, 7, 32}, Shape{3, 3, 32, 40}, WindowAttrs({1, 1}, "SAME"), 4},  // Winograd
+      {Shape{2, 6, 6, 16}, Shape{3, 3, 16, 16}, bf16, 1},
+  };
+  uint64_t seed = 60;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.input.ToString() + " * " + c.filter.ToString());
+    const Tensor x = op_test::RandomTensor(c.input, seed++);
+    const Tensor f = op_test::RandomTensor(c.filter, seed++);
+    StatusOr<std::vector<Tensor>> y = RunOp("Conv2D", std::vector<Tensor>{x, f}, c.attrs);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    const Tensor dy = op_test::RandomTensor(y.value()[0].shape(), seed++);
+    const OpDef* def = OpRegistry::Global().Find("Conv2DBackpropInput");
+    ASSERT_NE(def, nullptr);
+    ThreadPool one(1), four(4);
+    const std::vector<Tensor> inputs = {dy, f, x};
+    StatusOr<std::vector<Tensor>> a = RunOp(*def, inputs, c.attrs, one);
+    StatusOr<std::vector<Tensor>> b = RunOp(*def, inputs, c.attrs, four);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+    EXPECT_TRUE(a.value()[0].BitwiseEqual(b.value()[0]));
+    // bf16 products: the reference takes the operands rounded to bf16, as the kernel does.
+    const bool rounds = c.attrs.GetStringViewOr("precision", "float32").value() == "bfloat16";
+    auto wide = [&](const Tensor& t) {
+      if (!rounds) return ToF64(t);
+      StatusOr<std::vector<Tensor>> r = RunOp("Cast", std::vector<Tensor>{t}, AttrMap{{"dtype", DType::kBFloat16}});
+      EXPECT_TRUE(r.ok());
+      r = RunOp("Cast", r.value(), AttrMap{{"dtype", DType::kFloat64}});
+      EXPECT_TRUE(r.ok());
+      return r.value()[0];
+    };
+    AttrMap f64_attrs = c.attrs;
+    f64_attrs.Set("precision", std::string("float32"));
+    const std::vector<Tensor> wide_inputs = {wide(dy), wide(f), ToF64(x)};
+    StatusOr<std::vector<Tensor>> ref = RunOp(*def, wide_inputs, f64_attrs, one);
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    const double terms = static_cast<double>(c.filter.dim(0) * c.filter.dim(1) * c.filter.dim(3));
+    const double bound = c.bound_scale * (terms + 1) * op_test::kU * terms;
+    const auto got = a.value()[0].data<float>();
+    const auto want = ref.value()[0].data<double>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], bound) << i;
+  }
+}
+
 // Mixed precision: a bf16 filter and precision bfloat16 on a float32 one compute the same bf16
 // products (the filter rounded once either way), forward and backward; the filter's gradient is
 // float32, and differs from the float32 products'.

@@ -418,47 +418,54 @@ TEST(GemmPathsTest, AllPathsAgreeBitForBit) {
   ASSERT_TRUE(SetGemmPath(saved).ok());
 }
 
-// A float32 A of K <= 512 is read in place on the AVX-512 path (KernelTable::direct_one)
-// instead of packed: the same multiply-adds in the same order, so the bits of the paths that
-// pack it, at every strip height (M tails), every width (a half panel, a partial one, several),
-// across leading dimensions wider than K, with the epilogue and beta, on any thread count.
-TEST(GemmPathsTest, AFloatAReadInPlaceGivesThePackedBits) {
+// An A of K <= 512 words is read in place on the AVX-512 and AVX2 paths (KernelTable::direct_one)
+// instead of packed, a float32 A for float32 products and a bf16 A of even K and even leading
+// dimension for bf16 ones (AVX2): the same multiply-adds in the same order, so the bits of the
+// paths that pack it, at every strip height (M tails), every width (a half panel, a partial one,
+// several), across leading dimensions wider than K (odd ones: packed), with the epilogue and
+// beta, on any thread count.
+TEST(GemmPathsTest, AnAReadInPlaceGivesThePackedBits) {
   const GemmPath saved = ActiveGemmPath();
   ThreadPool pool(3);
   uint64_t seed = 500;
   int cases = 0;
-  for (int64_t m : {1, 11, 12, 13, 100}) {
-    for (int64_t n : {1, 16, 24, 33, 64, 100}) {
-      for (int64_t k : {1, 16, 144, 512, 513}) {
-        Problem p;
-        p.m = m;
-        p.n = n;
-        p.k = k;
-        p.pad = (m + n) % 2 == 0 ? 0 : 3;
-        p.packed = n % 2 == 0;
-        p.bias = k != 16;
-        p.residual = n >= 24;
-        p.act = Activation::kRelu;
-        if (m == 13) p.beta = 0.5f;
-        p.Fill(seed++);
-        std::vector<float> reference;
-        for (GemmPath path : SupportedGemmPaths()) {
-          ASSERT_TRUE(SetGemmPath(path).ok());
-          for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
-            std::vector<float> out = p.c;
-            Gemm(p.Args(out.data()), threads);
-            if (reference.empty()) {
-              reference = out;
-            } else {
-              ASSERT_TRUE(BitwiseEqual(reference, out)) << GemmPathName(path) << " " << p.Describe();
+  for (DType type : {DType::kFloat32, DType::kBFloat16}) {
+    const bool bf16 = type == DType::kBFloat16;
+    for (int64_t m : {1, 11, 12, 13, 100}) {
+      for (int64_t n : {1, 16, 24, 33, 64, 100}) {
+        for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{144}, bf16 ? int64_t{1024} : int64_t{512},
+                          bf16 ? int64_t{1026} : int64_t{513}}) {
+          Problem p;
+          p.m = m;
+          p.n = n;
+          p.k = k;
+          p.a_type = p.b_type = type;
+          p.pad = (m + n) % 2 == 0 ? 0 : 3;
+          p.packed = n % 2 == 0;
+          p.bias = k != 16;
+          p.residual = n >= 24;
+          p.act = Activation::kRelu;
+          if (m == 13) p.beta = 0.5f;
+          p.Fill(seed++);
+          std::vector<float> reference;
+          for (GemmPath path : SupportedGemmPaths()) {
+            ASSERT_TRUE(SetGemmPath(path).ok());
+            for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+              std::vector<float> out = p.c;
+              Gemm(p.Args(out.data()), threads);
+              if (reference.empty()) {
+                reference = out;
+              } else {
+                ASSERT_TRUE(BitwiseEqual(reference, out)) << GemmPathName(path) << " " << p.Describe();
+              }
             }
           }
+          ++cases;
         }
-        ++cases;
       }
     }
   }
-  EXPECT_EQ(cases, 150);
+  EXPECT_EQ(cases, 300);
   ASSERT_TRUE(SetGemmPath(saved).ok());
 }
 

@@ -346,6 +346,68 @@ TEST(Session, PacksWinogradFiltersTransformed) {
                               32 * 16 * 32 * sizeof(float), 6);
 }
 
+// A filter fed per call (training's) is packed by the op; a constant one by the session. The
+// two give the same bits: float32, and bf16 (the image rounded once, its columns read in place
+// by the matmul core where they hold whole pairs, packed where not), every padding, windows not
+// square, a layer whose K is too deep to read A in place, and FusedConv2D's bias, residual and
+// activation.
+TEST(Session, ConstantAndFedConvolutionFiltersGiveTheSameBits) {
+  struct Case {
+    const char* op;
+    Shape image, filter;
+    AttrMap attrs;
+  };
+  const AttrMap same{{"padding", std::string("SAME")}};
+  const AttrMap asymmetric{{"padding", std::string("EXPLICIT")},
+                           {"explicit_paddings", std::vector<int64_t>{0, 0, 2, 1, 0, 3, 0, 0}}};
+  AttrMap bf16 = same, bf16_valid{{"padding", std::string("VALID")}}, fused = same;
+  bf16.Set("precision", std::string("bfloat16"));
+  bf16_valid.Set("precision", std::string("bfloat16"));
+  fused.Set("activation", std::string("relu"));
+  const Case cases[] = {
+      {"Conv2D", {2, 7, 6, 5}, {3, 3, 5, 8}, same},
+      {"Conv2D", {3, 8, 9, 4}, {3, 2, 4, 12}, asymmetric},
+      {"Conv2D", {2, 5, 5, 200}, {3, 3, 200, 8}, same},  // K 1800: A packed
+      {"Conv2D", {2, 6, 6, 16}, {3, 3, 16, 24}, bf16},
+      {"Conv2D", {1, 5, 7, 6}, {2, 2, 6, 40}, bf16_valid},
+      {"Conv2D", {2, 6, 6, 3}, {3, 3, 3, 8}, bf16},  // K 27: float32 columns rounded as packed
+      {"FusedConv2D", {2, 6, 5, 8}, {3, 3, 8, 16}, fused},
+  };
+  uint32_t seed = 30;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.image.ToString() + " * " + c.filter.ToString());
+    std::mt19937 rng(seed++);
+    const Tensor filter = RandomTensor(c.filter, rng), bias = RandomTensor(Shape{c.filter.dim(3)}, rng);
+    const Tensor in = RandomTensor(c.image, rng);
+    const bool is_fused = std::string_view(c.op) == "FusedConv2D";
+    auto conv = RunOp("Conv2D", std::vector<Tensor>{in, filter}, c.attrs);
+    ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+    const Tensor residual = RandomTensor((*conv)[0].shape(), rng);
+    std::vector<Tensor> fed = {in, filter};
+    if (is_fused) fed = {in, filter, bias, residual};
+    auto want = RunOp(c.op, fed, c.attrs);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+    GraphBuilder g;
+    std::string x = g.Input("x", DType::kFloat32, c.image);
+    std::vector<std::string> inputs = {x, g.Const("f", filter)};
+    if (is_fused) inputs.push_back(g.Const("b", bias));
+    if (is_fused) inputs.push_back(g.Input("r", DType::kFloat32, residual.shape()));
+    std::string y = g.Op(c.op, inputs, c.attrs, "y");
+    Signature sig = OneInOneOut(x, c.image, y, (*want)[0].shape());
+    if (is_fused) sig.inputs.push_back({"r", "r", DType::kFloat32, residual.shape()});
+    g.AddSignature(sig);
+    auto session = MustCreate(std::move(g).Build());
+    ASSERT_NE(session, nullptr);
+    EXPECT_GT(session->packed_weight_bytes(), 0u);
+    std::vector<NamedTensor> feeds = {{"x", in}};
+    if (is_fused) feeds.push_back({"r", residual});
+    std::vector<NamedTensor> out;
+    ASSERT_TRUE(session->Run("serving_default", feeds, &out).ok());
+    EXPECT_TRUE(out[0].tensor.BitwiseEqual((*want)[0]));
+  }
+}
+
 // A session with release_packed_weights, and whether each of `signatures` gives on `inputs`
 // bitwise what a session of the same model without it gives.
 std::unique_ptr<Session> ExpectReleasingChangesNoResult(const Model& model, std::span<const char* const> signatures,
