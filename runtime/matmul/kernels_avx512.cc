@@ -119,10 +119,50 @@ struct Bf16Kernel {
   }
 };
 
+// Bf16Kernel<R, 1, kHalf> reading a bf16 A in place (lda and a_group_stride in words), rows as
+// F32DirectKernel reaches them.
+template <int R, bool kHalf>
+struct Bf16DirectKernel {
+  static constexpr int V = kHalf ? kVecs / 2 : kVecs;
+  static void Run(const MicroKernelArgs& g) {
+    const int64_t lda = g.lda;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      float* t = g.t + group * g.t_group_stride;
+      __m512 acc[R][V];
+      StartTile<R, V>(g, t, acc);
+      const uint32_t* a = g.a + group * g.a_group_stride;
+      const uint32_t* p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
+      const uint32_t* b = g.b + group * g.b_group_stride;
+      for (int64_t s = 0; s < g.steps; ++s, b += kNr) {
+        __m512 hi[V], lo[V];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) {
+          const __m512i w = _mm512_loadu_si512(b + v * 16);
+          hi[v] = High(w);
+          lo[v] = Low(w);
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          const __m512i aw = _mm512_set1_epi32(static_cast<int>(p[r / 3][(r % 3) * lda + s]));
+          const __m512 ahi = High(aw), alo = Low(aw);
+#pragma GCC unroll 4
+          for (int v = 0; v < V; ++v) {
+            acc[r][v] = _mm512_fmadd_ps(ahi, hi[v], acc[r][v]);
+            acc[r][v] = _mm512_fmadd_ps(alo, lo[v], acc[r][v]);
+          }
+        }
+      }
+      asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
+      StoreTile<R, V>(g, t, acc);
+    }
+  }
+};
+
 }  // namespace
 
 constinit const KernelTable kAvx512F32 =
     WithDirectKernels<F32DirectKernel, kMr>(MakeKernelTable<F32Kernel, kMr, Avx512Wide>("avx512"));
-constinit const KernelTable kAvx512Bf16Emulated = MakeKernelTable<Bf16Kernel, kMr, Avx512Wide>("avx512");
+constinit const KernelTable kAvx512Bf16Emulated =
+    WithDirectKernels<Bf16DirectKernel, kMr>(MakeKernelTable<Bf16Kernel, kMr, Avx512Wide>("avx512"));
 
 }  // namespace lockstep::gemm_internal

@@ -420,7 +420,7 @@ TEST(GemmPathsTest, AllPathsAgreeBitForBit) {
 
 // An A of K <= 512 words is read in place on the AVX-512 and AVX2 paths (KernelTable::direct_one)
 // instead of packed, a float32 A for float32 products and a bf16 A of even K and even leading
-// dimension for bf16 ones (AVX2): the same multiply-adds in the same order, so the bits of the
+// dimension for bf16 ones: the same multiply-adds in the same order, so the bits of the
 // paths that pack it, at every strip height (M tails), every width (a half panel, a partial one,
 // several), across leading dimensions wider than K (odd ones: packed), with the epilogue and
 // beta, on any thread count.
