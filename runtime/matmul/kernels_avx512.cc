@@ -56,35 +56,24 @@ struct F32Kernel {
 };
 
 // F32Kernel<R, 1, kHalf> reading A in place (MicroKernelArgs::lda): the same fused
-// multiply-adds in the same order. The rows are reached from four pointers three rows apart
-// (row r at p[r / 3] + (r % 3) * lda, which x86 addresses as base + index * scale): twelve row
-// pointers would not fit in the general registers beside the loop's others.
+// multiply-adds in the same order.
 template <int R, bool kHalf>
 struct F32DirectKernel {
   static constexpr int V = kHalf ? kVecs / 2 : kVecs;
   static void Run(const MicroKernelArgs& g) {
-    const int64_t lda = g.lda;
-    for (int64_t group = 0; group < g.groups; ++group) {
-      float* t = g.t + group * g.t_group_stride;
-      __m512 acc[R][V];
-      StartTile<R, V>(g, t, acc);
-      const float* a = reinterpret_cast<const float*>(g.a) + group * g.a_group_stride;
-      const float* p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
-      const float* b = reinterpret_cast<const float*>(g.b + group * g.b_group_stride);
-      for (int64_t s = 0; s < g.steps; ++s, b += kNr) {
-        __m512 bv[V];
+    RunDirectTiles<R, V>(g, [](const uint32_t* const (&p)[4], int64_t lda, int64_t s, const uint32_t* bw,
+                               __m512 (&acc)[R][V]) {
+      const float* b = reinterpret_cast<const float*>(bw);
+      __m512 bv[V];
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
+      for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-          const __m512 av = _mm512_set1_ps(p[r / 3][(r % 3) * lda + s]);
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_set1_ps(reinterpret_cast<const float*>(p[r / 3])[(r % 3) * lda + s]);
 #pragma GCC unroll 4
-          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-        }
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
       }
-      asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
-      StoreTile<R, V>(g, t, acc);
-    }
+    });
   }
 };
 
@@ -119,42 +108,31 @@ struct Bf16Kernel {
   }
 };
 
-// Bf16Kernel<R, 1, kHalf> reading a bf16 A in place (lda and a_group_stride in words), rows as
-// F32DirectKernel reaches them.
+// Bf16Kernel<R, 1, kHalf> reading a bf16 A in place (lda and a_group_stride in words).
 template <int R, bool kHalf>
 struct Bf16DirectKernel {
   static constexpr int V = kHalf ? kVecs / 2 : kVecs;
   static void Run(const MicroKernelArgs& g) {
-    const int64_t lda = g.lda;
-    for (int64_t group = 0; group < g.groups; ++group) {
-      float* t = g.t + group * g.t_group_stride;
-      __m512 acc[R][V];
-      StartTile<R, V>(g, t, acc);
-      const uint32_t* a = g.a + group * g.a_group_stride;
-      const uint32_t* p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
-      const uint32_t* b = g.b + group * g.b_group_stride;
-      for (int64_t s = 0; s < g.steps; ++s, b += kNr) {
-        __m512 hi[V], lo[V];
+    RunDirectTiles<R, V>(g, [](const uint32_t* const (&p)[4], int64_t lda, int64_t s, const uint32_t* b,
+                               __m512 (&acc)[R][V]) {
+      __m512 hi[V], lo[V];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        const __m512i w = _mm512_loadu_si512(b + v * 16);
+        hi[v] = High(w);
+        lo[v] = Low(w);
+      }
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512i aw = _mm512_set1_epi32(static_cast<int>(p[r / 3][(r % 3) * lda + s]));
+        const __m512 ahi = High(aw), alo = Low(aw);
 #pragma GCC unroll 4
         for (int v = 0; v < V; ++v) {
-          const __m512i w = _mm512_loadu_si512(b + v * 16);
-          hi[v] = High(w);
-          lo[v] = Low(w);
-        }
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-          const __m512i aw = _mm512_set1_epi32(static_cast<int>(p[r / 3][(r % 3) * lda + s]));
-          const __m512 ahi = High(aw), alo = Low(aw);
-#pragma GCC unroll 4
-          for (int v = 0; v < V; ++v) {
-            acc[r][v] = _mm512_fmadd_ps(ahi, hi[v], acc[r][v]);
-            acc[r][v] = _mm512_fmadd_ps(alo, lo[v], acc[r][v]);
-          }
+          acc[r][v] = _mm512_fmadd_ps(ahi, hi[v], acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(alo, lo[v], acc[r][v]);
         }
       }
-      asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
-      StoreTile<R, V>(g, t, acc);
-    }
+    });
   }
 };
 

@@ -46,34 +46,24 @@ struct Bf16Kernel {
 };
 
 // Bf16Kernel<R, 1, kHalf> reading a bf16 A in place (MicroKernelArgs::lda and a_group_stride in
-// words: pairs), the rows reached as F32DirectKernel reaches them (kernels_avx512.cc): the same
-// vdpbf16ps in the same order. A convolution's bf16 columns need no packing then.
+// words: pairs): the same vdpbf16ps in the same order. A convolution's bf16 columns need no
+// packing then.
 template <int R, bool kHalf>
 struct Bf16DirectKernel {
   static constexpr int V = kHalf ? kVecs / 2 : kVecs;
   static void Run(const MicroKernelArgs& g) {
-    const int64_t lda = g.lda;
-    for (int64_t group = 0; group < g.groups; ++group) {
-      float* t = g.t + group * g.t_group_stride;
-      __m512 acc[R][V];
-      StartTile<R, V>(g, t, acc);
-      const uint32_t* a = g.a + group * g.a_group_stride;
-      const uint32_t* p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
-      const uint32_t* b = g.b + group * g.b_group_stride;
-      for (int64_t s = 0; s < g.steps; ++s, b += kNr) {
-        __m512bh bv[V];
+    RunDirectTiles<R, V>(g, [](const uint32_t* const (&p)[4], int64_t lda, int64_t s, const uint32_t* b,
+                               __m512 (&acc)[R][V]) {
+      __m512bh bv[V];
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + v * 16);
+      for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + v * 16);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-          const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(p[r / 3][(r % 3) * lda + s]));
+      for (int r = 0; r < R; ++r) {
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(p[r / 3][(r % 3) * lda + s]));
 #pragma GCC unroll 4
-          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
-        }
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
       }
-      asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
-      StoreTile<R, V>(g, t, acc);
-    }
+    });
   }
 };
 

@@ -74,6 +74,26 @@ __attribute__((always_inline)) inline void RunTiles(const MicroKernelArgs& g, in
   }
 }
 
+// The loop the direct kernels share (KernelTable::direct_*), as RunTiles with A read in place:
+// `step(p, lda, s, b, acc)` once per k step, where row r's word for step s is p[r / 3][(r % 3) *
+// lda + s]. Four pointers three rows apart, since x86 addresses base + index * scale: twelve row
+// pointers would not fit in the general registers beside the loop's others.
+template <int R, int V, typename Step>
+__attribute__((always_inline)) inline void RunDirectTiles(const MicroKernelArgs& g, Step step) {
+  const int64_t lda = g.lda;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    float* t = g.t + group * g.t_group_stride;
+    __m512 acc[R][V];
+    StartTile<R, V>(g, t, acc);
+    const uint32_t* a = g.a + group * g.a_group_stride;
+    const uint32_t* const p[4] = {a, a + 3 * lda, a + 6 * lda, a + 9 * lda};
+    const uint32_t* b = g.b + group * g.b_group_stride;
+    for (int64_t s = 0; s < g.steps; ++s, b += kNr) step(p, lda, s, b, acc);
+    asm volatile("" : "+r"(t));  // as RunTiles: recompute the rows' addresses
+    StoreTile<R, V>(g, t, acc);
+  }
+}
+
 // Panels per call for a strip of r rows (of 12): as many as keep at most 24 accumulators.
 constexpr int Avx512Wide(int r) { return r <= 3 ? 4 : r == 4 ? 3 : r <= 6 ? 2 : 1; }
 
