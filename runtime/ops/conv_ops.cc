@@ -2,7 +2,9 @@
 // core. With col the im2col matrix (row r: output pixel r's receptive field in filter order
 // (kh, kw, cin), zeros over the padding) and F the filter as a [KH * KW * Cin, Cout] matrix:
 //   Conv2D                 out  = col · F
-//   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx
+//   Conv2DBackpropInput    dcol = dy · Fᵀ, then col2im adds each row of dcol back into dx; at
+//                          stride 1 instead the convolution of dy with F turned half a turn
+//                          (conv_lowering.h's TransposedConvolution)
 //   Conv2DBackpropFilter   dF   = colᵀ · dy
 //   FusedConv2D            Conv2D with a bias [Cout], a residual (input 3, the output's shape:
 //                          a skip connection's Add) and an activation in the Gemm's epilogue
@@ -26,6 +28,7 @@
 // packed transformed (in bf16 only with attr bf16_winograd, ChooseConvWay). The session's packing
 // (PackFilter) follows the same choice, from the filter's shape and the attrs alone.
 //
+// bf16 products take the image rounded once to bf16 and im2col copies bf16 (conv_lowering.h).
 // im2col runs block by block, so the scratch stays small however large the batch. The
 // backward ops cut blocks of whole images: a block's col2im touches only its own images, so
 // blocks run in parallel without sharing a write, and every sum is taken in the same order
@@ -38,11 +41,11 @@
 
 #include "runtime/activation.h"
 #include "runtime/autodiff/gradient_builder.h"
-#include "runtime/bfloat16.h"
 #include "runtime/matmul/gemm.h"
 #include "runtime/matmul/packed_b.h"
 #include "runtime/op_registry.h"
 #include "runtime/ops/conv_direct.h"
+#include "runtime/ops/conv_lowering.h"
 #include "runtime/ops/conv_winograd.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/ops.h"
@@ -151,114 +154,6 @@ StatusOr<std::vector<TensorSpec>> InferBackpropFilter(const ShapeInferenceContex
   LS_RETURN_IF_ERROR(CheckInputCount("Conv2DBackpropFilter", ctx.inputs.size(), 3, 3));
   LS_RETURN_IF_ERROR(ConvGeometry("Conv2DBackpropFilter", ctx.attrs, ctx.inputs[0], ctx.inputs[2]).status());
   return Single(ctx.inputs[0].dtype, ctx.inputs[2].shape);  // a bf16 filter's gradient is float32
-}
-
-// Budget of one im2col block, in floats: it and the Gemm's packed copy of it stay near L2.
-constexpr int64_t kIm2colFloats = 128 * 1024;
-constexpr int64_t kMinBlockRows = 32;
-
-// Rows [row0, row0 + rows) of the im2col matrix, of float32 or bf16 elements.
-template <typename T>
-void Im2Col(const Geometry& g, const T* in, int64_t row0, int64_t rows, T* dst) {
-  const int64_t oh_n = g.wh.out, ow_n = g.ww.out;
-  const int64_t kdim = g.kh * g.kw * g.c;
-  // The row's pixel, stepped along rather than divided out of the row index for each row.
-  int64_t ow = row0 % ow_n, oh = (row0 / ow_n) % oh_n, n = row0 / (ow_n * oh_n);
-  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 < ow_n ? ow + 1 : 0) {
-    if (r > 0 && ow == 0 && ++oh == oh_n) {
-      oh = 0;
-      ++n;
-    }
-    T* d = dst + r * kdim;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
-      if (ih < 0 || ih >= g.h) {
-        std::fill(d, d + g.kw * g.c, T{});
-        d += g.kw * g.c;
-        continue;
-      }
-      const T* src_row = in + (n * g.h + ih) * g.w * g.c;
-      const int64_t iw0 = ow * g.sw - g.ww.pad_before;
-      if (g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w) {
-        // The window's row lies inside the image: KW pixels that are adjacent in NHWC, one
-        // copy (a stem's 7 x 3 channels were 7 calls of 12 bytes).
-        std::memcpy(d, src_row + iw0 * g.c, static_cast<size_t>(g.kw * g.c) * sizeof(T));
-        d += g.kw * g.c;
-        continue;
-      }
-      for (int64_t j = 0; j < g.kw; ++j, d += g.c) {
-        const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
-        if (iw < 0 || iw >= g.w) {
-          std::fill(d, d + g.c, T{});
-        } else {
-          std::memcpy(d, src_row + iw * g.c, static_cast<size_t>(g.c) * sizeof(T));
-        }
-      }
-    }
-  }
-}
-
-// A bf16 product rounds its operands to bf16 as the matmul core packs them; a convolution's
-// input, copied KH x KW times by im2col, is rounded once instead, here, and im2col then copies
-// half the bytes into an A that the core reads in place (gemm.h's direct A). The same bits.
-// `slot` picks one of this thread's two buffers (the filter's gradient rounds x and dy).
-const uint16_t* RoundedToBf16(const float* x, int64_t count, int slot) {
-  thread_local std::vector<bfloat16> buffers[2];
-  std::vector<bfloat16>& b = buffers[slot];
-  if (static_cast<int64_t>(b.size()) < count) b.resize(static_cast<size_t>(count));
-  FloatToBfloat16(std::span<const float>(x, static_cast<size_t>(count)), std::span<bfloat16>(b.data(), static_cast<size_t>(count)));
-  return reinterpret_cast<const uint16_t*>(b.data());
-}
-
-// This thread's im2col block of `elements` bf16s, in the float scratch.
-uint16_t* Bf16Scratch(int64_t elements) { return reinterpret_cast<uint16_t*>(ThreadScratch((elements + 1) / 2)); }
-
-// The inverse scatter: adds rows [row0, row0 + rows) of a [rows, kdim] matrix into the input
-// positions they were gathered from (what hangs over the padding is dropped). Rows in order,
-// so each element of dx sums its contributions in one fixed order.
-void Col2ImAdd(const Geometry& g, const float* col, int64_t row0, int64_t rows, float* dx) {
-  const int64_t oh_n = g.wh.out, ow_n = g.ww.out;
-  const int64_t kdim = g.kh * g.kw * g.c;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t row = row0 + r;
-    const int64_t ow = row % ow_n;
-    const int64_t oh = (row / ow_n) % oh_n;
-    const int64_t n = row / (ow_n * oh_n);
-    const float* s = col + r * kdim;
-    for (int64_t i = 0; i < g.kh; ++i, s += g.kw * g.c) {
-      const int64_t ih = oh * g.sh - g.wh.pad_before + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      float* dst_row = dx + (n * g.h + ih) * g.w * g.c;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.ww.pad_before + j * g.dw;
-        if (iw < 0 || iw >= g.w) continue;
-        float* __restrict d = dst_row + iw * g.c;
-        const float* __restrict v = s + j * g.c;
-        for (int64_t k = 0; k < g.c; ++k) d[k] += v[k];
-      }
-    }
-  }
-}
-
-// How the backward ops cut the im2col rows: into blocks of whole images, so that a block's
-// col2im writes only its own images.
-struct Blocks {
-  int64_t images_per_block = 1;
-  int64_t count = 0;
-  int64_t rows(const Geometry& g) const { return images_per_block * g.pixels_per_image(); }
-};
-
-// `spread`: may the blocks be made smaller so that several threads get one each. Only for
-// ops whose result does not depend on where the blocks fall.
-Blocks ImageBlocks(const Geometry& g, int64_t threads, bool spread) {
-  const int64_t kdim = std::max<int64_t>(g.kh * g.kw * g.c, 1);
-  const int64_t pixels = std::max<int64_t>(g.pixels_per_image(), 1);
-  int64_t rows = std::max(kMinBlockRows, kIm2colFloats / kdim);
-  if (spread && threads > 1) rows = std::min(rows, std::max(kMinBlockRows, g.n * pixels / (threads * 4)));
-  Blocks b;
-  b.images_per_block = std::clamp<int64_t>(rows / pixels, 1, std::max<int64_t>(g.n, 1));
-  b.count = (g.n + b.images_per_block - 1) / b.images_per_block;
-  return b;
 }
 
 // Which way a forward convolution runs. ConvForward and the session's packing (PackFilter)
@@ -502,59 +397,6 @@ StatusOr<std::shared_ptr<const PackedB>> PackFilter(const AttrMap& attrs, int in
 }
 
 // ---- Conv2DBackpropInput(dy, filter, input) ----
-
-// At stride 1 a convolution's input gradient is itself a convolution: of dy, with the filter
-// turned half a turn and its channel axes swapped (F'[i][j][co][ci] = F[KH-1-i][KW-1-j][ci][co]),
-// padded by the window's extent less the forward padding, giving dx's height and width. That
-// runs as a forward product (im2col over dy, or Winograd), with K = KH * KW * Cout, and writes
-// dx once, where dy · Fᵀ had K = Cout and a col2im adding KH * KW times into dx (on the
-// Fashion-MNIST ResNet that scatter alone was 7 % of a training step). Each element of dx is
-// then one accumulator over (tap, output channel): a different order from col2im's, the same
-// whatever the threads or the batch.
-struct StridedOneTranspose {
-  bool applies = false;
-  Geometry g;                    // the convolution of dy that gives dx
-  const void* filter = nullptr;  // F', in the filter's dtype (this thread's scratch)
-};
-
-// dst[i][j][co][ci] = src[KH-1-i][KW-1-j][ci][co], elements copied as their bits.
-template <typename Bits>
-void FlipFilter(const Bits* src, Bits* dst, const Geometry& g, int64_t cout) {
-  for (int64_t i = 0; i < g.kh; ++i) {
-    for (int64_t j = 0; j < g.kw; ++j) {
-      const Bits* tap = src + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * g.c * cout;
-      Bits* d = dst + (i * g.kw + j) * cout * g.c;
-      for (int64_t co = 0; co < cout; ++co) {
-        for (int64_t ci = 0; ci < g.c; ++ci) d[co * g.c + ci] = tap[ci * cout + co];
-      }
-    }
-  }
-}
-
-StridedOneTranspose TransposedConvolution(const Geometry& g, const Tensor& filter) {
-  StridedOneTranspose t;
-  const int64_t pad_h = (g.kh - 1) * g.dh - g.wh.pad_before, pad_w = (g.kw - 1) * g.dw - g.ww.pad_before;
-  if (pad_h < 0 || pad_w < 0) return t;  // a forward pad past the window's extent: col2im
-  const int64_t cout = g.out.dim(3);
-  t.g = g;
-  t.g.h = g.wh.out;
-  t.g.w = g.ww.out;
-  t.g.c = cout;
-  t.g.wh = Window{g.h, pad_h};
-  t.g.ww = Window{g.w, pad_w};
-  t.g.out = Shape{g.n, g.h, g.w, g.c};
-  const size_t bytes = static_cast<size_t>(filter.num_elements()) * DTypeSize(filter.dtype());
-  thread_local std::vector<uint32_t> flipped;  // words: float32 or bf16 pairs, aligned for both
-  flipped.resize((bytes + 3) / 4);
-  if (filter.dtype() == DType::kBFloat16) {
-    FlipFilter(static_cast<const uint16_t*>(filter.raw_data()), reinterpret_cast<uint16_t*>(flipped.data()), g, cout);
-  } else {
-    FlipFilter(static_cast<const uint32_t*>(filter.raw_data()), flipped.data(), g, cout);
-  }
-  t.filter = flipped.data();
-  t.applies = true;
-  return t;
-}
 
 // dx = the gradient of a convolution with `filter` whose input is like `like`, for its output
 // gradient dy: Conv2DBackpropInput's and Conv2DTranspose's kernel.
