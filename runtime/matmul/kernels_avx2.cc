@@ -7,9 +7,11 @@
 // values in registers, each chunk over all the K steps before the next (the strip is read
 // again from L1). float32 strips are 6 rows: a chunk of 6 x 16 is 12 accumulators, enough
 // independent chains to keep both FMA pipes busy through the FMA latency (the 2 x 32 tile
-// this replaced had 8: 44 GFLOP/s against OpenBLAS's 65 on 512^3 on a Zen 3). bf16 strips are
-// 4 rows: each step is two dependent FMAs per accumulator, and 4 x 16 is 8 accumulators beside
-// the B vectors' two halves. No standard-library code here (see kernels_avx512.cc).
+// this replaced had 8: 43 GFLOP/s against OpenBLAS's 66 on 512^3 on a Zen 3; 51 now). bf16
+// strips are 4 rows: each step is two dependent FMAs per accumulator, and 4 x 16 is 8
+// accumulators beside the B vectors' two halves. The direct kernels (KernelTable::direct_*)
+// are the same chunks reading A's rows where they lie. No standard-library code here (see
+// kernels_avx512.cc).
 #include <immintrin.h>
 
 #include "runtime/matmul/microkernel.h"
