@@ -31,11 +31,16 @@ constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 31;
 std::string FrameTfRecord(std::string_view record) {
   std::string out;
   out.reserve(record.size() + 16);
-  PutLittleEndian(record.size(), 8, out);
-  PutLittleEndian(MaskCrc32c(Crc32c(std::string_view(out.data(), 8))), 4, out);
-  out.append(record);
-  PutLittleEndian(MaskCrc32c(Crc32c(record)), 4, out);
+  AppendTfRecord(record, &out);
   return out;
+}
+
+void AppendTfRecord(std::string_view record, std::string* out) {
+  const size_t start = out->size();
+  PutLittleEndian(record.size(), 8, *out);
+  PutLittleEndian(MaskCrc32c(Crc32c(std::string_view(out->data() + start, 8))), 4, *out);
+  out->append(record);
+  PutLittleEndian(MaskCrc32c(Crc32c(record)), 4, *out);
 }
 
 StatusOr<TfRecordReader> TfRecordReader::Open(const std::string& path, Options options) {

@@ -91,5 +91,7 @@ class TfRecordWriter {
 
 // The framing of one record, for tests and for writers that assemble files themselves.
 std::string FrameTfRecord(std::string_view record);
+// The same framing appended to `out` (whose capacity a writer reuses).
+void AppendTfRecord(std::string_view record, std::string* out);
 
 }  // namespace lockstep

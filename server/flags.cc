@@ -84,6 +84,18 @@ const FlagSpec kFlags[] = {
     {"admin_token_file", &ServerFlags::admin_token_file,
      "A file holding a token that admin calls (HandleReloadConfigRequest) must send as 'authorization: Bearer "
      "<token>', from any peer. Without it, admin calls are allowed from loopback only."},
+    {"request_log_max_file_bytes", &ServerFlags::request_log_max_file_bytes,
+     "Lockstep's, for logging_config's file collector: a request log file closes (and a new one opens) before a "
+     "record would take it past this many bytes."},
+    {"request_log_max_file_age_seconds", &ServerFlags::request_log_max_file_age_seconds,
+     "Lockstep's: a request log file closes once it has been open this long; until it closes it is named "
+     "*.tfrecord.partial."},
+    {"request_log_queue_records", &ServerFlags::request_log_queue_records,
+     "Lockstep's: sampled requests waiting for the log writer; past it (or past 256 MiB) they are dropped and "
+     "counted, never waited for."},
+    {"request_log_max_record_bytes", &ServerFlags::request_log_max_record_bytes,
+     "Lockstep's: a PredictionLog record larger than this is written without its tensors' values and examples "
+     "(log_metadata.truncated)."},
     {"help", &ServerFlags::help, "Print this help and exit."},
     {"version", &ServerFlags::version, "Print the version and exit."},
 };
@@ -203,6 +215,14 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   if (flags.rest_api_timeout_in_ms <= 0) return InvalidArgument("--rest_api_timeout_in_ms must be positive");
   if (flags.rest_api_max_request_bytes <= 0) return InvalidArgument("--rest_api_max_request_bytes must be positive");
   LS_RETURN_IF_ERROR(check_non_negative("rest_api_max_connections", flags.rest_api_max_connections));
+  auto check_positive = [](std::string_view name, int64_t value) {
+    if (value <= 0) return InvalidArgument("--" + std::string(name) + " must be positive");
+    return Status::Ok();
+  };
+  LS_RETURN_IF_ERROR(check_positive("request_log_max_file_bytes", flags.request_log_max_file_bytes));
+  LS_RETURN_IF_ERROR(check_positive("request_log_max_file_age_seconds", flags.request_log_max_file_age_seconds));
+  LS_RETURN_IF_ERROR(check_positive("request_log_queue_records", flags.request_log_queue_records));
+  LS_RETURN_IF_ERROR(check_positive("request_log_max_record_bytes", flags.request_log_max_record_bytes));
   if (flags.drain_timeout_seconds < 0 || flags.drain_timeout_seconds > 3600) {
     return InvalidArgument("--drain_timeout_seconds must be between 0 and 3600");
   }

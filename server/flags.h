@@ -42,6 +42,11 @@ struct ServerFlags {
   int64_t metrics_gone_version_grace_seconds = 300;  // Lockstep's: a gone version's series stay this long
   std::string ssl_config_file;              // SSLConfig: TLS for gRPC and REST; empty: plaintext
   std::string admin_token_file;             // Lockstep's: admin calls need this token (else loopback only)
+  // Lockstep's, for logging_config's file collector (server/request_log/):
+  int64_t request_log_max_file_bytes = int64_t{64} << 20;   // a log file closes before it passes this
+  int64_t request_log_max_file_age_seconds = 300;           // and once it has been open this long
+  int64_t request_log_queue_records = 4096;                 // records waiting to be written; more are dropped
+  int64_t request_log_max_record_bytes = int64_t{4} << 20;  // larger records are truncated
   bool help = false;
   bool version = false;
 };

@@ -7,6 +7,7 @@
 #include "server/inference.h"
 #include "server/model_info.h"
 #include "server/request_id.h"
+#include "server/request_log/prediction_logs.h"
 #include "server/status_mapping.h"
 #include "runtime/saved_model/tensor_proto.h"
 
@@ -134,7 +135,9 @@ class PredictionServiceImpl::GrpcPredictCall final : public lockstep::PredictCal
     self_ = std::move(self);
     context_ = context;
     reactor_ = reactor;
-    service_.predict_.Start({request, response, RoutingKey(*context), SteadyDeadline(*context)}, this);
+    service_.predict_.Start({request, response, RoutingKey(*context), ClientMetadata(*context, "x-request-id"),
+                             SteadyDeadline(*context)},
+                            this);
   }
 
  private:
@@ -172,8 +175,8 @@ PredictionServiceImpl::~PredictionServiceImpl() = default;
 class PredictionServiceImpl::ExamplesCall final : public BatchTask {
  public:
   ExamplesCall(PredictionServiceImpl& service, grpc::CallbackServerContext* context,
-               grpc::ServerUnaryReactor* reactor, std::string_view method)
-      : service_(service), context_(context), reactor_(reactor), method_(method) {}
+               grpc::ServerUnaryReactor* reactor, std::string_view method, LogBuilder log)
+      : service_(service), context_(context), reactor_(reactor), method_(method), log_(std::move(log)) {}
 
   // Serves the call, readied by `prepare(&record, &run)`; it is answered before this returns,
   // or later by a batch thread.
@@ -206,6 +209,11 @@ class PredictionServiceImpl::ExamplesCall final : public BatchTask {
   void Answer(const Status& status) {
     service_.metrics_.Record(record_, status.code(),
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    if (status.ok() && service_.logger_ != nullptr && record_.servable) {
+      const LoadedVersion& served = *record_.servable;
+      service_.logger_->MaybeLog(served.model(), ClientMetadata(*context_, "x-request-id"),
+                                 [&](tfs::PredictionLog* log) { log_(served, log); });
+    }
     grpc::ServerUnaryReactor* reactor = reactor_;
     const grpc::Status finished = FinishCall(context_, method_, status);
     PredictionServiceImpl& service = service_;
@@ -220,6 +228,7 @@ class PredictionServiceImpl::ExamplesCall final : public BatchTask {
   // The context's default reactor, made once: DefaultReactor() makes it anew each time it is called.
   grpc::ServerUnaryReactor* const reactor_;
   const std::string_view method_;
+  const LogBuilder log_;
   std::unique_ptr<ExamplesCall> self_;  // owns this call while it is in flight
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point deadline_;
@@ -230,12 +239,12 @@ class PredictionServiceImpl::ExamplesCall final : public BatchTask {
 template <typename Prepare>
 grpc::ServerUnaryReactor* PredictionServiceImpl::StartExamples(grpc::CallbackServerContext* context,
                                                                std::string_view method, std::string_view api,
-                                                               Prepare&& prepare) {
+                                                               Prepare&& prepare, LogBuilder log) {
   // Counted before the drain check, so that a drain that sees none in flight knows every later
   // call will see it draining.
   in_flight_.fetch_add(1);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  ExamplesCall::Start(std::make_unique<ExamplesCall>(*this, context, reactor, method), api,
+  ExamplesCall::Start(std::make_unique<ExamplesCall>(*this, context, reactor, method, std::move(log)), api,
                       std::forward<Prepare>(prepare));
   return reactor;
 }
@@ -254,28 +263,42 @@ grpc::ServerUnaryReactor* PredictionServiceImpl::Predict(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* PredictionServiceImpl::Classify(grpc::CallbackServerContext* context,
                                                           const tfs::ClassificationRequest* request,
                                                           tfs::ClassificationResponse* response) {
-  return StartExamples(context, "Classify", "classify", [=, this](RequestRecord* record, ExamplesRun* run) {
-    return PrepareExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
-                           response->mutable_model_spec(), record, run);
-  });
+  return StartExamples(
+      context, "Classify", "classify",
+      [=, this](RequestRecord* record, ExamplesRun* run) {
+        return PrepareExamples(manager_, *context, request->model_spec(), request->input(),
+                               response->mutable_result(), response->mutable_model_spec(), record, run);
+      },
+      [=](const LoadedVersion& served, tfs::PredictionLog* log) {
+        ClassifyLogFromMessages(served, *request, *response, log);
+      });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::Regress(grpc::CallbackServerContext* context,
                                                          const tfs::RegressionRequest* request,
                                                          tfs::RegressionResponse* response) {
-  return StartExamples(context, "Regress", "regress", [=, this](RequestRecord* record, ExamplesRun* run) {
-    return PrepareExamples(manager_, *context, request->model_spec(), request->input(), response->mutable_result(),
-                           response->mutable_model_spec(), record, run);
-  });
+  return StartExamples(
+      context, "Regress", "regress",
+      [=, this](RequestRecord* record, ExamplesRun* run) {
+        return PrepareExamples(manager_, *context, request->model_spec(), request->input(),
+                               response->mutable_result(), response->mutable_model_spec(), record, run);
+      },
+      [=](const LoadedVersion& served, tfs::PredictionLog* log) {
+        RegressLogFromMessages(served, *request, *response, log);
+      });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::MultiInference(grpc::CallbackServerContext* context,
                                                                 const tfs::MultiInferenceRequest* request,
                                                                 tfs::MultiInferenceResponse* response) {
-  return StartExamples(context, "MultiInference", "multi_inference",
-                       [=, this](RequestRecord* record, ExamplesRun* run) {
-                         return PrepareMultiInference(manager_, *context, *request, response, record, run);
-                       });
+  return StartExamples(
+      context, "MultiInference", "multi_inference",
+      [=, this](RequestRecord* record, ExamplesRun* run) {
+        return PrepareMultiInference(manager_, *context, *request, response, record, run);
+      },
+      [=](const LoadedVersion& served, tfs::PredictionLog* log) {
+        MultiInferenceLogFromMessages(served, *request, *response, log);
+      });
 }
 
 grpc::ServerUnaryReactor* PredictionServiceImpl::GetModelMetadata(grpc::CallbackServerContext* context,

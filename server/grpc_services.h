@@ -91,6 +91,11 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   ~PredictionServiceImpl() override;
 
   int in_flight() const { return in_flight_.load(); }
+  // Answered calls are offered to `logger` (logging_config). Before the server starts.
+  void set_request_logger(RequestLogger* logger) {
+    logger_ = logger;
+    predict_.set_request_logger(logger);
+  }
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const tensorflow::serving::PredictRequest* request,
@@ -114,16 +119,19 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
   class ExamplesCall;
 
   // Serves a Classify, Regress or MultiInference call, readied by `prepare(record, run)`:
-  // counted in flight, refused while draining, recorded in the metrics.
+  // counted in flight, refused while draining, recorded in the metrics; once answered, logged
+  // (when drawn) as `log(served, record)` builds it.
+  using LogBuilder = std::function<void(const LoadedVersion&, tensorflow::serving::PredictionLog*)>;
   template <typename Prepare>
   grpc::ServerUnaryReactor* StartExamples(grpc::CallbackServerContext* context, std::string_view method,
-                                          std::string_view api, Prepare&& prepare);
+                                          std::string_view api, Prepare&& prepare, LogBuilder log);
 
   const ModelManager& manager_;
   ServingMetrics& metrics_;
   const ServerHealth& health_;
   BatchScheduler* const batching_;
-  const PredictApi predict_;
+  RequestLogger* logger_ = nullptr;
+  PredictApi predict_;
   PooledMessageAllocator<tensorflow::serving::PredictRequest, tensorflow::serving::PredictResponse>
       predict_messages_;
   std::atomic<int> in_flight_{0};

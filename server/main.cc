@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // A file size limit (ulimit -f) reached by a request log makes its write fail, which the log
+  // reports; it must not end the server.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   spdlog::info("event=starting version=\"{}\"", ServerVersionString());
   // A reference to gRPC's library that main never gives back, so that the server's destructor

@@ -51,6 +51,15 @@ ModelManager::Options ManagerOptions(const ServerFlags& flags) {
   return options;
 }
 
+RequestLogOptions RequestLogOptionsFrom(const ServerFlags& flags) {
+  RequestLogOptions options;
+  options.file.max_file_bytes = flags.request_log_max_file_bytes;
+  options.file.max_file_age = std::chrono::seconds(flags.request_log_max_file_age_seconds);
+  options.max_queue_records = static_cast<size_t>(flags.request_log_queue_records);
+  options.max_record_bytes = static_cast<size_t>(flags.request_log_max_record_bytes);
+  return options;
+}
+
 std::unique_ptr<BatchScheduler> MakeBatchScheduler(const std::optional<ServerBatching>& batching,
                                                    ServingMetrics& metrics) {
   if (!batching) return nullptr;
@@ -91,6 +100,7 @@ ModelServer::ModelServer(const ServerFlags& flags, std::optional<ServerBatching>
       metrics_(manager_, std::chrono::seconds(flags.metrics_gone_version_grace_seconds)),
       health_(manager_),
       shadow_(metrics_),
+      request_logger_(metrics_, RequestLogOptionsFrom(flags)),
       server_batching_(std::move(batching)),
       batching_(MakeBatchScheduler(server_batching_, metrics_)),
       rest_api_(manager_, metrics_, health_, shadow_, batching_.get()),
@@ -98,7 +108,11 @@ ModelServer::ModelServer(const ServerFlags& flags, std::optional<ServerBatching>
       model_service_(manager_, [this](const tensorflow::serving::ModelServerConfig& proto) {
         return ReloadConfig(proto);
       }),
-      inference_service_(manager_, metrics_, health_, shadow_, batching_.get()) {}
+      inference_service_(manager_, metrics_, health_, shadow_, batching_.get()) {
+  rest_api_.set_request_logger(&request_logger_);
+  prediction_service_.set_request_logger(&request_logger_);
+  inference_service_.set_request_logger(&request_logger_);
+}
 
 ModelServer::~ModelServer() { Shutdown(); }
 
@@ -232,11 +246,12 @@ StatusOr<ModelServer::ServerConfig> ModelServer::TranslateConfig(
   LS_ASSIGN_OR_RETURN(config.store, StoreConfigFromProto(proto));
   LS_ASSIGN_OR_RETURN(config.batching,
                       ModelBatchingFromConfig(proto, server_batching_ ? &*server_batching_ : nullptr));
+  LS_ASSIGN_OR_RETURN(config.logging, ModelLoggingFromConfig(proto));
   return config;
 }
 
 Status ModelServer::ApplyConfig(ServerConfig config) {
-  return ApplyStoreConfig(std::move(config.store), std::move(config.batching));
+  return ApplyStoreConfig(std::move(config.store), std::move(config.batching), config.logging);
 }
 
 bool ModelServer::WaitForLoads() {
@@ -250,7 +265,7 @@ bool ModelServer::WaitForLoads() {
   return false;
 }
 
-Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching) {
+Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching, const ModelLoggingMap& logging) {
   std::lock_guard<std::mutex> lock(config_mu_);
   // A model that left the config is forgotten as unloaded: if it comes back, it loads.
   std::set<std::string, std::less<>> unloaded;
@@ -264,6 +279,7 @@ Status ModelServer::ApplyStoreConfig(StoreConfig config, ModelBatching batching)
   if (!status.ok() && status.code() != StatusCode::kUnknown) return status;
   applied_ = std::move(full);
   applied_batching_ = std::move(batching);
+  request_logger_.SetModels(logging);
   unloaded_ = std::move(unloaded);
   PublishRepositoryLocked();
   return status;
@@ -466,6 +482,8 @@ void ModelServer::Shutdown() {
     if (http_) http_->Stop();
     // After the transports: requests still queued in it are answered before they end.
     if (batching_) batching_->Stop();
+    // Once no request can answer any more: everything it logged is written and its files closed.
+    request_logger_.Stop();
     manager_.Stop();
   });
 }

@@ -28,6 +28,7 @@
 #include "server/health.h"
 #include "server/open_inference/grpc_inference_service.h"
 #include "server/open_inference/model_repository.h"
+#include "server/request_log/request_logger.h"
 #include "server/shadow.h"
 #include "server/http_server.h"
 #include "server/rest_api.h"
@@ -78,13 +79,15 @@ class ModelServer {
   struct ServerConfig {
     StoreConfig store;
     ModelBatching batching;
+    ModelLoggingMap logging;  // the models that log requests
   };
   StatusOr<ServerConfig> TranslateConfig(const tensorflow::serving::ModelServerConfig& proto) const;
   Status ApplyConfig(ServerConfig config);
   // Applies `config` (see the top of this file). UNKNOWN when models it adds have no version
   // available once their loads are done; the config is applied all the same.
-  // `batching` goes to the batch scheduler once the model store has taken `config`.
-  Status ApplyStoreConfig(StoreConfig config, ModelBatching batching);
+  // `batching` goes to the batch scheduler once the model store has taken `config`, and
+  // `logging` to the request logger once the config is applied.
+  Status ApplyStoreConfig(StoreConfig config, ModelBatching batching, const ModelLoggingMap& logging);
   Status ApplyStoreConfigLocked(StoreConfig config, ModelBatching batching);
   // Waits (at most kFirstLoadWait, less if the server stops) for the manager's loads.
   bool WaitForLoads();
@@ -98,6 +101,7 @@ class ModelServer {
   ServingMetrics metrics_;
   ServerHealth health_;
   ShadowRunner shadow_;
+  RequestLogger request_logger_;  // before the transports, whose answered requests it takes
   const std::optional<ServerBatching> server_batching_;
   // Declared before the transports: their requests wait in it, so it outlives them.
   std::unique_ptr<BatchScheduler> batching_;

@@ -4,6 +4,7 @@
 
 #include "runtime/saved_model/tensor_proto.h"
 #include "server/inference.h"
+#include "server/request_log/prediction_logs.h"
 
 namespace lockstep {
 
@@ -88,6 +89,11 @@ Status PredictCall::WriteResponse() {
   for (const NamedTensor& output : outputs_) LS_RETURN_IF_ERROR(TensorToProto(output.tensor, &out[output.name]));
   FillServedSpec(*record_.servable, args_.request->model_spec().signature_name(),
                  args_.response->mutable_model_spec());
+  if (api_->logger_ != nullptr) {
+    api_->logger_->MaybeLog(record_.servable->model(), args_.request_id, [&](tfs::PredictionLog* log) {
+      PredictLogFromMessages(*record_.servable, *args_.request, *args_.response, log);
+    });
+  }
   return Status::Ok();
 }
 

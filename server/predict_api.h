@@ -17,6 +17,7 @@
 #include "runtime/status.h"
 #include "server/batching/batch_scheduler.h"
 #include "server/health.h"
+#include "server/request_log/request_logger.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
 #include "tensorflow_serving/apis/predict.pb.h"
@@ -38,6 +39,7 @@ struct PredictArgs {
   const tensorflow::serving::PredictRequest* request = nullptr;
   tensorflow::serving::PredictResponse* response = nullptr;
   std::string_view routing_key;  // keeps a client on one arm of a traffic split; empty: none
+  std::string_view request_id;   // the client's (x-request-id); empty: none
   // Past it the request is not run (it waited too long in a batch queue).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
@@ -86,6 +88,8 @@ class PredictApi {
 
   // Serves `args` into `call`, whose OnAnswered says when the answer is there. Thread-safe.
   void Start(const PredictArgs& args, PredictCall* call) const;
+  // Answered predicts are offered to `logger` (logging_config). Before the first Start.
+  void set_request_logger(RequestLogger* logger) { logger_ = logger; }
 
  private:
   friend class PredictCall;
@@ -94,6 +98,7 @@ class PredictApi {
   const ServerHealth& health_;
   ShadowRunner& shadow_;
   BatchScheduler* const batching_;
+  RequestLogger* logger_ = nullptr;
 };
 
 }  // namespace lockstep

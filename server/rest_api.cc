@@ -11,6 +11,7 @@
 #include "server/model_info.h"
 #include "server/predict_body_reader.h"
 #include "server/request_id.h"
+#include "server/request_log/prediction_logs.h"
 #include "server/rest_json.h"
 #include "server/status_mapping.h"
 
@@ -189,12 +190,23 @@ void RestApi::ContinueExamples(RestCall* call, Status status) const {
   if (call->examples_run_.Continue(runner, call, &status)) return;  // the call is its batch task's now
   if (status.ok()) {
     status = Guarded([&] {
-      if (call->path_.kind == RestPath::Kind::kClassify) {
+      const bool classify = call->path_.kind == RestPath::Kind::kClassify;
+      if (classify) {
         WriteClassifyResponse(call->classification_, &call->response.body);
       } else {
         WriteRegressResponse(call->regression_, &call->response.body);
       }
-      call->response.model_version = call->record_.servable->version();
+      const LoadedVersion& served = *call->record_.servable;
+      call->response.model_version = served.version();
+      if (logger_ != nullptr) {
+        logger_->MaybeLog(served.model(), call->request_id, [&](tfs::PredictionLog* log) {
+          if (classify) {
+            ClassifyLogFromResult(served, call->record_.signature, call->examples_, call->classification_, log);
+          } else {
+            RegressLogFromResult(served, call->record_.signature, call->examples_, call->regression_, log);
+          }
+        });
+      }
       return Status::Ok();
     });
   }
@@ -207,7 +219,13 @@ void RestApi::FinishPredict(RestCall* call, Status status) const {
     status = Guarded([&] {
       shadow_.MaybeShadow(manager_, *call->record_.servable, *call->signature_, call->inputs_, call->outputs_);
       LS_RETURN_IF_ERROR(WritePredictResponse(call->row_format_, call->outputs_, &call->response.body));
-      call->response.model_version = call->record_.servable->version();
+      const LoadedVersion& served = *call->record_.servable;
+      call->response.model_version = served.version();
+      if (logger_ != nullptr) {
+        logger_->MaybeLog(served.model(), call->request_id, [&](tfs::PredictionLog* log) {
+          return PredictLogFromTensors(served, call->signature_->name, call->inputs_, call->outputs_, log);
+        });
+      }
       return Status::Ok();
     });
   }

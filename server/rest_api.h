@@ -33,6 +33,7 @@
 #include "server/open_inference/rest_paths.h"
 #include "server/inference.h"
 #include "server/predict_body_reader.h"
+#include "server/request_log/request_logger.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
 
@@ -167,6 +168,12 @@ class RestApi {
         monitoring_path_(std::move(monitoring_path)) {}
   // Before the transport starts calling Start.
   void set_monitoring_path(std::string path) { monitoring_path_ = std::move(path); }
+  // Answered predicts, classifies, regresses and v2 infers are offered to `logger`
+  // (logging_config). Before the transport starts calling Start.
+  void set_request_logger(RequestLogger* logger) {
+    logger_ = logger;
+    infer_.set_request_logger(logger);
+  }
   // The v2 model_repository extension's loads and unloads: admin calls, allowed as `admin` says
   // (as gRPC's HandleReloadConfigRequest). Without a repository, /v2/repository/... is 404.
   void set_repository(open_inference::RepositoryControl repository, AdminAccess admin) {
@@ -203,8 +210,9 @@ class RestApi {
   ServingMetrics& metrics_;
   const ServerHealth& health_;
   ShadowRunner& shadow_;
+  RequestLogger* logger_ = nullptr;
   BatchScheduler* const batching_;
-  const open_inference::InferApi infer_;
+  open_inference::InferApi infer_;
   std::string monitoring_path_;
   open_inference::RepositoryControl repository_;
   AdminAccess admin_;

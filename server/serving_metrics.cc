@@ -160,7 +160,16 @@ ServingMetrics::ServingMetrics(const ModelManager& manager, std::chrono::steady_
                                          {"model", "version", "signature"}, metrics::ExponentialBounds(1, 2, 17))),
       batch_padding_(registry_.AddCounter("lockstep_batch_padding_rows_total",
                                           "Rows added to batches to reach an allowed batch size.",
-                                          {"model", "version", "signature"})) {
+                                          {"model", "version", "signature"})),
+      request_log_records_(registry_.AddCounter(
+          "lockstep_request_log_records_total",
+          "Sampled requests' PredictionLog records (logging_config), by what became of them: written, dropped "
+          "(the log queue was full) or failed (the write failed).",
+          {"model", "result"})),
+      request_log_truncated_(registry_.AddCounter(
+          "lockstep_request_log_truncated_total",
+          "PredictionLog records larger than --request_log_max_record_bytes, written without their values.",
+          {"model"})) {
   registry_.AddCollector([&manager](metrics::Exposition& out) { CollectModels(manager, out); });
   registry_.AddCollector([](metrics::Exposition& out) {
     static constexpr std::array<std::string_view, 1> kNames = {"version"};
@@ -255,6 +264,8 @@ void ServingMetrics::DropGoneSeries() {
   tf_request_count_.ForEach(by_model);
   tf_request_latency_.ForEach(by_model);
   tf_runtime_latency_.ForEach(by_model);
+  request_log_records_.ForEach(by_model);
+  request_log_truncated_.ForEach(by_model);
 
   // What is live: every model of the config, and their versions waiting to load, loading,
   // available or unloading.
@@ -310,7 +321,8 @@ void ServingMetrics::DropGoneSeries() {
   if (!drop_models.empty()) {
     const auto of_model = [&](std::span<const std::string> labels) { return drop_models.count(labels[0]) > 0; };
     dropped += tf_request_count_.EraseIf(of_model) + tf_request_latency_.EraseIf(of_model) +
-               tf_runtime_latency_.EraseIf(of_model);
+               tf_runtime_latency_.EraseIf(of_model) + request_log_records_.EraseIf(of_model) +
+               request_log_truncated_.EraseIf(of_model);
   }
   if (dropped > 0) {
     spdlog::info("event=metric_series_dropped versions={} models={} series={}", drop_versions.size(),
@@ -347,5 +359,11 @@ void ServingMetrics::RecordShadow(const LoadedVersion& candidate, std::string_vi
   shadow_requests_.With({std::string_view(candidate.model()), version, result})->Add();
   if (result != "dropped") shadow_seconds_.With({std::string_view(candidate.model()), version})->Observe(seconds);
 }
+
+void ServingMetrics::RecordRequestLog(std::string_view model, std::string_view result, int64_t records) {
+  request_log_records_.With({model, result})->Add(static_cast<uint64_t>(records));
+}
+
+void ServingMetrics::RecordRequestLogTruncated(std::string_view model) { request_log_truncated_.With({model})->Add(); }
 
 }  // namespace lockstep

@@ -18,6 +18,11 @@
 //   lockstep_batch_padding_rows_total{model,version,signature}             counter: rows of padding
 //   lockstep_batch_queue_requests{model,version,signature}                 gauge: requests waiting
 //                                                                          for a batch
+//   lockstep_request_log_records_total{model,result}                       counter: logged requests'
+//                                                                          records written, dropped
+//                                                                          or failed (request_log/)
+//   lockstep_request_log_truncated_total{model}                            counter: records cut to
+//                                                                          --request_log_max_record_bytes
 //   lockstep_build_info{version}                                           gauge: 1
 //   process_resident_memory_bytes, process_virtual_memory_bytes,
 //   process_cpu_seconds_total, process_open_fds, process_start_time_seconds (Prometheus' standard)
@@ -88,6 +93,10 @@ class ServingMetrics {
   void Record(const RequestRecord& request, StatusCode code, double total_seconds);
   // A shadow run on `candidate` (shadow.h): `result` is agree, disagree, error or dropped.
   void RecordShadow(const LoadedVersion& candidate, std::string_view result, double seconds);
+  // `records` PredictionLog records of `model` the request logger wrote, dropped or failed
+  // (`result`), and one it truncated.
+  void RecordRequestLog(std::string_view model, std::string_view result, int64_t records);
+  void RecordRequestLogTruncated(std::string_view model);
   // A batch that ran (BatchScheduler's observer).
   void RecordBatch(const BatchRun& batch);
   // Serves `batching`'s queue depths from now on; it must outlive this. Before any scrape.
@@ -124,6 +133,8 @@ class ServingMetrics {
   metrics::Family<metrics::Histogram>& shadow_seconds_;
   metrics::Family<metrics::Histogram>& batch_size_;
   metrics::Family<metrics::Counter>& batch_padding_;
+  metrics::Family<metrics::Counter>& request_log_records_;
+  metrics::Family<metrics::Counter>& request_log_truncated_;
 };
 
 }  // namespace lockstep

@@ -42,6 +42,8 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Callb
   InferenceServiceImpl(const ModelManager& manager, ServingMetrics& metrics, const ServerHealth& health,
                        ShadowRunner& shadow, BatchScheduler* batching);
   ~InferenceServiceImpl() override;
+  // Answered infers are offered to `logger` (logging_config). Before the server starts.
+  void set_request_logger(RequestLogger* logger) { infer_.set_request_logger(logger); }
 
   // The model_repository extension: loads and unloads are admin calls, allowed as `admin` says.
   // Without it those methods are UNIMPLEMENTED. Before the server starts.
@@ -102,7 +104,7 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Callb
   const ModelManager& manager_;
   ServingMetrics& metrics_;
   const ServerHealth& health_;
-  const InferApi infer_;
+  InferApi infer_;
   RepositoryControl repository_;
   AdminAccess admin_;
   PooledMessageAllocator<inference::ModelInferRequest, inference::ModelInferResponse> infer_messages_;

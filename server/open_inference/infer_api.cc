@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "server/open_inference/datatype.h"
+#include "server/request_log/prediction_logs.h"
 
 namespace lockstep::open_inference {
 
@@ -198,7 +199,17 @@ Status InferCall::Answer() {
       answered_.push_back({output, request_.outputs[i].binary});
     }
   }
-  return WriteResponse(answered_);
+  LS_RETURN_IF_ERROR(WriteResponse(answered_));
+  if (api_->logger_ != nullptr) {
+    const LoadedVersion& served = *record_.servable;
+    api_->logger_->MaybeLog(served.model(), request_.id, [&](tensorflow::serving::PredictionLog* log) {
+      if (request_.num_outputs == 0) return PredictLogFromTensors(served, signature_->name, inputs_, outputs_, log);
+      std::vector<NamedTensor> asked;
+      for (const AnsweredOutput& a : answered_) asked.push_back(*a.output);
+      return PredictLogFromTensors(served, signature_->name, inputs_, asked, log);
+    });
+  }
+  return Status::Ok();
 }
 
 void InferCall::Finish(const Status& status) {

@@ -24,6 +24,7 @@
 #include "runtime/saved_model/tensor_proto.h"
 #include "server/health.h"
 #include "server/inference.h"
+#include "server/request_log/request_logger.h"
 #include "server/serving_metrics.h"
 #include "server/shadow.h"
 
@@ -178,6 +179,9 @@ class InferApi {
 
   // Serves `args` into `call`, whose OnAnswered says when the answer is there. Thread-safe.
   void Start(const InferArgs& args, InferCall* call) const;
+  // Answered infers are offered to `logger` (logging_config) as predict_log records. Before
+  // the first Start.
+  void set_request_logger(RequestLogger* logger) { logger_ = logger; }
 
  private:
   friend class InferCall;
@@ -186,6 +190,7 @@ class InferApi {
   const ServerHealth& health_;
   ShadowRunner& shadow_;
   BatchScheduler* const batching_;
+  RequestLogger* logger_ = nullptr;
 };
 
 }  // namespace lockstep::open_inference

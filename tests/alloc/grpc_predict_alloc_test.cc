@@ -71,7 +71,7 @@ TEST_P(GrpcPredictAllocTest, AWarmedUpPredictOfARepeatedShapeAllocatesNothing) {
     grpc::MessageHolder<tfs::PredictRequest, tfs::PredictResponse>* holder = messages.AllocateMessages();
     ASSERT_TRUE(holder->request()->ParseFromString(wire));
     const int answered = call.answered;
-    api.Start({holder->request(), holder->response(), "", std::chrono::steady_clock::time_point::max()}, &call);
+    api.Start({holder->request(), holder->response(), "", "", std::chrono::steady_clock::time_point::max()}, &call);
     ASSERT_EQ(call.answered, answered + 1);
     ASSERT_TRUE(call.ok);
     ASSERT_TRUE(holder->response()->SerializeToString(&answer));

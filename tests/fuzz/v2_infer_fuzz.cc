@@ -19,24 +19,24 @@ namespace {
 
 namespace oi = open_inference;
 
-TensorBinding Input(std::string key, DType dtype, Shape shape) {
+TensorBinding InferInput(std::string key, DType dtype, Shape shape) {
   return TensorBinding{.key = key, .tensor = key, .dtype = dtype, .shape = shape};
 }
 
 // One signature per datatype with one input "x", and one with two inputs of different kinds.
-const std::vector<Signature>& Signatures() {
+const std::vector<Signature>& InferSignatures() {
   static const std::vector<Signature> signatures = [] {
     std::vector<Signature> out;
     for (const DType dtype : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kInt32, DType::kInt64,
                               DType::kBool, DType::kString}) {
       Signature s;
       s.name = std::string(DTypeName(dtype));
-      s.inputs = {Input("x", dtype, Shape{-1})};
+      s.inputs = {InferInput("x", dtype, Shape{-1})};
       out.push_back(std::move(s));
     }
     Signature two;
     two.name = "two";
-    two.inputs = {Input("a", DType::kFloat32, Shape{-1, 2}), Input("b", DType::kString, Shape{-1})};
+    two.inputs = {InferInput("a", DType::kFloat32, Shape{-1, 2}), InferInput("b", DType::kString, Shape{-1})};
     out.push_back(std::move(two));
     return out;
   }();
@@ -95,7 +95,7 @@ void CheckRestRoundTrip(const Signature& signature, const std::vector<NamedTenso
 }
 
 void FuzzRest(std::string_view body, std::string_view header_length) {
-  for (const Signature& signature : Signatures()) {
+  for (const Signature& signature : InferSignatures()) {
     std::vector<NamedTensor> inputs;
     if (ReadRest(body, header_length, signature, &inputs).ok()) CheckRestRoundTrip(signature, inputs);
   }
@@ -118,7 +118,7 @@ void V2InferBinary(Bytes data) {
 void V2InferGrpc(Bytes data) {
   inference::ModelInferRequest message;
   if (!message.ParseFromArray(data.data(), static_cast<int>(data.size()))) return;
-  for (const Signature& signature : Signatures()) {
+  for (const Signature& signature : InferSignatures()) {
     oi::InferRequest request;
     if (!oi::ReadInferRequest(message, &request).ok()) return;
     std::vector<NamedTensor> inputs;
