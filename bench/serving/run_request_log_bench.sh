@@ -75,10 +75,9 @@ for ((round = 1; round <= rounds; round++)); do
       echo "$row" >>"$results"
     done
     metrics=$(curl -sf "http://127.0.0.1:$rest/metrics")
-    written=$(grep -o 'lockstep_request_log_records_total{model="mlp784",result="written"} [0-9]*' <<<"$metrics" |
-      awk '{ print $2 }')
-    dropped=$(grep -o 'lockstep_request_log_records_total{model="mlp784",result="dropped"} [0-9]*' <<<"$metrics" |
-      awk '{ print $2 }')
+    count() { awk -v key="lockstep_request_log_records_total{model=\"mlp784\",result=\"$1\"}" '$1 == key { print $2 }'; }
+    written=$(count written <<<"$metrics")
+    dropped=$(count dropped <<<"$metrics")
     echo "| $setting | records | ${written:-0} written, ${dropped:-0} dropped |" >>"$tmp/records"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
@@ -91,7 +90,8 @@ echo "| sampling_rate | protocol | concurrency | requests/s | p50 µs | p90 µs 
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 # Best requests/s per (setting, protocol), then the ratio to the same protocol's none.
 awk -F'|' '
-  { gsub(/ /, "", $2); gsub(/ /, "", $3); key = $2 "|" $3; rps = $5 + 0
+  { setting = $2; protocol = $3; gsub(/ /, "", setting); gsub(/ /, "", protocol)
+    key = setting "|" protocol; rps = $5 + 0
     if (!(key in best) || rps > best[key]) { best[key] = rps; line[key] = $0 } }
   END {
     n = split("none 0.01 1.0", settings, " ")

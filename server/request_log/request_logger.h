@@ -129,6 +129,7 @@ class RequestLogger {
   std::deque<Entry> queue_;
   size_t queued_bytes_ = 0;
   bool stopping_ = false;
+  bool writer_asleep_ = false;  // waiting for a record, not for its period
   std::thread writer_;
 };
 
