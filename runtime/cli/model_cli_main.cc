@@ -8,6 +8,7 @@
 //   model-cli import --onnx F --out B [--overwrite]
 //   model-cli export-onnx --dir D --out F [--signature NAME] [--overwrite]
 //   model-cli make-example half_plus_two --out D [--overwrite]
+//   model-cli warmup --from-log 'logs/*.tfrecord' --out V/assets.extra/tf_serving_warmup_requests [--max 100]
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/saved_model/saved_model.h"
 #include "runtime/cli/examples.h"
+#include "runtime/cli/warmup_from_log.h"
 #include "runtime/session.h"
 #include "runtime/tensor_json.h"
 
@@ -66,6 +68,14 @@ commands:
   make-example NAME --out DIR [--overwrite]
       Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
       replaced only with --overwrite.
+  warmup --from-log PATTERN [--from-log PATTERN ...] --out FILE [--max N] [--model NAME]
+         [--seed S] [--overwrite]
+      Cut a warm-up file (VERSION/assets.extra/tf_serving_warmup_requests) from request logs
+      model-server wrote (logging_config: TFRecord files of PredictionLog; PATTERN is a file
+      or a glob such as 'logs/*.tfrecord'). At most N records (default 100, at most 1000),
+      drawn uniformly over the logs' replayable records (not truncated, with a request; of
+      model NAME only, with --model), copied as they are, in the logs' order. The same logs
+      and seed (default 0) give the same file.
 
 exit status: 0 success, 1 failure, 2 bad usage
 )";
@@ -302,6 +312,37 @@ int MakeExampleCommand(const Flags& flags) {
   return 0;
 }
 
+int WarmupCommand(const Flags& flags) {
+  if (!flags.Has("from-log")) return Usage("warmup needs --from-log");
+  if (!flags.Has("out")) return Usage("warmup needs --out");
+  WarmupCutOptions options;
+  options.patterns = flags.GetAll("from-log");
+  options.out = flags.Get("out");
+  options.model = flags.Get("model");
+  options.overwrite = flags.Has("overwrite");
+  for (const auto& [name, target] : {std::pair<const char*, int64_t*>{"max", &options.max_records},
+                                     std::pair<const char*, int64_t*>{"seed", nullptr}}) {
+    if (!flags.Has(name)) continue;
+    const std::string text = flags.Get(name);
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+      return Usage("--" + std::string(name) + " must be a whole number, not '" + text + "'");
+    }
+    if (target != nullptr) {
+      *target = value;
+    } else {
+      options.seed = static_cast<uint64_t>(value);
+    }
+  }
+  StatusOr<WarmupCut> cut = CutWarmupFromLogs(options);
+  if (!cut.ok()) return Fail(cut.status().message());
+  std::cout << "wrote " << cut->kept << " of " << cut->records << " logged requests from " << cut->files
+            << " file(s) to " << options.out << " (left out: " << cut->truncated << " truncated, " << cut->no_request
+            << " without a request, " << cut->other_model << " of other models)\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   // Standard output carries the command's answer (JSON for `run`); logs go to stderr, and
   // only warnings unless SPDLOG_LEVEL (e.g. SPDLOG_LEVEL=info) says otherwise.
@@ -315,7 +356,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model", "onnx"}, {"all", "help", "overwrite"});
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model", "onnx", "from-log", "max", "model", "seed"}, {"all", "help", "overwrite"});
   if (!flags.ok()) return Usage(flags.status().message());
   if (flags->Has("help")) {
     std::cout << kUsage;
@@ -330,6 +371,7 @@ int Main(int argc, char** argv) {
   if (command == "import") return Import(*flags);
   if (command == "export-onnx") return ExportOnnx(*flags);
   if (command == "make-example") return MakeExampleCommand(*flags);
+  if (command == "warmup") return WarmupCommand(*flags);
   return Usage("unknown command '" + command + "'");
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/tfrecord.h"
 #include "tensorflow_serving/apis/prediction_log.pb.h"
 #include "tests/e2e/grpc_test_util.h"
+#include "tests/common/run_command.h"
 #include "tests/e2e/http_client.h"
 
 namespace lockstep::e2e {
@@ -251,6 +252,76 @@ TEST(RequestLogTest, ALogThatCannotBeWrittenCostsRecordsNeverRequests) {
   }
   EXPECT_GT(read, 0);
   EXPECT_GT(answered, 0);
+}
+
+// From logs back to a warm-up: the requests model-server logged for version 1, cut by
+// `model-cli warmup --from-log` into a warm-up file, warm version 2 up before it serves.
+TEST(RequestLogTest, AWarmupFileCutFromTheLogsWarmsTheNextVersion) {
+  ScratchDir dir;
+  WriteHalfPlusTwo(dir / "m", 1);
+  const fs::path logs = dir / "logs";
+  const fs::path config = dir / "models.config";
+  WriteFile(config, ConfigText({{"m", dir / "m", LoggingConfig(logs / "m", 1.0)}}));
+  {
+    ServerProcess server(dir.path(), {"--model_config_file=" + config.string(), "--file_system_poll_wait_seconds=1"});
+    HttpClient http(server.rest_port());
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_EQ(http.Post("/v1/models/m:predict", "{\"instances\": [" + std::to_string(i) + ".0]}").status, 200);
+    }
+    ASSERT_EQ(http.Post("/v1/models/m:classify", R"({"signature_name": "classify_x_to_y", "examples": [{"x": 1.0}]})")
+                  .status,
+              200);
+    ASSERT_EQ(server.Stop(), 0);
+  }
+  const fs::path warmup = dir / "warmup" / "tf_serving_warmup_requests";
+  const std::string cli = std::string(MODEL_CLI_PATH) + " warmup --from-log '" + (logs / "*.tfrecord").string() +
+                          "' --out " + warmup.string();
+  test::CommandResult cut = test::RunCommand(cli + " --max 10 2>&1");
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  EXPECT_NE(cut.output.find("wrote 10 of 31 logged requests from 1 file(s)"), std::string::npos) << cut.output;
+  // The same logs and seed, the same file; an existing file needs --overwrite.
+  const std::string first = ReadFile(warmup);
+  EXPECT_NE(test::RunCommand(cli + " --max 10 2>&1").exit_code, 0);
+  ASSERT_EQ(test::RunCommand(cli + " --max 10 --overwrite 2>&1").exit_code, 0);
+  EXPECT_EQ(ReadFile(warmup), first);
+  // Refusals name what is wrong.
+  test::CommandResult refused = test::RunCommand(std::string(MODEL_CLI_PATH) + " warmup --from-log '" +
+                                                 (dir / "none-*.tfrecord").string() + "' --out /tmp/x 2>&1");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("matches no file"), std::string::npos) << refused.output;
+  refused = test::RunCommand(cli + " --max 5000 --overwrite 2>&1");
+  EXPECT_NE(refused.output.find("--max must be between 1 and 1000"), std::string::npos) << refused.output;
+  refused = test::RunCommand(cli + " --model other --overwrite 2>&1");
+  EXPECT_NE(refused.output.find("31 of other models"), std::string::npos) << refused.output;
+  // Records that cannot be replayed are left out: a truncated one, one with no request.
+  {
+    tfs::PredictionLog truncated = ReadLogs(logs).front();
+    truncated.mutable_log_metadata()->set_truncated(true);
+    tfs::PredictionLog metadata_only;
+    metadata_only.mutable_log_metadata()->mutable_model_spec()->set_name("m");
+    StatusOr<TfRecordWriter> writer = TfRecordWriter::Create((dir / "odd.tfrecord").string());
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->Write(truncated.SerializeAsString()).ok());
+    ASSERT_TRUE(writer->Write(metadata_only.SerializeAsString()).ok());
+    ASSERT_TRUE(writer->Flush().ok());
+  }
+  test::CommandResult odd = test::RunCommand(cli + " --from-log " + (dir / "odd.tfrecord").string() +
+                                             " --max 1000 --model m --overwrite 2>&1");
+  ASSERT_EQ(odd.exit_code, 0) << odd.output;
+  EXPECT_NE(odd.output.find("wrote 31 of 33 logged requests from 2 file(s)"), std::string::npos) << odd.output;
+  EXPECT_NE(odd.output.find("1 truncated, 1 without a request, 0 of other models"), std::string::npos) << odd.output;
+  WriteFile(dir / "junk.tfrecord", std::string(FrameTfRecord("\xff\xff\xff")));
+  refused = test::RunCommand(cli + " --from-log " + (dir / "junk.tfrecord").string() + " --overwrite 2>&1");
+  EXPECT_NE(refused.output.find("junk.tfrecord: record 0: not a tensorflow.serving.PredictionLog"), std::string::npos)
+      << refused.output;
+
+  // Version 2 carries the file (a bundle's extras are in its manifest) and replays it.
+  BundleWriteOptions options;
+  options.extras["tf_serving_warmup_requests"] = first;
+  ASSERT_TRUE(WriteBundle(AffineModel(0.5f, 2.0f), dir / "m" / "2", options).ok());
+  ServerProcess server(dir.path(), {"--model_config_file=" + config.string()});
+  EXPECT_NE(server.Log().find("event=warmup_replayed model=m version=2 records=10"), std::string::npos)
+      << server.Log();
 }
 
 }  // namespace
