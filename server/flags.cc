@@ -221,6 +221,9 @@ Status ValidateServerFlags(const ServerFlags& flags) {
   };
   LS_RETURN_IF_ERROR(check_positive("request_log_max_file_bytes", flags.request_log_max_file_bytes));
   LS_RETURN_IF_ERROR(check_positive("request_log_max_file_age_seconds", flags.request_log_max_file_age_seconds));
+  if (flags.request_log_max_file_age_seconds > int64_t{10} * 365 * 24 * 3600) {
+    return InvalidArgument("--request_log_max_file_age_seconds must be at most ten years");
+  }
   LS_RETURN_IF_ERROR(check_positive("request_log_queue_records", flags.request_log_queue_records));
   LS_RETURN_IF_ERROR(check_positive("request_log_max_record_bytes", flags.request_log_max_record_bytes));
   if (flags.drain_timeout_seconds < 0 || flags.drain_timeout_seconds > 3600) {

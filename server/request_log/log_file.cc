@@ -42,11 +42,13 @@ Status RotatingLogFile::Open(std::chrono::steady_clock::time_point now) {
   const std::filesystem::path parent = std::filesystem::path(prefix_).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  const std::string stamp = UtcStamp();
+  stamp_ = UtcStamp();
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    char sequence[24];
-    std::snprintf(sequence, sizeof sequence, "%06lld", static_cast<long long>(++sequence_));
-    std::string path = prefix_ + "." + stamp + "." + sequence + ".tfrecord.partial";
+    // Neither name may be taken: a file of the same prefix written in the same second (by this
+    // server before a restart or a reload, or by another) keeps its records.
+    const std::string final_path = NextFinalPath();
+    if (std::filesystem::exists(final_path, ec)) continue;
+    std::string path = final_path + ".partial";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       fd_ = fd;
@@ -56,14 +58,15 @@ Status RotatingLogFile::Open(std::chrono::steady_clock::time_point now) {
       spdlog::info("event=request_log_opened path={}", partial_path_);
       return Status::Ok();
     }
-    if (errno == EEXIST || std::filesystem::exists(FinalPath(path), ec)) continue;
-    const std::string error = std::strerror(errno);
+    const int error_number = errno;
+    if (error_number == EEXIST) continue;
+    const std::string error = std::strerror(error_number);
     retry_after_ = now + kRetryWait;
     spdlog::warn("event=request_log_failed prefix={} path={} error=\"{}\"", prefix_, path, error);
     return Status(StatusCode::kUnavailable, "request log '" + path + "': cannot create: " + error);
   }
   retry_after_ = now + kRetryWait;
-  return Status(StatusCode::kUnavailable, "request log '" + prefix_ + "': no free file name for " + stamp);
+  return Status(StatusCode::kUnavailable, "request log '" + prefix_ + "': no free file name for " + stamp_);
 }
 
 Status RotatingLogFile::Append(std::string_view record, std::chrono::steady_clock::time_point now, int64_t* lost) {
@@ -141,6 +144,42 @@ Status RotatingLogFile::CloseIfOld(std::chrono::steady_clock::time_point now, in
   return Close(lost);
 }
 
+std::string RotatingLogFile::NextFinalPath() {
+  char sequence[24];
+  std::snprintf(sequence, sizeof sequence, "%06lld", static_cast<long long>(++sequence_));
+  return prefix_ + "." + stamp_ + "." + sequence + ".tfrecord";
+}
+
+Status RotatingLogFile::Publish() {
+  // link() fails when the final name is taken (rename() would replace that file): then the
+  // next sequence number. A file system without hard links takes a checked rename instead.
+  std::string final_path = FinalPath(partial_path_);
+  std::error_code ec;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    int rc = ::link(partial_path_.c_str(), final_path.c_str());
+    if (rc != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP) &&
+        !std::filesystem::exists(final_path, ec)) {
+      rc = std::rename(partial_path_.c_str(), final_path.c_str());
+    } else if (rc == 0) {
+      ::unlink(partial_path_.c_str());
+    }
+    if (rc == 0) {
+      spdlog::info("event=request_log_closed path={} bytes={}", final_path, written_bytes_);
+      return Status::Ok();
+    }
+    const int error_number = errno;
+    if (error_number != EEXIST) {
+      const std::string error = std::strerror(error_number);
+      spdlog::warn("event=request_log_failed path={} error=\"cannot rename to {}: {}; the records stay in the "
+                   "partial file\"",
+                   partial_path_, final_path, error);
+      return Status(StatusCode::kUnavailable, "request log '" + partial_path_ + "': cannot rename: " + error);
+    }
+    final_path = NextFinalPath();
+  }
+  return Status(StatusCode::kUnavailable, "request log '" + partial_path_ + "': no free final name");
+}
+
 Status RotatingLogFile::Close(int64_t* lost) {
   *lost = 0;
   if (fd_ < 0) return Status::Ok();
@@ -148,16 +187,10 @@ Status RotatingLogFile::Close(int64_t* lost) {
   if (fd_ < 0) return status;  // the flush failed and closed it
   ::close(fd_);
   fd_ = -1;
-  const std::string final_path = FinalPath(partial_path_);
   if (written_bytes_ == 0) {
     ::unlink(partial_path_.c_str());  // an empty file is no use to a reader
-  } else if (std::rename(partial_path_.c_str(), final_path.c_str()) != 0) {
-    const std::string error = std::strerror(errno);
-    spdlog::warn("event=request_log_failed path={} error=\"cannot rename to {}: {}\"", partial_path_, final_path,
-                 error);
-    status = Status(StatusCode::kUnavailable, "request log '" + partial_path_ + "': cannot rename: " + error);
   } else {
-    spdlog::info("event=request_log_closed path={} bytes={}", final_path, written_bytes_);
+    status = Publish();
   }
   partial_path_.clear();
   written_bytes_ = 0;

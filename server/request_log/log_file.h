@@ -4,8 +4,10 @@
 // A file is written as <prefix>.<UTC time it opened, 20261207T101500Z>.<sequence, 6 digits>.tfrecord.partial
 // and renamed without ".partial" when it closes: when it would pass its size, when it has been
 // open longer than its age, and when the server drains. A reader that globs *.tfrecord
-// therefore sees only whole files of whole records. Files are created O_EXCL, so a server
-// restarted within the same second takes the next sequence number instead of overwriting.
+// therefore sees only whole files of whole records. No name is ever taken twice: a file is
+// opened only where neither name exists (O_EXCL), and given its final name by link(), which
+// fails rather than replace a file; a taken name moves on to the next sequence number (a
+// server restarted within the same second, a prefix that left the config and came back).
 //
 // A failed write (the directory gone, the disk full, a file size limit) loses the records
 // buffered since the last good write, cuts the file back to its last whole record and closes it,
@@ -54,6 +56,10 @@ class RotatingLogFile {
 
  private:
   Status Open(std::chrono::steady_clock::time_point now);
+  // The next <prefix>.<stamp>.<sequence>.tfrecord name.
+  std::string NextFinalPath();
+  // Gives the closed .partial file its final name, never over another file.
+  Status Publish();
   // Cuts the file back to its last whole record and closes it; the back-off starts.
   void Fail(std::chrono::steady_clock::time_point now);
 
@@ -61,6 +67,7 @@ class RotatingLogFile {
   const LogFileLimits limits_;
   int fd_ = -1;
   std::string partial_path_;
+  std::string stamp_;  // the UTC second the file opened
   int64_t sequence_ = 0;
   int64_t written_bytes_ = 0;  // whole records in the file
   std::chrono::steady_clock::time_point opened_;

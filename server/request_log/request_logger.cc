@@ -116,10 +116,10 @@ void RequestLogger::Submit(const Ticket& ticket, tfs::PredictionLog log, std::st
   metadata->mutable_sampling_config()->set_attributes(ticket->logging.sampling_attributes);
   metadata->set_request_id(IsUsableRequestId(request_id) ? std::string(request_id) : NewRequestId());
   size_t bytes = log.ByteSizeLong();
-  if (bytes > options_.max_record_bytes) {
+  const bool truncated = bytes > options_.max_record_bytes;
+  if (truncated) {
     TruncatePredictionLog(&log);
     bytes = log.ByteSizeLong();
-    metrics_.RecordRequestLogTruncated(ticket->model);
   }
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -127,6 +127,7 @@ void RequestLogger::Submit(const Ticket& ticket, tfs::PredictionLog log, std::st
     if (room && !stopping_) {
       queue_.push_back({ticket, std::move(log), bytes});
       queued_bytes_ += bytes;
+      if (truncated) metrics_.RecordRequestLogTruncated(ticket->model);
       // Woken only when asleep, or when the queue is half full (it wakes by itself otherwise).
       if (writer_asleep_ || 2 * queue_.size() >= options_.max_queue_records ||
           2 * queued_bytes_ >= options_.max_queue_bytes) {
@@ -190,7 +191,12 @@ void RequestLogger::Loop() {
       const std::shared_ptr<RotatingLogFile>& file = entry.sink->file;
       const int64_t before = file->buffered_records();
       int64_t lost = 0;
-      const bool appended = Write(entry, &scratch, &lost);
+      bool appended = false;
+      try {
+        appended = Write(entry, &scratch, &lost);
+      } catch (const std::exception& e) {  // out of memory for a large record: that record fails
+        spdlog::warn("event=request_log_failed model={} error=\"{}\"", entry.sink->model, e.what());
+      }
       if (file->buffered_records() < before + (appended ? 1 : 0)) {
         // The file rotated: its buffer went out with the old file (all of it lost, or none).
         auto it = pending.find(file);

@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "google/protobuf/text_format.h"
+#include "tests/common/file_util.h"
 #include "runtime/tfrecord.h"
 #include "server/request_log/log_file.h"
 #include "server/request_log/prediction_logs.h"
@@ -152,6 +154,37 @@ TEST(RotatingLogFileTest, AFailedWriteLosesOnlyItsBufferAndTheFileStaysReadable)
   EXPECT_EQ(Records(files[1]).size(), 1u);
 }
 
+// Another writer of the same prefix in the same second (a server restarted, a prefix that
+// left the config and came back), or a file that took the final name meanwhile: no file is
+// replaced, each keeps its records under a name of its own.
+TEST(RotatingLogFileTest, NoFileIsEverReplacedByAnother) {
+  ScratchDir dir;
+  const std::string prefix = (dir.path() / "m").string();
+  int64_t lost = 0;
+  {
+    RotatingLogFile first(prefix, {1 << 20, std::chrono::seconds(600)});
+    ASSERT_TRUE(first.Append("first", kT0, &lost).ok());
+    ASSERT_TRUE(first.Close(&lost).ok());
+  }
+  RotatingLogFile second(prefix, {1 << 20, std::chrono::seconds(600)});
+  ASSERT_TRUE(second.Append("second", kT0, &lost).ok());
+  ASSERT_TRUE(second.Flush(&lost).ok());
+  // A foreign file takes the name the open file would get.
+  std::string taken = second.open_path();
+  taken.resize(taken.size() - std::string(".partial").size());
+  { std::ofstream(taken) << "foreign"; }
+  ASSERT_TRUE(second.Close(&lost).ok());
+  std::vector<std::string> contents;
+  for (const fs::path& f : Files(dir.path(), ".tfrecord")) {
+    if (f.string() == taken) continue;
+    for (const std::string& r : Records(f)) contents.push_back(r);
+  }
+  EXPECT_EQ(Files(dir.path(), ".tfrecord").size(), 3u);
+  std::sort(contents.begin(), contents.end());
+  EXPECT_EQ(contents, (std::vector<std::string>{"first", "second"}));
+  EXPECT_EQ(test::ReadFile(taken), "foreign");
+}
+
 TEST(RotatingLogFileTest, ARemovedDirectoryIsAFailureAndTheNextRecordMakesItAgain) {
   ScratchDir dir;
   const fs::path logs = dir.path() / "logs";
@@ -213,6 +246,28 @@ TEST_F(RequestLoggerTest, WritesEverySampledRecordWithItsMetadataAndFlushesOnSto
   EXPECT_EQ(Counter("written"), "50");
   // After Stop nothing is taken.
   EXPECT_EQ(logger.Draw("m"), nullptr);
+}
+
+// Config reloads: a model that keeps its prefix keeps its file; one whose model leaves and
+// comes back (within the same second, most likely) writes a new file beside the old one.
+TEST_F(RequestLoggerTest, ReloadsKeepOrCloseFilesAndLoseNoRecord) {
+  RequestLogger logger(metrics_, {});
+  const ModelLogging logging{(dir_.path() / "m").string(), 1.0, 0};
+  logger.SetModels({{"m", logging}});
+  logger.Submit(logger.Draw("m"), PredictLogOf(1), "a");
+  logger.SetModels({{"m", logging}, {"n", {(dir_.path() / "n").string(), 1.0, 0}}});
+  logger.Submit(logger.Draw("m"), PredictLogOf(2), "b");
+  logger.SetModels({});
+  EXPECT_EQ(logger.Draw("m"), nullptr);
+  logger.SetModels({{"m", logging}});
+  logger.Submit(logger.Draw("m"), PredictLogOf(3), "c");
+  logger.Stop();
+  std::vector<std::string> ids;
+  for (const tfs::PredictionLog& log : AllLogs(dir_.path())) ids.push_back(log.log_metadata().request_id());
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(Files(dir_.path(), ".partial").empty());
+  EXPECT_EQ(Counter("written"), "3");
 }
 
 TEST_F(RequestLoggerTest, SamplesAtTheConfiguredRate) {
