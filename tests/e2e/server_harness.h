@@ -29,6 +29,7 @@
 #include "tensorflow_serving/apis/model_service.grpc.pb.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"
 #include "tests/common/file_util.h"
+#include "tests/common/ports.h"
 #include "tests/common/scratch_dir.h"
 
 namespace lockstep::e2e {
@@ -36,19 +37,7 @@ namespace lockstep::e2e {
 namespace fs = std::filesystem;
 using ::lockstep::test::ScratchDir;
 
-// A port nobody listens on right now: the kernel picks it, we release it for the server.
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using ::lockstep::test::FreePort;
 
 using ::lockstep::test::ReadFile;
 using ::lockstep::test::WriteFile;
