@@ -337,9 +337,11 @@ void ModelManager::PollOnce() {
   }
   // The disk is read without the lock: a slow file system delays polls, never requests.
   for (PollWork& w : work) {
-    w.listing = ListVersions(w.base_path);
-    w.stale_temporaries = static_cast<int64_t>(FindStaleTemporaries(w.base_path).size());
-    for (int64_t v : w.failed) w.fingerprints[v] = DirFingerprint(VersionDir(w.base_path, v));
+    w.listing = ListStoredVersions(w.base_path.string(), options_.storage);
+    if (!IsS3Url(w.base_path.string())) {
+      w.stale_temporaries = static_cast<int64_t>(FindStaleTemporaries(w.base_path).size());
+    }
+    for (int64_t v : w.failed) w.fingerprints[v] = StoredVersionFingerprint(w.base_path.string(), v, options_.storage);
   }
   {
     Garbage garbage;
@@ -401,7 +403,8 @@ void ModelManager::ReconcileLocked(ModelEntry& entry, const std::map<int64_t, st
     if (!load) continue;
     ve = VersionEntry{};  // START
     load_queue_.push_back({entry.config.name, entry.incarnation, v, VersionDir(entry.config.base_path, v),
-                           entry.config.bf16_products, entry.config.intra_op_threads, released});
+                           entry.config.base_path, entry.config.bf16_products, entry.config.intra_op_threads,
+                           released});
     load_cv_.notify_one();
   }
   // Forget versions that ended and whose directory is gone; their history is of no use.
@@ -516,14 +519,17 @@ void ModelManager::LoadLoop() {
     lock.unlock();
 
     WaitUntilReleased(task);
-    const std::string fingerprint = DirFingerprint(task.dir);
+    const std::string fingerprint = StoredVersionFingerprint(task.base_path, task.version, options_.storage);
+    // An S3 version is downloaded into the cache first (a local one is where it is).
+    StatusOr<std::filesystem::path> fetched = FetchVersion(task.base_path, task.version, options_.storage);
+    if (fetched.ok()) task.dir = *fetched;
     const auto load_start = std::chrono::steady_clock::now();
     SessionOptions session_options = options_.session_options;
     session_options.bf16_products = task.bf16_products;
     // A pool of the version's own: the version holds it, so it lives while any request does.
     std::shared_ptr<ThreadPool> pool;
     if (task.intra_op_threads > 0) pool = std::make_shared<ThreadPool>(task.intra_op_threads);
-    const Status reserved = ReserveMemory(task);
+    const Status reserved = fetched.ok() ? ReserveMemory(task) : fetched.status();
     StatusOr<ServableHandle> loaded =
         reserved.ok() ? LoadVersion(task.model, task.version, task.dir, session_options, options_.enable_model_warmup,
                                     std::move(pool))

@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "model_store/version_storage.h"
 #include "model_store/loader.h"
 #include "model_store/model_config.h"
 #include "model_store/traffic_split.h"
@@ -115,6 +116,8 @@ class ModelManager {
     // before any request can reach it), as TF Serving replays a SavedModel's warm-up file; an
     // error fails the load. Its time counts in the load's. Empty: none.
     std::function<Status(const ServableHandle& version)> warm_up;
+    // Where s3:// base paths are read from and downloaded to (version_storage.h).
+    StorageOptions storage;
   };
 
   explicit ModelManager(Options options);
@@ -185,6 +188,7 @@ class ModelManager {
     uint64_t incarnation;
     int64_t version;
     std::filesystem::path dir;
+    std::string base_path;
     bool bf16_products;
     int intra_op_threads;
     // Resource preserving: the versions unloaded to make room, which must be freed first.

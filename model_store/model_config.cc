@@ -1,5 +1,7 @@
 #include "model_store/model_config.h"
 
+#include "model_store/s3/s3_settings.h"
+
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -68,8 +70,10 @@ Status CheckModel(const ModelConfig& m) {
     return InvalidArgument(who + "intra_op_parallelism " + std::to_string(m.intra_op_threads) + " is not in [0, " +
                            std::to_string(kMaxIntraOpThreads) + "]");
   }
-  if (!std::filesystem::path(m.base_path).lexically_normal().is_absolute()) {
-    return InvalidArgument(who + "base_path '" + m.base_path + "' is not an absolute path");
+  if (IsS3Url(m.base_path)) {
+    LS_RETURN_IF_ERROR(ParseS3Url(m.base_path).status().WithPrefix(who + "base_path"));
+  } else if (!std::filesystem::path(m.base_path).lexically_normal().is_absolute()) {
+    return InvalidArgument(who + "base_path '" + m.base_path + "' is not an absolute path (or an s3:// URL)");
   }
   switch (m.policy.kind) {
     case VersionPolicy::kLatest:

@@ -84,6 +84,10 @@ const FlagSpec kFlags[] = {
     {"admin_token_file", &ServerFlags::admin_token_file,
      "A file holding a token that admin calls (HandleReloadConfigRequest) must send as 'authorization: Bearer "
      "<token>', from any peer. Without it, admin calls are allowed from loopback only."},
+    {"model_cache_dir", &ServerFlags::model_cache_dir,
+     "Where versions of s3:// base paths are downloaded before they load (default <temp dir>/lockstep-model-cache). "
+     "S3 is reached as the AWS tools and TF Serving do: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, "
+     "AWS_REGION, S3_ENDPOINT (host:port, path-style), S3_USE_HTTPS, S3_VERIFY_SSL."},
     {"request_log_max_file_bytes", &ServerFlags::request_log_max_file_bytes,
      "Lockstep's, for logging_config's file collector: a request log file closes (and a new one opens) before a "
      "record would take it past this many bytes."},

@@ -42,6 +42,7 @@ struct ServerFlags {
   int64_t metrics_gone_version_grace_seconds = 300;  // Lockstep's: a gone version's series stay this long
   std::string ssl_config_file;              // SSLConfig: TLS for gRPC and REST; empty: plaintext
   std::string admin_token_file;             // Lockstep's: admin calls need this token (else loopback only)
+  std::string model_cache_dir;  // where s3:// versions are downloaded; empty: <temp dir>/lockstep-model-cache
   // Lockstep's, for logging_config's file collector (server/request_log/):
   int64_t request_log_max_file_bytes = int64_t{64} << 20;   // a log file closes before it passes this
   int64_t request_log_max_file_age_seconds = 300;           // and once it has been open this long

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <set>
 
+#include "model_store/s3/s3_settings.h"
 #include "runtime/thread_pool.h"
 #include "server/model_server_config.h"
 #include "server/socket_queues.h"
@@ -37,6 +39,14 @@ ModelManager::Options ManagerOptions(const ServerFlags& flags) {
   options.num_load_threads = flags.num_load_threads > 0 ? flags.num_load_threads : 2;
   options.max_model_memory_bytes = flags.max_model_memory_bytes;
   options.enable_model_warmup = flags.enable_model_warmup;
+  options.storage.cache_dir = flags.model_cache_dir.empty()
+                                  ? std::filesystem::temp_directory_path() / "lockstep-model-cache"
+                                  : std::filesystem::path(flags.model_cache_dir);
+  if (StatusOr<S3Settings> s3 = S3SettingsFromEnvironment(); s3.ok()) {
+    options.storage.s3 = *std::move(s3);
+  } else {
+    options.storage.s3_settings_status = s3.status();  // reported by every s3:// listing
+  }
   const int iterations = std::max(1, flags.num_request_iterations_for_warmup);
   options.warm_up = [iterations](const ServableHandle& version) -> Status {
     const auto start = std::chrono::steady_clock::now();

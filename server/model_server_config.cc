@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "model_store/s3/s3_settings.h"
 #include "server/text_proto.h"
 
 namespace lockstep {
@@ -101,8 +102,9 @@ StatusOr<StoreConfig> SingleModelConfig(const std::string& name, const std::stri
   model.name = name;
   // A relative path is taken from the working directory, as a shell user expects.
   std::error_code ec;
-  const std::filesystem::path absolute = base_path.empty() ? std::filesystem::path() : std::filesystem::absolute(base_path, ec);
-  model.base_path = ec ? base_path : absolute.lexically_normal().string();
+  const std::filesystem::path absolute =
+      base_path.empty() || IsS3Url(base_path) ? std::filesystem::path() : std::filesystem::absolute(base_path, ec);
+  model.base_path = ec || absolute.empty() ? base_path : absolute.lexically_normal().string();
   model.platform = std::string(kSupportedPlatforms[0]);
   config.models.push_back(std::move(model));
   Status status = ValidateStoreConfig(config);

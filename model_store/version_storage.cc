@@ -1,0 +1,153 @@
+#include "model_store/version_storage.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "model_store/s3/s3_client.h"
+#include "model_store/source.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kListingSuffix = ".lockstep-s3-listing";
+
+struct S3Version {
+  S3Location location;
+  std::string name;  // the version's directory name under the prefix ("7", or "007")
+};
+
+// The versions under an S3 prefix, each with the name it is stored under (the fewest leading
+// zeros where several name one version, as for a local directory).
+StatusOr<std::map<int64_t, std::string>> ListS3Versions(const S3Location& location, const StorageOptions& options) {
+  LS_RETURN_IF_ERROR(options.s3_settings_status);
+  const S3Client client(options.s3);
+  LS_ASSIGN_OR_RETURN(const S3Listing listing, client.List(location.bucket, location.prefix, "/"));
+  std::map<int64_t, std::string> versions;
+  for (const std::string& prefix : listing.prefixes) {
+    std::string name = prefix.substr(location.prefix.size());
+    if (!name.empty() && name.back() == '/') name.pop_back();
+    const std::optional<int64_t> version = ParseVersionDirName(name);
+    if (!version) continue;
+    auto [it, inserted] = versions.try_emplace(*version, name);
+    if (!inserted && name.size() < it->second.size()) it->second = name;
+  }
+  return versions;
+}
+
+StatusOr<S3Version> FindS3Version(const std::string& base_path, int64_t version, const StorageOptions& options) {
+  LS_ASSIGN_OR_RETURN(S3Location location, ParseS3Url(base_path));
+  LS_ASSIGN_OR_RETURN(const auto versions, ListS3Versions(location, options));
+  const auto it = versions.find(version);
+  if (it == versions.end()) return NotFound(location.Url() + ": version " + std::to_string(version) + " is gone");
+  return S3Version{std::move(location), it->second};
+}
+
+// The version's objects, keys relative to its directory; a key that leaves it is refused.
+StatusOr<std::vector<S3Object>> VersionObjects(const S3Version& v, const StorageOptions& options) {
+  const std::string prefix = v.location.prefix + v.name + "/";
+  LS_ASSIGN_OR_RETURN(S3Listing listing, S3Client(options.s3).List(v.location.bucket, prefix, ""));
+  std::vector<S3Object> objects;
+  for (S3Object& o : listing.objects) {
+    std::string relative = o.key.substr(prefix.size());
+    if (relative.empty() || relative.back() == '/') continue;  // a "directory" placeholder
+    const fs::path path = fs::path(relative).lexically_normal();
+    if (path.is_absolute() || path.empty() || *path.begin() == "..") {
+      return InvalidArgument("s3://" + v.location.bucket + "/" + o.key + ": a key outside its version's directory");
+    }
+    objects.push_back(std::move(o));
+  }
+  if (objects.empty()) {
+    return NotFound("s3://" + v.location.bucket + "/" + prefix + ": the version has no objects");
+  }
+  return objects;
+}
+
+std::string ListingText(const std::vector<S3Object>& objects) {
+  std::string text;
+  for (const S3Object& o : objects) text += o.key + "\t" + std::to_string(o.size) + "\t" + o.etag + "\n";
+  return text;
+}
+
+std::string ReadSmallFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+StatusOr<std::vector<int64_t>> ListStoredVersions(const std::string& base_path, const StorageOptions& options) {
+  if (!IsS3Url(base_path)) return ListVersions(base_path);
+  LS_ASSIGN_OR_RETURN(const S3Location location, ParseS3Url(base_path));
+  LS_ASSIGN_OR_RETURN(const auto versions, ListS3Versions(location, options));
+  std::vector<int64_t> out;
+  for (const auto& [version, name] : versions) out.push_back(version);
+  return out;
+}
+
+std::string StoredVersionFingerprint(const std::string& base_path, int64_t version, const StorageOptions& options) {
+  if (!IsS3Url(base_path)) return DirFingerprint(VersionDir(base_path, version));
+  StatusOr<S3Version> v = FindS3Version(base_path, version, options);
+  if (!v.ok()) return v.status().ToString();
+  StatusOr<std::vector<S3Object>> objects = VersionObjects(*v, options);
+  return objects.ok() ? ListingText(*objects) : objects.status().ToString();
+}
+
+StatusOr<fs::path> FetchVersion(const std::string& base_path, int64_t version, const StorageOptions& options) {
+  if (!IsS3Url(base_path)) return VersionDir(base_path, version);
+  LS_ASSIGN_OR_RETURN(const S3Version v, FindS3Version(base_path, version, options));
+  LS_ASSIGN_OR_RETURN(const std::vector<S3Object> objects, VersionObjects(v, options));
+  const std::string listing = ListingText(objects);
+  const fs::path cached = options.cache_dir / v.location.bucket / v.location.prefix / v.name;
+  // The listing a copy was made from lies beside it, not in it: a bundle holds only the files
+  // its manifest lists.
+  fs::path listing_file = cached;
+  listing_file += kListingSuffix;
+  std::error_code ec;
+  if (fs::is_directory(cached, ec) && ReadSmallFile(listing_file) == listing) return cached;
+
+  const auto start = std::chrono::steady_clock::now();
+  fs::path staging = cached;
+  staging += ".download-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  fs::create_directories(staging, ec);
+  if (ec) return DataLoss("cannot make " + staging.string() + ": " + ec.message());
+  const S3Client client(options.s3);
+  const std::string prefix = v.location.prefix + v.name + "/";
+  int64_t bytes = 0;
+  for (const S3Object& o : objects) {
+    const Status got = client.Download(v.location.bucket, o, staging / o.key.substr(prefix.size()));
+    if (!got.ok()) {
+      fs::remove_all(staging, ec);
+      return got;
+    }
+    bytes += o.size;
+  }
+  // Another listing's copy goes; this one takes its place whole, and then its listing.
+  fs::remove(listing_file, ec);
+  fs::remove_all(cached, ec);
+  fs::rename(staging, cached, ec);
+  if (ec) {
+    fs::remove_all(staging, ec);
+    return DataLoss("cannot move the download into " + cached.string() + ": " + ec.message());
+  }
+  {
+    std::ofstream out(listing_file, std::ios::binary);
+    out << listing;
+    if (!out) return DataLoss("cannot write " + listing_file.string());
+  }
+  spdlog::info("event=s3_version_fetched url={}{} objects={} bytes={} seconds={:.3f}", v.location.Url(), v.name,
+               objects.size(), bytes,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return cached;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,43 @@
+// Where a model's versions are stored, behind the source: a local directory
+// <base_path>/<version>/ (source.h), or an S3 prefix s3://bucket/prefix/<version>/ (s3/), whose
+// versions are listed at each poll and downloaded into a local cache before they load.
+//
+// An S3 version is fetched whole into <cache_dir>/<bucket>/<prefix>/<version>/: every object
+// under its prefix, each checked against the listing's size and ETag (s3_client.h), into a
+// temporary directory renamed into place once all are there, with the listing it was made from
+// beside it (<version>.lockstep-s3-listing). A version cached from the same listing is not downloaded again; one whose objects
+// changed is fetched anew. The loader then verifies the bundle's own checksums as for any
+// directory: a version still being uploaded (its manifest missing or not yet matching) fails
+// its load, and its fingerprint (the listing) changes when the upload completes, so the next
+// poll tries it again. A key that would leave the version's directory ("../x", "/x") is refused.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model_store/s3/s3_settings.h"
+#include "runtime/status.h"
+
+namespace lockstep {
+
+struct StorageOptions {
+  std::filesystem::path cache_dir;  // where S3 versions are downloaded to
+  S3Settings s3;
+  Status s3_settings_status;  // why the environment's S3 settings were refused, if they were
+};
+
+// The versions under `base_path`, ascending (source.h's rules for names).
+StatusOr<std::vector<int64_t>> ListStoredVersions(const std::string& base_path, const StorageOptions& options);
+
+// What identifies `version`'s contents cheaply: a local directory's DirFingerprint, an S3
+// version's listing (keys, sizes, ETags). A failed version is retried when it changes.
+std::string StoredVersionFingerprint(const std::string& base_path, int64_t version, const StorageOptions& options);
+
+// The local directory to load `version` from: the version's own directory, or its S3 objects'
+// copy in the cache, downloaded first when not cached from the same listing.
+StatusOr<std::filesystem::path> FetchVersion(const std::string& base_path, int64_t version,
+                                             const StorageOptions& options);
+
+}  // namespace lockstep

@@ -1,0 +1,111 @@
+// model-server with an S3 model repository: base_path s3://bucket/prefix on s3rver (npm), the
+// versions uploaded by boto3 as another tool would. A version is listed, downloaded into
+// --model_cache_dir, checked and served; one whose upload is unfinished (no manifest yet) is
+// never served and loads once the upload completes; a cached version is not downloaded again;
+// and an S3 server down at start delays the model, not the server.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/http_client.h"
+#include "tests/e2e/server_harness.h"
+#include "tests/model_store/s3_test_util.h"
+
+namespace lockstep::e2e {
+namespace {
+
+// Every file of the bundle `version_dir` as objects under `prefix`, in sorted order, the
+// manifest last unless `without_manifest` (then it is left out).
+std::vector<std::pair<std::string, std::string>> BundleObjects(const fs::path& version_dir, const std::string& prefix,
+                                                               bool without_manifest = false) {
+  std::vector<std::pair<std::string, std::string>> objects;
+  std::pair<std::string, std::string> manifest;
+  for (const auto& e : fs::recursive_directory_iterator(version_dir)) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = fs::relative(e.path(), version_dir).string();
+    std::pair<std::string, std::string> object{prefix + rel, e.path().string()};
+    if (rel == "MANIFEST.sha256") {
+      manifest = object;
+    } else {
+      objects.push_back(object);
+    }
+  }
+  std::sort(objects.begin(), objects.end());
+  if (!without_manifest) objects.push_back(manifest);
+  return objects;
+}
+
+class S3RepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("S3_ENDPOINT", s3_.endpoint().c_str(), 1);
+    setenv("S3_USE_HTTPS", "0", 1);
+    setenv("AWS_ACCESS_KEY_ID", s3_test::kAccessKey, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", s3_test::kSecretKey, 1);
+  }
+  void TearDown() override {
+    for (const char* name : {"S3_ENDPOINT", "S3_USE_HTTPS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+      unsetenv(name);
+    }
+  }
+  std::vector<std::string> Flags() const {
+    return {"--model_name=hp", "--model_base_path=s3://models/zoo/hp", "--model_cache_dir=" + (dir_ / "cache").string(),
+            "--file_system_poll_wait_seconds=1"};
+  }
+  // What the server answers for x = 2, or the HTTP error.
+  static std::string Answer(HttpClient& http) {
+    const HttpResult r = http.Post("/v1/models/hp:predict", R"({"instances": [2.0]})");
+    return r.status == 200 ? r.body : "HTTP " + std::to_string(r.status) + " " + r.body;
+  }
+
+  s3_test::S3rver s3_;
+  ScratchDir dir_;
+};
+
+TEST_F(S3RepositoryTest, ServesVersionsUploadedToS3AndOnlyWholeOnes) {
+  WriteHalfPlusTwo(dir_ / "local", 1);  // y = 0.5 x + 2
+  s3_.Put(BundleObjects(dir_ / "local" / "1", "zoo/hp/1/"));
+  auto server = std::make_unique<ServerProcess>(dir_.path(), Flags());
+  HttpClient http(server->rest_port());
+  EXPECT_NE(Answer(http).find("3.0"), std::string::npos) << Answer(http);
+  EXPECT_NE(server->Log().find("event=s3_version_fetched url=s3://models/zoo/hp/1"), std::string::npos)
+      << server->Log();
+  EXPECT_TRUE(fs::exists(dir_ / "cache" / "models" / "zoo" / "hp" / "1" / "MANIFEST.sha256"));
+
+  // Version 2 (y = 2x) arrives without its manifest: it fails to load, and 1 keeps serving.
+  WriteVersionModel(dir_ / "local", 2);
+  s3_.Put(BundleObjects(dir_ / "local" / "2", "zoo/hp/2/", /*without_manifest=*/true));
+  ASSERT_TRUE(WaitFor([&] { return server->Log().find("event=version_load_failed model=hp version=2") !=
+                                   std::string::npos; }))
+      << server->Log();
+  EXPECT_NE(Answer(http).find("3.0"), std::string::npos);
+  // The manifest lands: the next poll sees the listing change, fetches and serves 2.
+  s3_.Put({BundleObjects(dir_ / "local" / "2", "zoo/hp/2/").back()});
+  ASSERT_TRUE(WaitFor([&] { return Answer(http).find("4.0") != std::string::npos; })) << server->Log();
+
+  // A restart finds version 2 in the cache: nothing is downloaded.
+  server.reset();
+  server = std::make_unique<ServerProcess>(dir_.path(), Flags());
+  HttpClient again(server->rest_port());
+  EXPECT_NE(Answer(again).find("4.0"), std::string::npos) << Answer(again);
+  EXPECT_EQ(server->Log().find("event=s3_version_fetched"), std::string::npos) << server->Log();
+}
+
+TEST_F(S3RepositoryTest, AnS3ServerDownAtStartDelaysTheModelNotTheServer) {
+  WriteHalfPlusTwo(dir_ / "local", 1);
+  s3_.Put(BundleObjects(dir_ / "local" / "1", "zoo/hp/1/"));
+  s3_.Stop();
+  ServerProcess server(dir_.path(), Flags());
+  HttpClient http(server.rest_port());
+  EXPECT_EQ(http.Get("/v2/health/live").status, 200);
+  EXPECT_NE(http.Get("/v2/models/hp/ready").status, 200) << "the model cannot be ready without its versions";
+  EXPECT_NE(server.Log().find("event=source_error model=hp"), std::string::npos) << server.Log();
+  s3_.Start();
+  ASSERT_TRUE(WaitFor([&] { return Answer(http).find("3.0") != std::string::npos; })) << server.Log();
+  EXPECT_EQ(http.Get("/v2/models/hp/ready").status, 200);
+}
+
+}  // namespace
+}  // namespace lockstep::e2e
