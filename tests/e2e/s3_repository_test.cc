@@ -2,7 +2,7 @@
 // versions uploaded by boto3 as another tool would. A version is listed, downloaded into
 // --model_cache_dir, checked and served; one whose upload is unfinished (no manifest yet) is
 // never served and loads once the upload completes; a cached version is not downloaded again;
-// and an S3 server down at start delays the model, not the server.
+// a failed download is retried; and an S3 server down at start delays the model, not the server.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -105,6 +105,23 @@ TEST_F(S3RepositoryTest, AnS3ServerDownAtStartDelaysTheModelNotTheServer) {
   s3_.Start();
   ASSERT_TRUE(WaitFor([&] { return Answer(http).find("3.0") != std::string::npos; })) << server.Log();
   EXPECT_EQ(http.Get("/v2/models/hp/ready").status, 200);
+}
+
+// A download that fails (here the cache cannot be written: a file stands where its directory
+// goes; a server killed mid-transfer fails the same way) is tried again at the next poll, though
+// the version's objects did not change.
+TEST_F(S3RepositoryTest, AFailedDownloadIsRetriedAtTheNextPoll) {
+  WriteHalfPlusTwo(dir_ / "local", 1);
+  s3_.Put(BundleObjects(dir_ / "local" / "1", "zoo/hp/1/"));
+  test::WriteFile(dir_ / "cache", "not a directory");
+  ServerProcess server(dir_.path(), Flags());
+  HttpClient http(server.rest_port());
+  ASSERT_TRUE(WaitFor([&] { return server.Log().find("event=version_load_failed model=hp version=1") !=
+                                   std::string::npos; }))
+      << server.Log();
+  EXPECT_EQ(Answer(http).find("3.0"), std::string::npos);
+  fs::remove(dir_ / "cache");
+  ASSERT_TRUE(WaitFor([&] { return Answer(http).find("3.0") != std::string::npos; })) << server.Log();
 }
 
 }  // namespace
