@@ -62,6 +62,15 @@ std::string LoggingConfig(const fs::path& prefix, double rate) {
          "\" }\n      sampling_config { sampling_rate: " + std::to_string(rate) + " }\n    }";
 }
 
+// Model "m" (half_plus_two, version 1) in `dir`, every request of it logged under `logs`/m:
+// the config file's path.
+fs::path LoggedHalfPlusTwo(const ScratchDir& dir, const fs::path& logs) {
+  WriteHalfPlusTwo(dir / "m", 1);
+  const fs::path config = dir / "models.config";
+  WriteFile(config, ConfigText({{"m", dir / "m", LoggingConfig(logs / "m", 1.0)}}));
+  return config;
+}
+
 tensorflow::Example ExampleX(float x) {
   tensorflow::Example example;
   (*example.mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(x);
@@ -205,10 +214,8 @@ TEST(RequestLogTest, EveryKindOfAnsweredRequestIsLoggedAndTheDrainWritesThem) {
 // anew. Each file left is whole.
 TEST(RequestLogTest, ALogThatCannotBeWrittenCostsRecordsNeverRequests) {
   ScratchDir dir;
-  WriteHalfPlusTwo(dir / "m", 1);
   const fs::path logs = dir / "logs";
-  const fs::path config = dir / "models.config";
-  WriteFile(config, ConfigText({{"m", dir / "m", LoggingConfig(logs / "m", 1.0)}}));
+  const fs::path config = LoggedHalfPlusTwo(dir, logs);
   // Records are about 150 bytes: a file reaches the limit after a few hundred. The limit holds
   // for the server's own log (its stdout here) too, which stays far below it.
   ServerProcess server(dir.path(), {"--model_config_file=" + config.string()}, true,
@@ -258,10 +265,8 @@ TEST(RequestLogTest, ALogThatCannotBeWrittenCostsRecordsNeverRequests) {
 // `model-cli warmup --from-log` into a warm-up file, warm version 2 up before it serves.
 TEST(RequestLogTest, AWarmupFileCutFromTheLogsWarmsTheNextVersion) {
   ScratchDir dir;
-  WriteHalfPlusTwo(dir / "m", 1);
   const fs::path logs = dir / "logs";
-  const fs::path config = dir / "models.config";
-  WriteFile(config, ConfigText({{"m", dir / "m", LoggingConfig(logs / "m", 1.0)}}));
+  const fs::path config = LoggedHalfPlusTwo(dir, logs);
   {
     ServerProcess server(dir.path(), {"--model_config_file=" + config.string(), "--file_system_poll_wait_seconds=1"});
     HttpClient http(server.rest_port());
