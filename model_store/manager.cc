@@ -347,11 +347,24 @@ void ModelManager::PollOnce() {
     Garbage garbage;
     std::lock_guard<std::mutex> lock(mu_);
     ApplyListingsLocked(work, &garbage);
+    // Under the lock, so that no version can start loading from what is being removed.
+    PruneCachesLocked();
   }
   // Idle only once what the poll released is gone, so that WaitUntilIdle means settled.
   std::lock_guard<std::mutex> lock(mu_);
   --polls_running_;
   idle_cv_.notify_all();
+}
+
+void ModelManager::PruneCachesLocked() {
+  for (const auto& [name, entry] : models_) {
+    if (!IsS3Url(entry->config.base_path)) continue;
+    std::set<int64_t> keep(entry->aspired.begin(), entry->aspired.end());
+    for (const auto& [v, ve] : entry->versions) {
+      if (ve.state != VersionState::kEnd) keep.insert(v);
+    }
+    PruneCachedVersions(entry->config.base_path, keep, options_.storage);
+  }
 }
 
 void ModelManager::ApplyListingsLocked(std::vector<PollWork>& work, Garbage* garbage) {

@@ -196,6 +196,8 @@ class ModelManager {
   };
 
   void PollLoop();
+  // Removes S3 versions no longer loaded, loading or aspired from the download cache.
+  void PruneCachesLocked();
   void LoadLoop();
   // Resource preserving: waits until the versions `task` unloaded to make room are freed.
   void WaitUntilReleased(const LoadTask& task) const;

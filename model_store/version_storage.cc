@@ -83,7 +83,38 @@ std::string ReadSmallFile(const fs::path& path) {
   return text.str();
 }
 
+fs::path CacheDirOf(const S3Location& location, const StorageOptions& options) {
+  return options.cache_dir / location.bucket / location.prefix;
+}
+
 }  // namespace
+
+void PruneCachedVersions(const std::string& base_path, const std::set<int64_t>& keep, const StorageOptions& options) {
+  if (!IsS3Url(base_path)) return;
+  StatusOr<S3Location> location = ParseS3Url(base_path);
+  if (!location.ok()) return;
+  const fs::path dir = CacheDirOf(*location, options);
+  const std::string ours = ".download-" + std::to_string(::getpid()) + "-";
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t download = name.find(".download-");
+    if (download != std::string::npos) {
+      if (name.find(ours) == std::string::npos) doomed.push_back(it->path());  // a dead process's
+      continue;
+    }
+    std::string version_name = name;
+    const size_t suffix = name.find(kListingSuffix);
+    if (suffix != std::string::npos) version_name = name.substr(0, suffix);
+    const std::optional<int64_t> version = ParseVersionDirName(version_name);
+    if (version && !keep.contains(*version)) doomed.push_back(it->path());
+  }
+  for (const fs::path& path : doomed) {
+    const auto removed = fs::remove_all(path, ec);
+    if (removed > 1) spdlog::info("event=s3_version_uncached path={}", path.string());
+  }
+}
 
 StatusOr<std::vector<int64_t>> ListStoredVersions(const std::string& base_path, const StorageOptions& options) {
   if (!IsS3Url(base_path)) return ListVersions(base_path);
@@ -107,7 +138,7 @@ StatusOr<fs::path> FetchVersion(const std::string& base_path, int64_t version, c
   LS_ASSIGN_OR_RETURN(const S3Version v, FindS3Version(base_path, version, options));
   LS_ASSIGN_OR_RETURN(const std::vector<S3Object> objects, VersionObjects(v, options));
   const std::string listing = ListingText(objects);
-  const fs::path cached = options.cache_dir / v.location.bucket / v.location.prefix / v.name;
+  const fs::path cached = CacheDirOf(v.location, options) / v.name;
   // The listing a copy was made from lies beside it, not in it: a bundle holds only the files
   // its manifest lists.
   fs::path listing_file = cached;

@@ -10,10 +10,12 @@
 // directory: a version still being uploaded (its manifest missing or not yet matching) fails
 // its load, and its fingerprint (the listing) changes when the upload completes, so the next
 // poll tries it again. A key that would leave the version's directory ("../x", "/x") is refused.
+// The manager prunes the cache after each poll (PruneCachedVersions): it holds what is served.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,5 +41,10 @@ std::string StoredVersionFingerprint(const std::string& base_path, int64_t versi
 // copy in the cache, downloaded first when not cached from the same listing.
 StatusOr<std::filesystem::path> FetchVersion(const std::string& base_path, int64_t version,
                                              const StorageOptions& options);
+
+// Removes from the cache the S3 versions of `base_path` not in `keep` (the versions the manager
+// loads, serves or still wants), and downloads another process left unfinished: the cache holds
+// what is served, no more. Nothing for a local base path.
+void PruneCachedVersions(const std::string& base_path, const std::set<int64_t>& keep, const StorageOptions& options);
 
 }  // namespace lockstep

@@ -84,6 +84,11 @@ TEST_F(S3RepositoryTest, ServesVersionsUploadedToS3AndOnlyWholeOnes) {
   // The manifest lands: the next poll sees the listing change, fetches and serves 2.
   s3_.Put({BundleObjects(dir_ / "local" / "2", "zoo/hp/2/").back()});
   ASSERT_TRUE(WaitFor([&] { return Answer(http).find("4.0") != std::string::npos; })) << server->Log();
+  // Version 1, no longer served, leaves the cache.
+  const fs::path cache = dir_ / "cache" / "models" / "zoo" / "hp";
+  EXPECT_TRUE(WaitFor([&] { return !fs::exists(cache / "1"); })) << server->Log();
+  EXPECT_FALSE(fs::exists(cache / "1.lockstep-s3-listing"));
+  EXPECT_TRUE(fs::exists(cache / "2" / "MANIFEST.sha256"));
 
   // A restart finds version 2 in the cache: nothing is downloaded.
   server.reset();
