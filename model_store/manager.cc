@@ -532,16 +532,13 @@ void ModelManager::LoadLoop() {
     lock.unlock();
 
     WaitUntilReleased(task);
-    std::string fingerprint = StoredVersionFingerprint(task.base_path, task.version, options_.storage);
     // An S3 version is downloaded into the cache first (a local one is where it is). A download
     // that failed (the server gone mid-transfer, an object deleted since the listing) leaves a
     // fingerprint no listing matches, so the next poll tries it again.
-    StatusOr<std::filesystem::path> fetched = FetchVersion(task.base_path, task.version, options_.storage);
-    if (fetched.ok()) {
-      task.dir = *fetched;
-    } else {
-      fingerprint = "fetch failed: " + fetched.status().ToString();
-    }
+    StatusOr<FetchedVersion> fetched = FetchVersion(task.base_path, task.version, options_.storage);
+    const std::string fingerprint =
+        fetched.ok() ? fetched->fingerprint : "fetch failed: " + fetched.status().ToString();
+    if (fetched.ok()) task.dir = fetched->dir;
     const auto load_start = std::chrono::steady_clock::now();
     SessionOptions session_options = options_.session_options;
     session_options.bf16_products = task.bf16_products;

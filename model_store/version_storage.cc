@@ -133,8 +133,12 @@ std::string StoredVersionFingerprint(const std::string& base_path, int64_t versi
   return objects.ok() ? ListingText(*objects) : objects.status().ToString();
 }
 
-StatusOr<fs::path> FetchVersion(const std::string& base_path, int64_t version, const StorageOptions& options) {
-  if (!IsS3Url(base_path)) return VersionDir(base_path, version);
+StatusOr<FetchedVersion> FetchVersion(const std::string& base_path, int64_t version, const StorageOptions& options) {
+  if (!IsS3Url(base_path)) {
+    fs::path dir = VersionDir(base_path, version);
+    std::string fingerprint = DirFingerprint(dir);
+    return FetchedVersion{std::move(dir), std::move(fingerprint)};
+  }
   LS_ASSIGN_OR_RETURN(const S3Version v, FindS3Version(base_path, version, options));
   LS_ASSIGN_OR_RETURN(const std::vector<S3Object> objects, VersionObjects(v, options));
   const std::string listing = ListingText(objects);
@@ -144,7 +148,7 @@ StatusOr<fs::path> FetchVersion(const std::string& base_path, int64_t version, c
   fs::path listing_file = cached;
   listing_file += kListingSuffix;
   std::error_code ec;
-  if (fs::is_directory(cached, ec) && ReadSmallFile(listing_file) == listing) return cached;
+  if (fs::is_directory(cached, ec) && ReadSmallFile(listing_file) == listing) return FetchedVersion{cached, listing};
 
   const auto start = std::chrono::steady_clock::now();
   fs::path staging = cached;
@@ -178,7 +182,7 @@ StatusOr<fs::path> FetchVersion(const std::string& base_path, int64_t version, c
   spdlog::info("event=s3_version_fetched url={}{} objects={} bytes={} seconds={:.3f}", v.location.Url(), v.name,
                objects.size(), bytes,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return cached;
+  return FetchedVersion{cached, listing};
 }
 
 }  // namespace lockstep

@@ -37,10 +37,16 @@ StatusOr<std::vector<int64_t>> ListStoredVersions(const std::string& base_path, 
 // version's listing (keys, sizes, ETags). A failed version is retried when it changes.
 std::string StoredVersionFingerprint(const std::string& base_path, int64_t version, const StorageOptions& options);
 
-// The local directory to load `version` from: the version's own directory, or its S3 objects'
-// copy in the cache, downloaded first when not cached from the same listing.
-StatusOr<std::filesystem::path> FetchVersion(const std::string& base_path, int64_t version,
-                                             const StorageOptions& options);
+// A version ready to load: the local directory to read, and the fingerprint of what it was
+// made from (StoredVersionFingerprint's, read once with the fetch).
+struct FetchedVersion {
+  std::filesystem::path dir;
+  std::string fingerprint;
+};
+
+// The version's own directory, or its S3 objects' copy in the cache, downloaded first when not
+// cached from the same listing.
+StatusOr<FetchedVersion> FetchVersion(const std::string& base_path, int64_t version, const StorageOptions& options);
 
 // Removes from the cache the S3 versions of `base_path` not in `keep` (the versions the manager
 // loads, serves or still wants), and downloads another process left unfinished: the cache holds
