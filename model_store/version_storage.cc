@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "model_store/s3/s3_client.h"
 #include "model_store/source.h"
+#include "runtime/bundle/bundle.h"
 
 namespace lockstep {
 namespace {
@@ -183,6 +185,106 @@ StatusOr<FetchedVersion> FetchVersion(const std::string& base_path, int64_t vers
                objects.size(), bytes,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return FetchedVersion{cached, listing};
+}
+
+namespace {
+
+// The file whose arrival makes the version whole, for each format a version directory can have.
+std::string CompletingFile(const fs::path& dir) {
+  for (const std::string_view name : {kBundleManifestFile, std::string_view("saved_model.pb"), std::string_view("model.onnx")}) {
+    if (fs::is_regular_file(dir / name)) return std::string(name);
+  }
+  return "";
+}
+
+// The version directory's regular files, relative to it, sorted, the completing file last.
+StatusOr<std::vector<std::string>> PublishOrder(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return NotFound(dir.string() + ": not a directory");
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_symlink(ec)) return InvalidArgument(it->path().string() + ": a link (publish only plain files)");
+    if (it->is_regular_file(ec)) files.push_back(fs::relative(it->path(), dir).generic_string());
+  }
+  if (ec) return DataLoss("reading " + dir.string() + ": " + ec.message());
+  if (files.empty()) return InvalidArgument(dir.string() + ": no files to publish");
+  std::sort(files.begin(), files.end());
+  const std::string last = CompletingFile(dir);
+  std::stable_partition(files.begin(), files.end(), [&](const std::string& f) { return f != last; });
+  return files;
+}
+
+StatusOr<int64_t> PublishLocal(const fs::path& dir, const fs::path& base, int64_t version,
+                               const std::vector<std::string>& files) {
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (ec) return FailedPrecondition(base.string() + ": " + ec.message());
+  LS_ASSIGN_OR_RETURN(const std::vector<int64_t> versions, ListVersions(base));
+  if (version == 0) version = versions.empty() ? 1 : versions.back() + 1;
+  const fs::path target = base / std::to_string(version);
+  if (std::find(versions.begin(), versions.end(), version) != versions.end()) {
+    return AlreadyExists(target.string() + ": the version exists");
+  }
+  const fs::path staging = base / ("." + std::to_string(version) + ".publish-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  for (const std::string& file : files) {
+    fs::create_directories((staging / file).parent_path(), ec);
+    if (!ec) fs::copy_file(dir / file, staging / file, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      fs::remove_all(staging, ec);
+      return DataLoss("copying " + (dir / file).string() + " into " + staging.string() + ": " + why);
+    }
+  }
+  // rename() onto an existing empty directory would succeed: a version made meanwhile is kept.
+  if (fs::exists(target, ec)) {
+    fs::remove_all(staging, ec);
+    return AlreadyExists(target.string() + ": the version exists");
+  }
+  fs::rename(staging, target, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove_all(staging, ec);
+    return DataLoss("renaming " + staging.string() + " to " + target.string() + ": " + why);
+  }
+  return version;
+}
+
+StatusOr<int64_t> PublishS3(const fs::path& dir, const std::string& base_path, int64_t version,
+                            const std::vector<std::string>& files, const StorageOptions& options) {
+  LS_ASSIGN_OR_RETURN(const S3Location location, ParseS3Url(base_path));
+  LS_RETURN_IF_ERROR(options.s3_settings_status);
+  LS_ASSIGN_OR_RETURN(const auto versions, ListS3Versions(location, options));
+  if (version == 0) version = versions.empty() ? 1 : versions.rbegin()->first + 1;
+  const std::string prefix = location.prefix + std::to_string(version) + "/";
+  if (versions.contains(version)) {
+    return AlreadyExists(location.Url() + std::to_string(version) + "/: the version exists");
+  }
+  const S3Client client(options.s3);
+  const auto start = std::chrono::steady_clock::now();
+  int64_t bytes = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Status put = client.Upload(location.bucket, prefix + files[i], dir / files[i]);
+    if (!put.ok()) {
+      for (size_t j = 0; j < i; ++j) (void)client.Delete(location.bucket, prefix + files[j]);
+      return put;
+    }
+    std::error_code ec;
+    bytes += static_cast<int64_t>(fs::file_size(dir / files[i], ec));
+  }
+  spdlog::info("event=s3_version_published url={}{} objects={} bytes={} seconds={:.3f}", location.Url(), version,
+               files.size(), bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return version;
+}
+
+}  // namespace
+
+StatusOr<int64_t> PublishVersion(const fs::path& dir, const std::string& base_path, int64_t version,
+                                 const StorageOptions& options) {
+  if (version < 0) return InvalidArgument("version " + std::to_string(version) + ": must be >= 1");
+  LS_ASSIGN_OR_RETURN(const std::vector<std::string> files, PublishOrder(dir));
+  if (IsS3Url(base_path)) return PublishS3(dir, base_path, version, files, options);
+  return PublishLocal(dir, base_path, version, files);
 }
 
 }  // namespace lockstep

@@ -48,6 +48,19 @@ struct FetchedVersion {
 // cached from the same listing.
 StatusOr<FetchedVersion> FetchVersion(const std::string& base_path, int64_t version, const StorageOptions& options);
 
+// Writes the version directory `dir` (made locally: a bundle, a SavedModel, an ONNX model) into
+// `base_path` as `version`, or as the next version (the highest there + 1) when `version` is
+// 0, the way readers expect to find it whole, and returns the version written. A version
+// already there is never replaced (AlreadyExists).
+//   local: copied into a hidden temporary directory beside it, then renamed into place.
+//   S3:    every object uploaded first and the one that completes the version last (the
+//          bundle's MANIFEST.sha256, else saved_model.pb or model.onnx), so that a reader that
+//          lists it before that sees a version whose load fails and is tried again, never a
+//          servable half. An upload that fails deletes what it had put, best effort.
+// Two writers publishing at once under one base path may pick one version; give `version`.
+StatusOr<int64_t> PublishVersion(const std::filesystem::path& dir, const std::string& base_path, int64_t version,
+                                 const StorageOptions& options);
+
 // Removes from the cache the S3 versions of `base_path` not in `keep` (the versions the manager
 // loads, serves or still wants), and downloads another process left unfinished: the cache holds
 // what is served, no more. Nothing for a local base path.

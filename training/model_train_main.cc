@@ -9,7 +9,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unistd.h>
 
+#include "model_store/s3/s3_settings.h"
+#include "model_store/version_storage.h"
 #include "runtime/cli/flags.h"
 #include "training/config.h"
 #include "training/trainer.h"
@@ -23,7 +26,10 @@ bundle into <export_dir>/<version>/, version = the highest there + 1. Flags over
 config's settings:
 
   --config FILE          the training config (required)
-  --export_dir DIR       export.dir: where the bundle goes
+  --export_dir DIR       export.dir: where the bundle goes; an s3://bucket/prefix/model URL
+                         writes it to an S3 repository (the bundle's objects first, its
+                         manifest last), signed with the AWS_* / S3_* variables model-server
+                         reads (server/README.md)
   --epochs N             epochs
   --batch_size N         batch_size
   --learning_rate X      optimizer.learning_rate
@@ -50,6 +56,34 @@ own replicas) on one global batch; rank 0 writes checkpoints, logs and the expor
 int Fail(const std::string& message, int code = 1) {
   std::cerr << "model-train: " << message << "\n";
   return code;
+}
+
+// An s3:// export is trained into a local directory and published from there
+// (version_storage.h), as model-cli publish would.
+struct S3Export {
+  std::string url;
+  lockstep::StorageOptions storage;
+  std::filesystem::path staging;
+  ~S3Export() {
+    std::error_code ec;
+    if (!staging.empty()) std::filesystem::remove_all(staging, ec);
+  }
+};
+
+// Checked before training: a wrong URL, a refused key or an unreachable server fails now, not
+// after the epochs.
+lockstep::Status PrepareS3Export(const std::string& url, S3Export& out) {
+  using namespace lockstep;
+  LS_RETURN_IF_ERROR(ParseS3Url(url).status());
+  out.url = url;
+  StatusOr<S3Settings> settings = S3SettingsFromEnvironment();
+  if (!settings.ok()) return settings.status();
+  out.storage.s3 = *settings;
+  LS_RETURN_IF_ERROR(ListStoredVersions(url, out.storage).status());
+  out.staging = std::filesystem::temp_directory_path() / ("lockstep-export-" + std::to_string(::getpid()));
+  std::error_code ec;
+  std::filesystem::remove_all(out.staging, ec);
+  return Status::Ok();
 }
 
 bool ParseInt(const std::string& text, int64_t min, int64_t& out) {
@@ -144,6 +178,14 @@ int main(int argc, char** argv) {
                                      ? std::filesystem::path(config_path).stem().string()
                                      : config.export_.model_name;
 
+  S3Export s3_export;
+  if (IsS3Url(config.export_.dir) && workers->rank() == 0) {
+    if (Status s = PrepareS3Export(config.export_.dir, s3_export); !s.ok()) {
+      return Fail("--export_dir / export.dir: " + s.message(), 2);
+    }
+    config.export_.dir = s3_export.staging.string();
+  }
+
   const std::string predictions_out = flags->Get("predictions_out");
   TrainOptions options;
   options.keep_test_predictions = !predictions_out.empty();
@@ -171,6 +213,11 @@ int main(int argc, char** argv) {
     std::cout << "validation_mse=" << report->validation_mse << " validation_mae=" << report->validation_mae << "\n";
   } else if (report->has_validation) {
     std::cout << "validation_accuracy=" << report->validation_accuracy << "\n";
+  }
+  if (!report->export_path.empty() && !s3_export.url.empty()) {
+    StatusOr<int64_t> version = PublishVersion(report->export_path, s3_export.url, 0, s3_export.storage);
+    if (!version.ok()) return Fail("publishing to " + s3_export.url + ": " + version.status().message());
+    report->export_path = ParseS3Url(s3_export.url)->Url() + std::to_string(*version);
   }
   if (!report->export_path.empty()) std::cout << "exported " << report->export_path << "\n";
   return 0;

@@ -80,26 +80,57 @@ StatusCode CodeForHttp(long status) {
   }
 }
 
-StatusOr<std::string> FileMd5Hex(const std::filesystem::path& path) {
+std::string Hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (size_t i = 0; i < n; ++i) {
+    hex += kHex[bytes[i] >> 4];
+    hex += kHex[bytes[i] & 15];
+  }
+  return hex;
+}
+
+// A file's MD5 (for ETags and Content-MD5) and SHA-256 (for SigV4's payload hash), in one read.
+struct FileDigests {
+  std::string md5_hex;
+  std::string md5_base64;
+  std::string sha256_hex;
+};
+
+StatusOr<FileDigests> DigestFile(const std::filesystem::path& path, bool with_sha256) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return DataLoss("cannot read " + path.string());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
+  using Ctx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+  Ctx md5(EVP_MD_CTX_new(), EVP_MD_CTX_free), sha(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr);
+  if (with_sha256) EVP_DigestInit_ex(sha.get(), EVP_sha256(), nullptr);
   std::string buffer(size_t{1} << 20, '\0');
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+    const auto n = static_cast<size_t>(in.gcount());
+    EVP_DigestUpdate(md5.get(), buffer.data(), n);
+    if (with_sha256) EVP_DigestUpdate(sha.get(), buffer.data(), n);
   }
+  if (in.bad()) return DataLoss("cannot read " + path.string());
+  FileDigests out;
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
+  EVP_DigestFinal_ex(md5.get(), digest, &length);
+  out.md5_hex = Hex(digest, length);
+  unsigned char base64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  const int encoded = EVP_EncodeBlock(base64, digest, static_cast<int>(length));
+  out.md5_base64.assign(reinterpret_cast<const char*>(base64), static_cast<size_t>(encoded));
+  if (with_sha256) {
+    EVP_DigestFinal_ex(sha.get(), digest, &length);
+    out.sha256_hex = Hex(digest, length);
   }
-  return hex;
+  return out;
+}
+
+size_t ReadFromFile(char* data, size_t size, size_t n, void* in) {
+  auto* file = static_cast<std::ifstream*>(in);
+  file->read(data, static_cast<std::streamsize>(size * n));
+  return file->bad() ? CURL_READFUNC_ABORT : static_cast<size_t>(file->gcount());
 }
 
 }  // namespace
@@ -142,9 +173,22 @@ std::string S3Client::Url(const std::string& bucket, const std::string& url_path
   return url;
 }
 
-Status S3Client::Get(const std::string& what, const std::string& bucket, const std::string& url_path,
-                     const std::string& query, std::string* body, const std::filesystem::path* file) const {
-  const std::string url = Url(bucket, url_path, query);
+struct S3Client::Request {
+  const char* method = "GET";
+  std::string url_path;  // escaped, from '/'
+  std::string query;     // escaped, its parameters sorted (SigV4's canonical query string)
+  std::string* body = nullptr;                      // a GET's answer, in memory
+  const std::filesystem::path* download = nullptr;  // or into this file
+  const std::filesystem::path* upload = nullptr;    // a PUT's body
+  int64_t upload_size = 0;
+  std::string payload_sha256 = kEmptyPayloadSha256;
+  std::string content_md5;  // base64, for a PUT
+};
+
+Status S3Client::Send(const std::string& what, const std::string& bucket, const Request& request) const {
+  const std::string url = Url(bucket, request.url_path, request.query);
+  const std::filesystem::path* file = request.download;
+  std::string* body = request.body;
   std::mt19937 jitter(std::random_device{}());
   Status last;
   for (int attempt = 0; attempt < settings_.attempts; ++attempt) {
@@ -160,15 +204,21 @@ Status S3Client::Get(const std::string& what, const std::string& bucket, const s
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
     if (!curl) return Internal("cannot start a libcurl handle");
     std::unique_ptr<curl_slist, HeadersDeleter> headers(
-        curl_slist_append(nullptr, (std::string("x-amz-content-sha256: ") + kEmptyPayloadSha256).c_str()));
+        curl_slist_append(nullptr, ("x-amz-content-sha256: " + request.payload_sha256).c_str()));
     if (!settings_.session_token.empty()) {
       curl_slist_append(headers.get(), ("x-amz-security-token: " + settings_.session_token).c_str());
     }
+    if (!request.content_md5.empty()) curl_slist_append(headers.get(), ("Content-MD5: " + request.content_md5).c_str());
     std::string error_body;
     std::ofstream out;
     if (file != nullptr) {
       out.open(*file, std::ios::binary | std::ios::trunc);
       if (!out) return DataLoss(what + ": cannot write " + file->string());
+    }
+    std::ifstream in;
+    if (request.upload != nullptr) {
+      in.open(*request.upload, std::ios::binary);
+      if (!in) return DataLoss(what + ": cannot read " + request.upload->string());
     }
     if (body != nullptr) body->clear();
     CURL* h = curl.get();
@@ -181,6 +231,14 @@ Status S3Client::Get(const std::string& what, const std::string& bucket, const s
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, settings_.verify_ssl ? 1L : 0L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, settings_.verify_ssl ? 2L : 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (request.upload != nullptr) {
+      curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(h, CURLOPT_READFUNCTION, &ReadFromFile);
+      curl_easy_setopt(h, CURLOPT_READDATA, &in);
+      curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.upload_size));
+    } else if (std::string_view(request.method) != "GET") {
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method);
+    }
     if (!settings_.access_key_id.empty()) {
       const std::string sigv4 = "aws:amz:" + settings_.region + ":s3";
       curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
@@ -199,22 +257,26 @@ Status S3Client::Get(const std::string& what, const std::string& bucket, const s
       auto* s = static_cast<Sink*>(user);
       long status = 0;
       curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
-      if (status != 200) return AppendToString(data, size, n, s->error_body);
+      if (status / 100 != 2) return AppendToString(data, size, n, s->error_body);
       if (s->file != nullptr) return AppendToFile(data, size, n, s->file);
-      return AppendToString(data, size, n, s->body);
+      if (s->body != nullptr) return AppendToString(data, size, n, s->body);
+      return size * n;  // a PUT's or DELETE's answer: nothing we read
     });
     const CURLcode rc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     if (out.is_open()) out.close();
     if (rc != CURLE_OK) {
-      if (rc == CURLE_WRITE_ERROR && file != nullptr && status == 200) {
+      if (rc == CURLE_WRITE_ERROR && file != nullptr && status / 100 == 2) {
         return DataLoss(what + ": cannot write " + file->string());
+      }
+      if (rc == CURLE_ABORTED_BY_CALLBACK && request.upload != nullptr) {
+        return DataLoss(what + ": cannot read " + request.upload->string());
       }
       last = Status(StatusCode::kUnavailable, what + ": " + curl_easy_strerror(rc));
       continue;  // the network: try again
     }
-    if (status == 200) return Status::Ok();
+    if (status / 100 == 2) return Status::Ok();
     const std::string code = ErrorCodeOf(error_body);
     last = Status(CodeForHttp(status), what + ": HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code));
     if (status < 500) return last;  // the request's fault: the same request fails the same way
@@ -235,7 +297,11 @@ StatusOr<S3Listing> S3Client::List(const std::string& bucket, const std::string&
     if (!delimiter.empty()) query += "delimiter=" + Escape(delimiter, false) + "&";
     query += "list-type=2&max-keys=" + std::to_string(page_size) + "&prefix=" + Escape(prefix, false);
     std::string body;
-    LS_RETURN_IF_ERROR(Get(what, bucket, "/", query, &body, nullptr));
+    Request request;
+    request.url_path = "/";
+    request.query = std::move(query);
+    request.body = &body;
+    LS_RETURN_IF_ERROR(Send(what, bucket, request));
     LS_ASSIGN_OR_RETURN(S3ListPage page, ParseListObjectsV2(body));
     for (std::string& p : page.listing.prefixes) all.prefixes.push_back(std::move(p));
     for (S3Object& o : page.listing.objects) all.objects.push_back(std::move(o));
@@ -250,7 +316,10 @@ Status S3Client::Download(const std::string& bucket, const S3Object& object, con
   partial += ".download";
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  const Status got = Get(what, bucket, "/" + EscapeS3Key(object.key), "", nullptr, &partial);
+  Request request;
+  request.url_path = "/" + EscapeS3Key(object.key);
+  request.download = &partial;
+  const Status got = Send(what, bucket, request);
   if (!got.ok()) {
     std::filesystem::remove(partial, ec);
     return got;
@@ -262,7 +331,8 @@ Status S3Client::Download(const std::string& bucket, const S3Object& object, con
                     std::to_string(object.size) + " (changed or cut while read)");
   }
   if (!object.etag.empty() && object.etag.find('-') == std::string::npos) {
-    LS_ASSIGN_OR_RETURN(const std::string md5, FileMd5Hex(partial));
+    LS_ASSIGN_OR_RETURN(const FileDigests digests, DigestFile(partial, /*with_sha256=*/false));
+    const std::string& md5 = digests.md5_hex;
     if (md5 != object.etag) {
       std::filesystem::remove(partial, ec);
       return DataLoss(what + ": its MD5 " + md5 + " is not its ETag " + object.etag + " (changed while read)");
@@ -271,6 +341,29 @@ Status S3Client::Download(const std::string& bucket, const S3Object& object, con
   std::filesystem::rename(partial, path, ec);
   if (ec) return DataLoss(what + ": cannot rename into " + path.string() + ": " + ec.message());
   return Status::Ok();
+}
+
+Status S3Client::Upload(const std::string& bucket, const std::string& key, const std::filesystem::path& file) const {
+  const std::string what = "uploading " + file.string() + " to s3://" + bucket + "/" + key;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(file, ec);
+  if (ec) return DataLoss(what + ": " + ec.message());
+  LS_ASSIGN_OR_RETURN(const FileDigests digests, DigestFile(file, /*with_sha256=*/true));
+  Request request;
+  request.method = "PUT";
+  request.url_path = "/" + EscapeS3Key(key);
+  request.upload = &file;
+  request.upload_size = static_cast<int64_t>(size);
+  request.payload_sha256 = digests.sha256_hex;
+  request.content_md5 = digests.md5_base64;
+  return Send(what, bucket, request);
+}
+
+Status S3Client::Delete(const std::string& bucket, const std::string& key) const {
+  Request request;
+  request.method = "DELETE";
+  request.url_path = "/" + EscapeS3Key(key);
+  return Send("deleting s3://" + bucket + "/" + key, bucket, request);
 }
 
 }  // namespace lockstep

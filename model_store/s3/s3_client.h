@@ -1,6 +1,8 @@
-// An S3 client for the model store: listing (ListObjectsV2, every page) and downloads that are
-// checked before they count. Requests are signed with AWS Signature Version 4 by libcurl
-// (CURLOPT_AWS_SIGV4, which does all S3 needs here: GETs with an empty payload), and retried
+// An S3 client for the model store: listing (ListObjectsV2, every page), downloads that are
+// checked before they count, and uploads S3 checks as it stores them. Requests are signed with
+// AWS Signature Version 4 by libcurl (CURLOPT_AWS_SIGV4: it signs the x-amz-content-sha256
+// header we send and takes its value as the payload's hash, so an upload's body is signed by its
+// SHA-256, computed here from the file; checked against a hand computation of SigV4), and retried
 // with exponential backoff and jitter when the network or the server fails (a connection
 // refused or cut, a timeout, HTTP 5xx). A 4xx is not retried: its error names the bucket (and
 // key), the HTTP status and S3's error code, and never the secret key.
@@ -50,13 +52,19 @@ class S3Client {
   // ETag: DataLoss otherwise, and nothing at `path`. NotFound when the object is gone.
   Status Download(const std::string& bucket, const S3Object& object, const std::filesystem::path& path) const;
 
+  // PUTs `file` as `key`, its SHA-256 signed and its MD5 sent (Content-MD5), so that S3 refuses a
+  // body changed on the way; an object already at `key` is replaced, as S3 does.
+  Status Upload(const std::string& bucket, const std::string& key, const std::filesystem::path& file) const;
+
+  // Deletes `key`; deleting a key that is not there succeeds, as S3 does.
+  Status Delete(const std::string& bucket, const std::string& key) const;
+
   const S3Settings& settings() const { return settings_; }
 
  private:
-  // GET `url_path` (already escaped, from '/') with `query` (escaped, its parameters sorted),
-  // into `body` or, with `file`, into that file; retried as the top of this file says.
-  Status Get(const std::string& what, const std::string& bucket, const std::string& url_path,
-             const std::string& query, std::string* body, const std::filesystem::path* file) const;
+  struct Request;
+  // Sends `request`; retried as the top of this file says.
+  Status Send(const std::string& what, const std::string& bucket, const Request& request) const;
   std::string Url(const std::string& bucket, const std::string& url_path, const std::string& query) const;
 
   S3Settings settings_;

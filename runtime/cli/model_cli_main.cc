@@ -8,6 +8,7 @@
 //   model-cli import --onnx F --out B [--overwrite]
 //   model-cli export-onnx --dir D --out F [--signature NAME] [--overwrite]
 //   model-cli make-example half_plus_two --out D [--overwrite]
+//   model-cli publish --dir D --to BASE_PATH [--version N]
 //   model-cli warmup --from-log 'logs/*.tfrecord' --out V/assets.extra/tf_serving_warmup_requests [--max 100]
 #include <charconv>
 #include <cstdio>
@@ -22,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "model_store/s3/s3_settings.h"
+#include "model_store/version_storage.h"
 #include "runtime/cli/flags.h"
 #include "runtime/bundle/bundle.h"
 #include "runtime/model_dir.h"
@@ -68,6 +71,13 @@ commands:
   make-example NAME --out DIR [--overwrite]
       Write an example bundle. NAME: half_plus_two (y = 0.5 * x + 2). An existing DIR is
       replaced only with --overwrite.
+  publish --dir DIR --to BASE_PATH [--version N]
+      Verify DIR (as verify does) and write it into a model's base path as version N
+      (default: the highest there + 1), the way model-server expects to find a version
+      whole: BASE_PATH a local directory (copied beside, renamed into place) or
+      s3://bucket/prefix/model (every object first, the one that completes the version last:
+      MANIFEST.sha256, saved_model.pb or model.onnx; credentials and endpoint from AWS_* and
+      S3_* as model-server reads them). A version already there is never replaced.
   warmup --from-log PATTERN [--from-log PATTERN ...] --out FILE [--max N] [--model NAME]
          [--seed S] [--overwrite]
       Cut a warm-up file (VERSION/assets.extra/tf_serving_warmup_requests) from request logs
@@ -222,18 +232,50 @@ int Run(const Flags& flags) {
   return 0;
 }
 
+// What verify prints of a servable `dir`, or why it is not.
+StatusOr<std::string> VerifyDir(const std::string& dir) {
+  LS_ASSIGN_OR_RETURN(Model model, ReadModelDir(dir));
+  const size_t nodes = model.graph.nodes.size(), weights = model.weights.size();
+  LS_ASSIGN_OR_RETURN(auto session, Session::Create(std::move(model)));
+  std::string names;
+  for (const auto& s : session->signatures()) names += (names.empty() ? "" : ", ") + s.name;
+  return dir + " is a valid " + std::string(ModelFormatName(DetectModelFormat(dir))) + " (" + std::to_string(nodes) +
+         " nodes, " + std::to_string(weights) + " weights; signatures: " + names + ")";
+}
+
 int Verify(const Flags& flags) {
   if (!flags.Has("dir")) return Usage("verify needs --dir");
-  auto model = ReadModelDir(flags.Get("dir"));
-  if (!model.ok()) return Fail(model.status().message());
-  const size_t nodes = model->graph.nodes.size(), weights = model->weights.size();
-  auto session = Session::Create(std::move(*model));
-  if (!session.ok()) return Fail(session.status().message());
-  std::string names;
-  for (const auto& s : (*session)->signatures()) names += (names.empty() ? "" : ", ") + s.name;
-  std::cout << "OK: " << flags.Get("dir") << " is a valid "
-            << ModelFormatName(DetectModelFormat(flags.Get("dir"))) << " (" << nodes
-            << " nodes, " << weights << " weights; signatures: " << names << ")\n";
+  StatusOr<std::string> verified = VerifyDir(flags.Get("dir"));
+  if (!verified.ok()) return Fail(verified.status().message());
+  std::cout << "OK: " << *verified << "\n";
+  return 0;
+}
+
+int Publish(const Flags& flags) {
+  if (!flags.Has("dir")) return Usage("publish needs --dir");
+  if (!flags.Has("to")) return Usage("publish needs --to");
+  int64_t version = 0;
+  if (flags.Has("version")) {
+    const std::string text = flags.Get("version");
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (ec != std::errc() || end != text.data() + text.size() || version < 1) {
+      return Usage("--version must be a whole number >= 1, not '" + text + "'");
+    }
+  }
+  StatusOr<std::string> verified = VerifyDir(flags.Get("dir"));
+  if (!verified.ok()) return Fail(verified.status().message());
+  StorageOptions storage;
+  const std::string to = flags.Get("to");
+  if (IsS3Url(to)) {
+    StatusOr<S3Settings> s3 = S3SettingsFromEnvironment();
+    if (!s3.ok()) return Fail(s3.status().message());
+    storage.s3 = *s3;
+  }
+  StatusOr<int64_t> published = PublishVersion(flags.Get("dir"), to, version, storage);
+  if (!published.ok()) return Fail("publishing to " + to + ": " + published.status().message());
+  std::string where = to;
+  while (where.size() > 1 && where.back() == '/') where.pop_back();
+  std::cout << "published " << flags.Get("dir") << " as " << where << "/" << *published << "\n";
   return 0;
 }
 
@@ -356,7 +398,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model", "onnx", "from-log", "max", "model", "seed"}, {"all", "help", "overwrite"});
+  auto flags = ParseFlags(argc - 2, argv + 2, {"dir", "signature", "input", "out", "threads", "saved_model", "onnx", "from-log", "max", "model", "seed", "to", "version"}, {"all", "help", "overwrite"});
   if (!flags.ok()) return Usage(flags.status().message());
   if (flags->Has("help")) {
     std::cout << kUsage;
@@ -371,6 +413,7 @@ int Main(int argc, char** argv) {
   if (command == "import") return Import(*flags);
   if (command == "export-onnx") return ExportOnnx(*flags);
   if (command == "make-example") return MakeExampleCommand(*flags);
+  if (command == "publish") return Publish(*flags);
   if (command == "warmup") return WarmupCommand(*flags);
   return Usage("unknown command '" + command + "'");
 }

@@ -3,12 +3,17 @@
 // --model_cache_dir, checked and served; one whose upload is unfinished (no manifest yet) is
 // never served and loads once the upload completes; a cached version is not downloaded again;
 // a failed download is retried; and an S3 server down at start delays the model, not the server.
+// model-cli publish and model-train --export_dir s3:// write versions there that it serves.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "tests/common/run_command.h"
 #include "tests/e2e/http_client.h"
 #include "tests/e2e/server_harness.h"
 #include "tests/model_store/s3_test_util.h"
@@ -127,6 +132,50 @@ TEST_F(S3RepositoryTest, AFailedDownloadIsRetriedAtTheNextPoll) {
   EXPECT_EQ(Answer(http).find("3.0"), std::string::npos);
   fs::remove(dir_ / "cache");
   ASSERT_TRUE(WaitFor([&] { return Answer(http).find("3.0") != std::string::npos; })) << server.Log();
+}
+
+// What our own tools write to S3 is served: model-cli publish (a version made locally) and
+// model-train --export_dir s3:// (trained, then published), and a refused key stops model-train
+// before it trains, naming the bucket and the HTTP status.
+TEST_F(S3RepositoryTest, ModelCliAndModelTrainPublishIntoS3) {
+  WriteHalfPlusTwo(dir_ / "local", 1);
+  const std::string cli = MODEL_CLI_PATH;
+  test::CommandResult published =
+      test::RunCommand(cli + " publish --dir " + (dir_ / "local" / "1").string() + " --to s3://models/zoo/hp 2>&1");
+  ASSERT_EQ(published.exit_code, 0) << published.output;
+  EXPECT_NE(published.output.find("as s3://models/zoo/hp/1\n"), std::string::npos) << published.output;
+  {
+    ServerProcess server(dir_.path(), Flags());
+    HttpClient http(server.rest_port());
+    EXPECT_NE(Answer(http).find("3.0"), std::string::npos) << Answer(http);
+  }
+  published = test::RunCommand(cli + " publish --dir " + (dir_ / "local" / "1").string() +
+                               " --to s3://models/zoo/hp --version 1 2>&1");
+  EXPECT_EQ(published.exit_code, 1) << published.output;
+  EXPECT_NE(published.output.find("s3://models/zoo/hp/1/: the version exists"), std::string::npos)
+      << published.output;
+
+  nlohmann::json config = nlohmann::json::parse(
+      std::ifstream(std::string(LOCKSTEP_SOURCE_DIR) + "/config/train/diabetes.json"));
+  config["data"]["train"] = std::string(LOCKSTEP_SOURCE_DIR) + "/examples/data/diabetes.csv";
+  std::ofstream(dir_ / "diabetes.json") << config.dump();
+  const std::string train = std::string(MODEL_TRAIN_PATH) + " --config " + (dir_ / "diabetes.json").string() +
+                            " --epochs 2 --replicas 1 --export_dir s3://models/zoo/diabetes 2>&1";
+  const test::CommandResult refused = test::RunCommand("AWS_ACCESS_KEY_ID=NOT-A-KEY " + train);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("listing s3://models/zoo/diabetes/: HTTP 403"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("epoch"), std::string::npos) << refused.output;
+
+  const test::CommandResult trained = test::RunCommand(train);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("exported s3://models/zoo/diabetes/1\n"), std::string::npos) << trained.output;
+  ServerProcess server(dir_.path(), {"--model_name=diabetes", "--model_base_path=s3://models/zoo/diabetes",
+                                     "--model_cache_dir=" + (dir_ / "cache").string()});
+  HttpClient http(server.rest_port());
+  const HttpResult status = http.Get("/v1/models/diabetes");
+  EXPECT_NE(status.body.find("AVAILABLE"), std::string::npos) << status.body << server.Log();
+  const HttpResult metadata = http.Get("/v1/models/diabetes/metadata");
+  EXPECT_EQ(metadata.status, 200) << metadata.body;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "tests/common/file_util.h"
 #include "tests/model_store/s3_test_util.h"
@@ -173,6 +174,97 @@ TEST_F(S3ClientTest, WrongCredentialsAndADownServerAreClearErrors) {
   // Back up: the same client lists again.
   server_.Start();
   EXPECT_TRUE(S3Client(SettingsFor(server_)).List("models", "base/", "/").ok());
+}
+
+// The server killed mid-download (the connection cut halfway through an object): the attempt
+// is retried, and what is left is the whole object or nothing.
+TEST_F(S3ClientTest, ADownloadCutHalfwayIsRetriedAndNeverLeftPartial) {
+  S3Object weights{"base/1/weights.bin", 300000, ""};
+  {
+    s3_test::FaultyProxy proxy(server_.endpoint(), "cut", 1);
+    S3Settings settings = SettingsFor(server_);
+    settings.endpoint = proxy.endpoint();
+    const Status got = S3Client(settings).Download("models", weights, dir_ / "once");
+    ASSERT_TRUE(got.ok()) << got.ToString();
+    EXPECT_EQ(proxy.Faults(), 1);
+    EXPECT_EQ(test::ReadFile(dir_ / "once"), std::string(300000, 'w'));
+  }
+  s3_test::FaultyProxy proxy(server_.endpoint(), "cut", 100);
+  S3Settings settings = SettingsFor(server_);
+  settings.endpoint = proxy.endpoint();
+  const Status got = S3Client(settings).Download("models", weights, dir_ / "never");
+  EXPECT_EQ(got.code(), StatusCode::kUnavailable) << got.ToString();
+  EXPECT_NE(got.message().find("s3://models/base/1/weights.bin"), std::string::npos) << got.message();
+  EXPECT_EQ(proxy.Faults(), settings.attempts);
+  EXPECT_FALSE(fs::exists(dir_ / "never"));
+  EXPECT_FALSE(fs::exists(dir_ / "never.download"));
+}
+
+// A server that answers slowly: a transfer under low_speed_bytes a second for low_speed_time is
+// cut and tried again after a backoff; one that is always slow fails in bounded time.
+TEST_F(S3ClientTest, ASlowServerIsCutAndTriedAgain) {
+  S3Settings settings = SettingsFor(server_);
+  settings.low_speed_bytes = 1000;  // the proxy drips 200 bytes a second
+  settings.low_speed_time = std::chrono::seconds(1);
+  const S3Object weights{"base/1/weights.bin", 300000, ""};
+  {
+    s3_test::FaultyProxy proxy(server_.endpoint(), "slow", 1);
+    settings.endpoint = proxy.endpoint();
+    const Status got = S3Client(settings).Download("models", weights, dir_ / "slow-once");
+    ASSERT_TRUE(got.ok()) << got.ToString();
+    EXPECT_EQ(proxy.Faults(), 1);
+    EXPECT_EQ(test::ReadFile(dir_ / "slow-once"), std::string(300000, 'w'));
+  }
+  s3_test::FaultyProxy proxy(server_.endpoint(), "slow", 100);
+  settings.endpoint = proxy.endpoint();
+  const auto start = std::chrono::steady_clock::now();
+  const Status got = S3Client(settings).Download("models", weights, dir_ / "slow-always");
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(got.code(), StatusCode::kUnavailable) << got.ToString();
+  EXPECT_NE(got.message().find("Timeout"), std::string::npos) << got.message();
+  EXPECT_EQ(proxy.Faults(), settings.attempts);
+  EXPECT_GE(took, std::chrono::seconds(2));   // each attempt waited out low_speed_time
+  EXPECT_LT(took, std::chrono::seconds(20));  // and then it stopped
+  EXPECT_FALSE(fs::exists(dir_ / "slow-always"));
+}
+
+// More versions than one page holds (1000 keys, S3's most): every one is listed.
+TEST_F(S3ClientTest, AHugeListingComesWhole) {
+  std::vector<std::pair<std::string, std::string>> objects;
+  for (int v = 1; v <= 1203; ++v) objects.emplace_back("huge/" + std::to_string(v) + "/x", (dir_ / "small").string());
+  server_.Put(objects);
+  StatusOr<S3Listing> versions = S3Client(SettingsFor(server_)).List("models", "huge/", "/");
+  ASSERT_TRUE(versions.ok()) << versions.status().ToString();
+  ASSERT_EQ(versions->prefixes.size(), 1203u);
+  std::set<std::string> unique(versions->prefixes.begin(), versions->prefixes.end());
+  EXPECT_EQ(unique.size(), 1203u);
+  EXPECT_TRUE(unique.contains("huge/1203/"));
+}
+
+// Uploads: the object as it was, with the MD5 S3 checks as its ETag; a delete; and errors that
+// name what failed.
+TEST_F(S3ClientTest, UploadsAndDeletes) {
+  const S3Client client(SettingsFor(server_));
+  test::WriteFile(dir_ / "up", std::string(200000, 'u'));
+  Status put = client.Upload("models", "up/a b/obj", dir_ / "up");
+  ASSERT_TRUE(put.ok()) << put.ToString();
+  StatusOr<S3Listing> listed = client.List("models", "up/", "");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->objects.size(), 1u);
+  EXPECT_EQ(listed->objects[0].key, "up/a b/obj");
+  EXPECT_EQ(listed->objects[0].size, 200000);
+  ASSERT_TRUE(client.Download("models", listed->objects[0], dir_ / "down").ok());  // its ETag checked
+  EXPECT_EQ(test::ReadFile(dir_ / "down"), std::string(200000, 'u'));
+
+  ASSERT_TRUE(client.Delete("models", "up/a b/obj").ok());
+  EXPECT_TRUE(client.List("models", "up/", "")->objects.empty());
+  EXPECT_TRUE(client.Delete("models", "up/a b/obj").ok());  // gone already: still fine
+
+  put = client.Upload("nobucket", "x", dir_ / "up");
+  EXPECT_EQ(put.code(), StatusCode::kNotFound) << put.ToString();
+  EXPECT_NE(put.message().find("s3://nobucket/x: HTTP 404 NoSuchBucket"), std::string::npos) << put.message();
+  put = client.Upload("models", "x", dir_ / "no-such-file");
+  EXPECT_EQ(put.code(), StatusCode::kDataLoss) << put.ToString();
 }
 
 }  // namespace

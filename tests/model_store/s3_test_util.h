@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -83,6 +85,57 @@ class S3rver {
   std::string bucket_;
   std::string script_;
   test::ScratchDir dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// tests/s3/faulty_proxy.py in front of a server: the first `count` requests its `mode` matches
+// (cut, slow, fail-put; faulty_proxy.py says what each does) go wrong, the rest pass through.
+class FaultyProxy {
+ public:
+  FaultyProxy(const std::string& upstream, const std::string& mode, int count) {
+    port_ = test::FreePort();
+    log_ = dir_.path() / "requests.log";
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const std::string script = std::string(LOCKSTEP_SOURCE_DIR) + "/tests/s3/faulty_proxy.py";
+      const std::string port = std::to_string(port_), n = std::to_string(count), log = log_.string();
+      if (FILE* null = std::fopen("/dev/null", "w")) dup2(fileno(null), 2);  // a client's hang-ups
+      execlp("python3", "python3", script.c_str(), port.c_str(), upstream.c_str(), log.c_str(), mode.c_str(),
+             n.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!test::Accepts(port_) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(test::Accepts(port_)) << "faulty_proxy.py did not start";
+  }
+  ~FaultyProxy() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  FaultyProxy(const FaultyProxy&) = delete;
+  FaultyProxy& operator=(const FaultyProxy&) = delete;
+
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  // What went through, in order: "GET /bucket/key", "PUT /bucket/key", "fault cut /bucket/key".
+  std::vector<std::string> Log() const {
+    std::vector<std::string> lines;
+    std::ifstream in(log_);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+  int Faults() const {
+    int n = 0;
+    for (const std::string& line : Log()) n += line.starts_with("fault ");
+    return n;
+  }
+
+ private:
+  test::ScratchDir dir_;
+  fs::path log_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
