@@ -22,7 +22,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void ReadData(const Json* json, std::string_view source, bool regression, Status* error, DataConfig& d) {
   ConfigFields f(json, "data", source, error);
-  f.Get("format", d.format, {"csv", "tfrecord"});
+  f.Get("format", d.format, {"csv", "tfrecord", "prediction_log"});
   f.Get("train", d.train);
   f.Get("validation", d.validation);
   f.Get("test", d.test);
@@ -48,9 +48,31 @@ void ReadData(const Json* json, std::string_view source, bool regression, Status
   augment.Get("crop_padding", d.augment_crop_padding, 0, 64);
   augment.Get("horizontal_flip", d.augment_horizontal_flip);
   augment.Finish();
+  f.Get("labels", d.labels);
+  f.Get("input", d.input);
+  ConfigFields original(f.Nested("original"), f.PathOf("original"), source, error);
+  original.Get("format", d.original_format, {"csv", "tfrecord"});
+  original.Get("files", d.original);
+  original.Finish();
   f.Finish();
   if (!error->ok()) return;
   if (d.train.empty()) return f.Fail("is required: the training data file(s)", "train");
+  if (d.format == "prediction_log") {
+    if (d.labels.empty()) return f.Fail("is required for prediction_log data: the labels CSV, by request id", "labels");
+    if (!d.validation.empty() || !d.test.empty()) {
+      return f.Fail("prediction_log data is split by data.split, not given as files",
+                    d.validation.empty() ? "test" : "validation");
+    }
+    if (d.mode == "streaming") return f.Fail("prediction_log data is read into memory", "mode");
+    if (d.original_format == "tfrecord" && !d.original.empty() && d.features.empty()) {
+      return f.Fail("is required for tfrecord data: the feature keys, in order", "features");
+    }
+  } else {
+    for (const auto& [name, set] : {std::pair<const char*, bool>{"labels", !d.labels.empty()},
+                                    {"input", !d.input.empty()}, {"original", !d.original.empty()}}) {
+      if (set) return f.Fail("is for prediction_log data only", name);
+    }
+  }
   if (d.format == "tfrecord" && d.features.empty()) {
     return f.Fail("is required for tfrecord data: the feature keys, in order", "features");
   }
@@ -347,6 +369,11 @@ std::string TrainConfigToJson(const TrainConfig& c) {
                {"shards", d.shards},
                {"augment", {{"crop_padding", d.augment_crop_padding}, {"horizontal_flip", d.augment_horizontal_flip}}},
                {"stats_sample", d.stats_sample}};
+  if (d.format == "prediction_log") {
+    data["labels"] = d.labels;
+    data["input"] = d.input;
+    data["original"] = {{"format", d.original_format}, {"files", d.original}};
+  }
   // A regression config's label that is not a target is not read: writing it would be refused.
   if (d.targets.empty() || std::find(d.targets.begin(), d.targets.end(), d.label) != d.targets.end()) {
     data["label"] = d.label;

@@ -15,7 +15,7 @@
 namespace lockstep::training {
 
 struct DataConfig {
-  std::string format = "csv";           // "csv" or "tfrecord"
+  std::string format = "csv";           // "csv", "tfrecord" or "prediction_log"
   std::vector<std::string> train;       // files
   std::vector<std::string> validation;  // separate files; else split.validation of train
   std::vector<std::string> test;        // separate files; else split.test of train
@@ -43,6 +43,14 @@ struct DataConfig {
   // Image augmentation of the training rows (data/augment.h), images of model.input_shape.
   int64_t augment_crop_padding = 0;  // augment.crop_padding: shifts of up to this many pixels
   bool augment_horizontal_flip = false;  // augment.horizontal_flip
+  // prediction_log (data/prediction_log_reader.h): model-server's request logs as data.train,
+  // labelled by request id from the CSV `labels`; `input` the logged tensor ("" its only one);
+  // `original` the data the served model learned from (files of original_format), whose rows
+  // join the logged ones and whose features name the logged columns.
+  std::string labels;
+  std::string input;
+  std::string original_format = "csv";
+  std::vector<std::string> original;
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

@@ -11,12 +11,34 @@
 #include "training/data/csv_reader.h"
 #include "training/data/example_reader.h"
 #include "training/data/file_patterns.h"
+#include "training/data/prediction_log_reader.h"
 #include "training/data/split.h"
 
 namespace lockstep::training {
 namespace {
 
+// Appends `t` (read from `t_source`) to `all` (from `all_source`): the same features, and class
+// names given ids across both, not per file.
+Status MergeInto(LabelledTable& all, LabelledTable& t, const std::string& all_source, const std::string& t_source) {
+  if (t.feature_names != all.feature_names) {
+    return InvalidArgument(t_source + ": its features differ from " + all_source + "'s");
+  }
+  LabelledTable classes;
+  classes.class_names = all.class_names;
+  classes.class_names.insert(classes.class_names.end(), t.class_names.begin(), t.class_names.end());
+  std::sort(classes.class_names.begin(), classes.class_names.end());
+  classes.class_names.erase(std::unique(classes.class_names.begin(), classes.class_names.end()),
+                            classes.class_names.end());
+  LS_RETURN_IF_ERROR(MapClassesOnto(classes, all).WithPrefix(all_source));
+  LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(t_source));
+  all.Append(t);
+  return Status::Ok();
+}
+
+StatusOr<LabelledTable> ReadLoggedRows(const DataConfig& data, const std::vector<std::string>& files);
+
 StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std::string>& files) {
+  if (data.format == "prediction_log") return ReadLoggedRows(data, files);
   if (data.format == "tfrecord") {
     ExampleOptions options;
     options.label_key = data.label;
@@ -36,20 +58,47 @@ StatusOr<LabelledTable> ReadTable(const DataConfig& data, const std::vector<std:
       all = std::move(t);
       continue;
     }
-    if (t.feature_names != all.feature_names) {
-      return InvalidArgument(file + ": its feature columns differ from " + files.front() + "'s");
-    }
-    // Class names get ids across all the files, not per file.
-    LabelledTable classes;
-    classes.class_names = all.class_names;
-    classes.class_names.insert(classes.class_names.end(), t.class_names.begin(), t.class_names.end());
-    std::sort(classes.class_names.begin(), classes.class_names.end());
-    classes.class_names.erase(std::unique(classes.class_names.begin(), classes.class_names.end()),
-                              classes.class_names.end());
-    LS_RETURN_IF_ERROR(MapClassesOnto(classes, all).WithPrefix(files.front()));
-    LS_RETURN_IF_ERROR(MapClassesOnto(classes, t).WithPrefix(file));
-    all.Append(t);
+    LS_RETURN_IF_ERROR(MergeInto(all, t, files.front(), file));
   }
+  return all;
+}
+
+// data.format prediction_log: the original data's rows (data.original), then the logged rows
+// that have labels, the original's features naming the logged columns.
+StatusOr<LabelledTable> ReadLoggedRows(const DataConfig& data, const std::vector<std::string>& files) {
+  PredictionLogOptions options;
+  options.labels_path = data.labels;
+  options.label = data.label;
+  options.targets = data.targets;
+  options.input = data.input;
+  options.records = RecordOptions(data);
+  LabelledTable all;
+  if (!data.original.empty()) {
+    DataConfig original = data;
+    original.format = data.original_format;
+    StatusOr<std::vector<std::string>> original_files = ExpandFilePatterns(data.original);
+    if (!original_files.ok()) return original_files.status().WithPrefix("data.original.files");
+    LS_ASSIGN_OR_RETURN(all, ReadTable(original, *original_files));
+    options.feature_keys = all.feature_keys;
+    options.feature_names = all.feature_names;
+  } else {
+    for (const std::string& name : data.features) options.feature_keys.push_back({name, 1});
+    options.feature_names = data.features;
+  }
+  StatusOr<PredictionLogRows> logged = ReadPredictionLogs(files, options);
+  if (!logged.ok()) return logged.status().WithPrefix("data.train");
+  spdlog::info(
+      "event=prediction_log_rows files={} records={} passed_over={} instances={} labelled={} unlabeled={} "
+      "unmatched_labels={} original_rows={}",
+      files.size(), logged->records, logged->passed_over, logged->instances, logged->table.num_rows(),
+      logged->unlabeled, logged->unmatched_labels, all.num_rows());
+  if (logged->table.num_rows() == 0) {
+    return InvalidArgument("data.labels '" + data.labels + "': no logged row has a label (" +
+                           std::to_string(logged->instances) + " logged rows, " +
+                           std::to_string(logged->unmatched_labels) + " labels for none of them)");
+  }
+  if (data.original.empty()) return std::move(logged->table);
+  LS_RETURN_IF_ERROR(MergeInto(all, logged->table, "data.original", "data.train (the logs)"));
   return all;
 }
 
@@ -162,7 +211,7 @@ StatusOr<Dataset> LoadDataset(const DataConfig& config) {
       *lists[i] = std::move(expanded.value());
     }
   }
-  const bool streaming = ChoosesStreaming(data, data.train);
+  const bool streaming = data.format != "prediction_log" && ChoosesStreaming(data, data.train);
   Dataset d;
   const std::array<const std::vector<std::string>*, 3> files = {&data.train, &data.validation, &data.test};
   const std::array<const char*, 3> fields = {"data.train", "data.validation", "data.test"};
