@@ -85,7 +85,8 @@ commands:
       or a glob such as 'logs/*.tfrecord'). At most N records (default 100, at most 1000),
       drawn uniformly over the logs' replayable records (not truncated, with a request; of
       model NAME only, with --model), copied as they are, in the logs' order. The same logs
-      and seed (default 0) give the same file.
+      and seed (default 0) give the same file. Written into a bundle's assets.extra/, it is
+      listed in the bundle's MANIFEST.sha256 (do it before the version is published).
 
 exit status: 0 success, 1 failure, 2 bad usage
 )";
@@ -382,6 +383,7 @@ int WarmupCommand(const Flags& flags) {
   std::cout << "wrote " << cut->kept << " of " << cut->records << " logged requests from " << cut->files
             << " file(s) to " << options.out << " (left out: " << cut->truncated << " truncated, " << cut->no_request
             << " without a request, " << cut->other_model << " of other models)\n";
+  if (!cut->manifest.empty()) std::cout << "listed it in " << cut->manifest << "\n";
   return 0;
 }
 

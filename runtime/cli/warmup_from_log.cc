@@ -6,10 +6,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <set>
 #include <utility>
 
+#include "runtime/bundle/bundle.h"
+#include "runtime/bundle/manifest.h"
+#include "runtime/bundle/sha256.h"
 #include "runtime/tfrecord.h"
 
 namespace lockstep {
@@ -165,7 +170,40 @@ StatusOr<WarmupCut> CutWarmupFromLogs(const WarmupCutOptions& options) {
   std::filesystem::rename(temporary, out, ec);
   if (ec) return DataLoss("cannot rename " + temporary + " to " + options.out + ": " + ec.message());
   cut.kept = static_cast<int64_t>(kept.size());
+  LS_ASSIGN_OR_RETURN(cut.manifest, ListInBundleManifest(out));
   return cut;
+}
+
+StatusOr<std::string> ListInBundleManifest(const std::filesystem::path& warmup_file) {
+  const std::filesystem::path version = warmup_file.parent_path().parent_path();
+  if (warmup_file.filename() != "tf_serving_warmup_requests" || warmup_file.parent_path().filename() != "assets.extra") {
+    return std::string();
+  }
+  const std::filesystem::path manifest = version / kBundleManifestFile;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(manifest, ec)) return std::string();
+  std::string text;
+  {
+    std::ifstream in(manifest, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return DataLoss("cannot read " + manifest.string());
+    text = bytes.str();
+  }
+  LS_ASSIGN_OR_RETURN(std::vector<ManifestEntry> entries, ParseManifest(text));
+  LS_ASSIGN_OR_RETURN(const std::string sha256, Sha256File(warmup_file));
+  const std::string path = "assets.extra/tf_serving_warmup_requests";
+  std::erase_if(entries, [&](const ManifestEntry& e) { return e.path == path; });
+  entries.push_back({sha256, path});
+  const std::string temporary = manifest.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << FormatManifest(std::move(entries));
+    if (!out) return DataLoss("cannot write " + temporary);
+  }
+  std::filesystem::rename(temporary, manifest, ec);
+  if (ec) return DataLoss("cannot rename " + temporary + " to " + manifest.string() + ": " + ec.message());
+  return manifest.string();
 }
 
 }  // namespace lockstep

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,10 +47,19 @@ struct WarmupCut {
   int64_t truncated = 0;  // left out: values truncated
   int64_t no_request = 0;
   int64_t other_model = 0;
+  std::string manifest;  // the bundle manifest the file was listed in, if it went into a bundle
 };
 
 // Errors name the file and the record's number: an unreadable file, a damaged record (CRC), a
 // record that is not a PredictionLog, no record to keep, an existing `out` without overwrite.
+// A warm-up file written into a bundle (<version>/assets.extra/tf_serving_warmup_requests, the
+// version holding a MANIFEST.sha256) is listed in its manifest, so that the bundle stays valid:
+// cut it into a version before the version is published, since a bundle a server has loaded is
+// immutable (bundle.h).
 StatusOr<WarmupCut> CutWarmupFromLogs(const WarmupCutOptions& options);
+
+// That listing alone: adds (or replaces) the warm-up file's line in its bundle's manifest and
+// returns the manifest's path; empty, and nothing done, when the file is not in a bundle.
+StatusOr<std::string> ListInBundleManifest(const std::filesystem::path& warmup_file);
 
 }  // namespace lockstep
