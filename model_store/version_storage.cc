@@ -191,7 +191,8 @@ namespace {
 
 // The file whose arrival makes the version whole, for each format a version directory can have.
 std::string CompletingFile(const fs::path& dir) {
-  for (const std::string_view name : {kBundleManifestFile, std::string_view("saved_model.pb"), std::string_view("model.onnx")}) {
+  // In DetectModelFormat's order (runtime/model_dir.h): what makes the directory its format.
+  for (const std::string_view name : {std::string_view("saved_model.pb"), std::string_view("model.onnx"), kBundleManifestFile}) {
     if (fs::is_regular_file(dir / name)) return std::string(name);
   }
   return "";
@@ -266,7 +267,8 @@ StatusOr<int64_t> PublishS3(const fs::path& dir, const std::string& base_path, i
   for (size_t i = 0; i < files.size(); ++i) {
     const Status put = client.Upload(location.bucket, prefix + files[i], dir / files[i]);
     if (!put.ok()) {
-      for (size_t j = 0; j < i; ++j) (void)client.Delete(location.bucket, prefix + files[j]);
+      // This one too, last first: its PUT may have been stored with its answer lost.
+      for (size_t j = i + 1; j-- > 0;) (void)client.Delete(location.bucket, prefix + files[j]);
       return put;
     }
     std::error_code ec;

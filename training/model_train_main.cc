@@ -63,10 +63,11 @@ int Fail(const std::string& message, int code = 1) {
 struct S3Export {
   std::string url;
   lockstep::StorageOptions storage;
-  std::filesystem::path staging;
+  std::filesystem::path staging;  // private to this run (mkdtemp, mode 0700)
+  bool keep_staging = false;       // a failed publish keeps the trained bundle for a retry
   ~S3Export() {
     std::error_code ec;
-    if (!staging.empty()) std::filesystem::remove_all(staging, ec);
+    if (!staging.empty() && !keep_staging) std::filesystem::remove_all(staging, ec);
   }
 };
 
@@ -80,9 +81,9 @@ lockstep::Status PrepareS3Export(const std::string& url, S3Export& out) {
   if (!settings.ok()) return settings.status();
   out.storage.s3 = *settings;
   LS_RETURN_IF_ERROR(ListStoredVersions(url, out.storage).status());
-  out.staging = std::filesystem::temp_directory_path() / ("lockstep-export-" + std::to_string(::getpid()));
-  std::error_code ec;
-  std::filesystem::remove_all(out.staging, ec);
+  std::string pattern = (std::filesystem::temp_directory_path() / "lockstep-export-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return FailedPrecondition("cannot make a staging directory " + pattern);
+  out.staging = pattern;
   return Status::Ok();
 }
 
@@ -181,7 +182,9 @@ int main(int argc, char** argv) {
   S3Export s3_export;
   if (IsS3Url(config.export_.dir) && workers->rank() == 0) {
     if (Status s = PrepareS3Export(config.export_.dir, s3_export); !s.ok()) {
-      return Fail("--export_dir / export.dir: " + s.message(), 2);
+      Fail("--export_dir / export.dir: " + s.message(), 2);
+      workers->Abort(2);  // the other workers would wait for this one forever
+      return 2;
     }
     config.export_.dir = s3_export.staging.string();
   }
@@ -216,7 +219,12 @@ int main(int argc, char** argv) {
   }
   if (!report->export_path.empty() && !s3_export.url.empty()) {
     StatusOr<int64_t> version = PublishVersion(report->export_path, s3_export.url, 0, s3_export.storage);
-    if (!version.ok()) return Fail("publishing to " + s3_export.url + ": " + version.status().message());
+    if (!version.ok()) {
+      s3_export.keep_staging = true;
+      return Fail("publishing to " + s3_export.url + ": " + version.status().message() + " (the bundle is kept in " +
+                  report->export_path + ": model-cli publish --dir " + report->export_path + " --to " + s3_export.url +
+                  " tries again)");
+    }
     report->export_path = ParseS3Url(s3_export.url)->Url() + std::to_string(*version);
   }
   if (!report->export_path.empty()) std::cout << "exported " << report->export_path << "\n";

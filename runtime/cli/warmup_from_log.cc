@@ -170,7 +170,13 @@ StatusOr<WarmupCut> CutWarmupFromLogs(const WarmupCutOptions& options) {
   std::filesystem::rename(temporary, out, ec);
   if (ec) return DataLoss("cannot rename " + temporary + " to " + options.out + ": " + ec.message());
   cut.kept = static_cast<int64_t>(kept.size());
-  LS_ASSIGN_OR_RETURN(cut.manifest, ListInBundleManifest(out));
+  StatusOr<std::string> listed = ListInBundleManifest(out);
+  if (!listed.ok()) {
+    // A bundle holding a file its manifest does not list would not load: take it back out.
+    std::filesystem::remove(out, ec);
+    return listed.status();
+  }
+  cut.manifest = *listed;
   return cut;
 }
 
@@ -195,14 +201,21 @@ StatusOr<std::string> ListInBundleManifest(const std::filesystem::path& warmup_f
   const std::string path = "assets.extra/tf_serving_warmup_requests";
   std::erase_if(entries, [&](const ManifestEntry& e) { return e.path == path; });
   entries.push_back({sha256, path});
-  const std::string temporary = manifest.string() + ".tmp";
+  // Beside the bundle, not in it: a temporary left by a crash must not be a file the manifest
+  // does not list.
+  const std::string temporary =
+      version.string() + ".manifest-" + std::to_string(std::random_device{}()) + ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << FormatManifest(std::move(entries));
     if (!out) return DataLoss("cannot write " + temporary);
   }
   std::filesystem::rename(temporary, manifest, ec);
-  if (ec) return DataLoss("cannot rename " + temporary + " to " + manifest.string() + ": " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(temporary, ec);
+    return DataLoss("cannot rename " + temporary + " to " + manifest.string() + ": " + why);
+  }
   return manifest.string();
 }
 

@@ -145,7 +145,7 @@ TEST_F(FeedbackLoopTest, ServeLogLabelRetrainWarmShadowCanaryRollBackPromote) {
                          (dir_ / "staging").string() + " --predictions_out " + predictions.string() + " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("records=300 passed_over=0 instances=300 labelled=200 unlabeled=100 unmatched_labels=0 "
-                            "original_rows=1797"),
+                            "original_rows=1797 duplicates=0"),
             std::string::npos)
       << run.output;
 

@@ -5,6 +5,7 @@
 // original data the logged rows join its rows under its features and class names.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "runtime/tfrecord.h"
@@ -56,7 +57,7 @@ TEST(PredictionLogReaderTest, PredictRowsAreLabelledByRequestIdAndRow) {
   x.add_int64_val(7);
   x.add_int64_val(8);
   Write(dir / "a.tfrecord", {PredictLog("r-1", {{1, 2}, {3, 4}}), truncated, other});
-  Write(dir / "b.tfrecord", {PredictLog("r-2", {{5, 6}}), ints});
+  Write(dir / "b.tfrecord", {PredictLog("r-2", {{5, 6}}), ints, PredictLog("r-2", {{50, 60}})});  // r-2 retried
   WriteText(dir / "labels.csv", "request_id,row,label\nr-1,1,cat\nr-2,0,dog\nr-3,0,cat\nr-9,0,dog\n");
 
   PredictionLogOptions options;
@@ -64,9 +65,10 @@ TEST(PredictionLogReaderTest, PredictRowsAreLabelledByRequestIdAndRow) {
   const std::vector<std::string> files = {(dir / "a.tfrecord").string(), (dir / "b.tfrecord").string()};
   StatusOr<PredictionLogRows> read = ReadPredictionLogs(files, options);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
-  EXPECT_EQ(read->records, 5);
+  EXPECT_EQ(read->records, 6);
   EXPECT_EQ(read->passed_over, 2);
-  EXPECT_EQ(read->instances, 4);
+  EXPECT_EQ(read->instances, 5);
+  EXPECT_EQ(read->duplicates, 1);        // the retry's row: r-2 is labelled once, by its first
   EXPECT_EQ(read->unlabeled, 1);         // r-1's row 0
   EXPECT_EQ(read->unmatched_labels, 1);  // r-9
   const LabelledTable& t = read->table;
@@ -75,6 +77,12 @@ TEST(PredictionLogReaderTest, PredictRowsAreLabelledByRequestIdAndRow) {
   EXPECT_EQ(t.class_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(t.labels, (std::vector<int32_t>{0, 1, 0}));
   EXPECT_NE(t.Where(1).find("b.tfrecord: record at offset"), std::string::npos) << t.Where(1);
+
+  // A value that is not finite: refused, as in a CSV.
+  Write(dir / "nan.tfrecord", {PredictLog("r-1", {{1, std::nanf("")}})});
+  StatusOr<PredictionLogRows> nan = ReadPredictionLogs(std::vector<std::string>{(dir / "nan.tfrecord").string()}, options);
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.status().message().find("input 'x': value 1 is not finite"), std::string::npos) << nan.status().message();
 
   // Named features of another width: refused, naming the file and the record.
   options.feature_names = {"a", "b", "c"};
@@ -123,7 +131,8 @@ TEST(PredictionLogReaderTest, BadLabelFilesAreClearErrors) {
            {"request_id,class\nr-1,0\n", "labels.csv:1: no 'label' column (data.label)"},
            {"request_id,label\nr-1,0\nr-1,1\n", "labels.csv:3: request r-1 row 0 is labelled already, on line 2"},
            {"request_id,row,label\nr-1,-1,0\n", "labels.csv:2: column 'row': '-1' is not an instance index"},
-           {"request_id,label\nr-1\n", "labels.csv:2: 1 fields, the header has 2"}}) {
+           {"request_id,label\nr-1\n", "labels.csv:2: 1 fields, the header has 2"},
+           {"request_id,label\nr-1,\n", "labels.csv:2: column 'label' is empty"}}) {
     WriteText(dir / "labels.csv", text);
     StatusOr<PredictionLogRows> read = ReadPredictionLogs(files, options);
     ASSERT_FALSE(read.ok()) << text;

@@ -23,6 +23,9 @@ Status MergeInto(LabelledTable& all, LabelledTable& t, const std::string& all_so
   if (t.feature_names != all.feature_names) {
     return InvalidArgument(t_source + ": its features differ from " + all_source + "'s");
   }
+  if (t.target_names != all.target_names) {
+    return InvalidArgument(t_source + ": its targets differ from " + all_source + "'s");
+  }
   LabelledTable classes;
   classes.class_names = all.class_names;
   classes.class_names.insert(classes.class_names.end(), t.class_names.begin(), t.class_names.end());
@@ -89,9 +92,9 @@ StatusOr<LabelledTable> ReadLoggedRows(const DataConfig& data, const std::vector
   if (!logged.ok()) return logged.status().WithPrefix("data.train");
   spdlog::info(
       "event=prediction_log_rows files={} records={} passed_over={} instances={} labelled={} unlabeled={} "
-      "unmatched_labels={} original_rows={}",
+      "unmatched_labels={} original_rows={} duplicates={}",
       files.size(), logged->records, logged->passed_over, logged->instances, logged->table.num_rows(),
-      logged->unlabeled, logged->unmatched_labels, all.num_rows());
+      logged->unlabeled, logged->unmatched_labels, all.num_rows(), logged->duplicates);
   if (logged->table.num_rows() == 0) {
     return InvalidArgument("data.labels '" + data.labels + "': no logged row has a label (" +
                            std::to_string(logged->instances) + " logged rows, " +

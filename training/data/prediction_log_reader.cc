@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -155,7 +157,10 @@ StatusOr<Labels> ReadLabels(const PredictionLogOptions& options) {
     }
     Label label;
     label.line = number;
-    if (label_column >= 0) label.value = fields[static_cast<size_t>(label_column)];
+    if (label_column >= 0) {
+      label.value = fields[static_cast<size_t>(label_column)];
+      if (label.value.empty()) return InvalidArgument(where + ": column '" + options.label + "' is empty");
+    }
     for (size_t t = 0; t < target_columns.size(); ++t) {
       float value = 0;
       const std::string& text = fields[static_cast<size_t>(target_columns[t])];
@@ -175,6 +180,14 @@ StatusOr<Labels> ReadLabels(const PredictionLogOptions& options) {
   }
   if (width == 0) return InvalidArgument("data.labels '" + path + "': empty (it needs a header)");
   return labels;
+}
+
+// As a CSV's features must be (csv_reader.h): one NaN would spread through every weight.
+Status CheckFinite(std::span<const float> values, const std::string& what) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return InvalidArgument(fmt::format("{}: value {} is not finite", what, i));
+  }
+  return Status::Ok();
 }
 
 // The rows a record's request holds, each num_features floats, appended to `rows`; returns how
@@ -216,7 +229,7 @@ class RowsOfRequest {
     if (shape.rank() < 1) return InvalidArgument("input '" + chosen_name + "' is a scalar: dimension 0 is the batch");
     const int64_t batch = shape.dim(0);
     const int64_t width = batch == 0 ? 0 : tensor.num_elements() / batch;
-    if (input_name_.empty()) {
+    if (input_name_.empty() && batch > 0) {
       input_name_ = chosen_name;
       if (width_ == 0) width_ = width;
     }
@@ -241,6 +254,8 @@ class RowsOfRequest {
         return InvalidArgument("input '" + chosen_name + "' is " + std::string(DTypeName(tensor.dtype())) +
                                ": only numbers train");
     }
+    LS_RETURN_IF_ERROR(CheckFinite(std::span<const float>(out, static_cast<size_t>(tensor.num_elements())),
+                                   "input '" + chosen_name + "'"));
     return batch;
   }
 
@@ -277,6 +292,7 @@ class RowsOfRequest {
         if (!read.ok()) return read.status().WithPrefix(where);
         const int64_t n = *read;
         if (n != key.width) return InvalidArgument(fmt::format("{}: {} values, not {}", where, n, key.width));
+        LS_RETURN_IF_ERROR(CheckFinite(out.first(static_cast<size_t>(key.width)), where));
         out = out.subspan(static_cast<size_t>(key.width));
       }
     }
@@ -353,6 +369,10 @@ StatusOr<PredictionLogRows> ReadPredictionLogs(std::span<const std::string> path
           ++out.unlabeled;
           continue;
         }
+        if (label->second.used) {  // a retry logged under the same id: its row once
+          ++out.duplicates;
+          continue;
+        }
         label->second.used = true;
         std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(before + static_cast<size_t>(i) * width), width,
                     rows.begin() + static_cast<std::ptrdiff_t>(kept));
@@ -379,7 +399,9 @@ StatusOr<PredictionLogRows> ReadPredictionLogs(std::span<const std::string> path
   if (options.targets.empty()) {
     bool all_ids = true;
     std::vector<int64_t> ids(names.size());
-    for (size_t i = 0; i < names.size() && all_ids; ++i) all_ids = ParseCsvInteger(names[i], ids[i]) && ids[i] >= 0;
+    for (size_t i = 0; i < names.size() && all_ids; ++i) {
+      all_ids = ParseCsvInteger(names[i], ids[i]) && ids[i] >= 0 && ids[i] <= std::numeric_limits<int32_t>::max();
+    }
     if (all_ids) {
       for (int64_t id : ids) table.labels.push_back(static_cast<int32_t>(id));
     } else {

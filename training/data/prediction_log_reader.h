@@ -18,6 +18,8 @@
 // index within its request, from 0; without it a label is for instance 0), and the label
 // column (a class id or name, as in csv_reader.h) or, for regression, the target columns. A row
 // without a label is skipped and counted; a label that matches no logged row is counted too.
+// A request id logged twice (a client's retry reuses its X-Request-Id) gives its rows once: the
+// later records' are skipped and counted. Values that are not finite are refused, as in a CSV.
 #pragma once
 
 #include <span>
@@ -51,6 +53,7 @@ struct PredictionLogRows {
   int64_t instances = 0;   // rows the requests held
   int64_t unlabeled = 0;   // of those, skipped: no label for them
   int64_t unmatched_labels = 0;  // labels for no logged row
+  int64_t duplicates = 0;  // rows of a request id (and row) already taken: a client's retry
 };
 
 StatusOr<PredictionLogRows> ReadPredictionLogs(std::span<const std::string> paths, const PredictionLogOptions& options);
