@@ -135,7 +135,11 @@ Status Flatten(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     int64_t& product = d < axis ? before : after;
     product = (product < 0 || shape.dim(d) < 0) ? -1 : product * shape.dim(d);
   }
-  if (before < 0 && after < 0) return ctx.Unsupported("dimensions on both sides of the axis are unknown until run time");
+  if (before < 0 && after < 0) {
+    // Neither product is known before run time: Lockstep's Flatten multiplies both then.
+    outputs->push_back(ctx.Emit("Flatten", {ctx.input(0)}, AttrMap{{"axis", axis}}));
+    return Status::Ok();
+  }
   outputs->push_back(ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{before, after}}}));
   return Status::Ok();
 }
@@ -324,12 +328,33 @@ Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> sizes, ctx.AxesAttrOrInput("split", 1));
   if (!sizes) {
+    // Equal parts; from opset 18 (num_outputs) the last may be smaller.
+    LS_ASSIGN_OR_RETURN(int64_t num_outputs, ctx.IntAttr("num_outputs", parts));
+    if (num_outputs != parts) {
+      return ctx.Error("num_outputs " + std::to_string(num_outputs) + " differs from the node's " +
+                       std::to_string(parts) + " outputs");
+    }
+    const bool uneven = ctx.opset() >= 18;
     LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
     if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
-    const int64_t dim = ctx.InputSpec(0)->shape.dim(static_cast<int>(axis < 0 ? axis + rank : axis));
-    if (dim < 0) return ctx.Unsupported("an equal split of a dimension unknown until run time");
-    if (parts == 0 || dim % parts != 0) return ctx.Error("dimension " + std::to_string(dim) + " does not split evenly");
-    sizes = std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
+    if (axis < 0) axis += rank;
+    if (parts == 0) return ctx.Error("has no outputs");
+    const int64_t dim = ctx.InputSpec(0)->shape.dim(static_cast<int>(axis));
+    if (dim < 0) {
+      // The sizes come from the dimension at run time, which SplitSizes checks.
+      const std::string shape = ctx.Emit("Shape", {ctx.input(0)}, {}, "shape");
+      const std::string run_time_sizes = ctx.Emit(
+          "SplitSizes", {shape}, AttrMap{{"axis", axis}, {"parts", parts}, {"uneven", uneven}}, "equal_sizes");
+      *outputs = SplitByRunTimeSizes(ctx, ctx.input(0), run_time_sizes, axis, parts);
+      return Status::Ok();
+    }
+    const int64_t part = uneven ? (dim + parts - 1) / parts : dim / parts;
+    const int64_t last = dim - part * (parts - 1);
+    if ((!uneven && dim % parts != 0) || last < 0) {
+      return ctx.Error("dimension " + std::to_string(dim) + " does not split into " + std::to_string(parts) + " parts");
+    }
+    sizes = std::vector<int64_t>(static_cast<size_t>(parts), part);
+    sizes->back() = last;
   }
   if (static_cast<int64_t>(sizes->size()) != parts) return ctx.Error("split sizes and outputs differ in number");
   *outputs = SplitBySizes(ctx, ctx.input(0), axis, *sizes);

@@ -279,8 +279,9 @@ Status Reshape(ExportContext& ctx, const ExportNode& n) {
 }
 
 Status Flatten(ExportContext& ctx, const ExportNode& n) {
-  LS_RETURN_IF_ERROR(OnlyAttrs(n, {}));
-  ctx.Node("Flatten", n.inputs, n.outputs[0], [](NodeProto& f) { SetInt(f, "axis", 1); });
+  LS_RETURN_IF_ERROR(OnlyAttrs(n, {"axis"}));
+  LS_ASSIGN_OR_RETURN(int64_t axis, n.def.attrs.GetIntOr("axis", 1));
+  ctx.Node("Flatten", n.inputs, n.outputs[0], [axis](NodeProto& f) { SetInt(f, "axis", axis); });
   return Status::Ok();
 }
 

@@ -25,6 +25,18 @@ std::string ReshapeLike(OnnxNodeContext& ctx, const std::string& y, const std::s
   return ctx.Emit("Reshape", {y, dims}, {}, suffix);
 }
 
+// x [d0 .. dn] as rows of the dimensions from `axis` on: a Reshape to [-1, their product] when
+// that is known, else a Flatten at the axis, which multiplies at run time.
+std::string FlattenAt(OnnxNodeContext& ctx, const std::string& x, const Shape& shape, int64_t axis,
+                      std::string_view suffix) {
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis); d < shape.rank() && inner >= 0; ++d) {
+    inner = shape.dim(d) < 0 ? -1 : inner * shape.dim(d);
+  }
+  if (inner < 0) return ctx.Emit("Flatten", {x}, AttrMap{{"axis", axis}}, suffix);
+  return ctx.Emit("Reshape", {x}, AttrMap{{"shape", std::vector<int64_t>{-1, inner}}}, suffix);
+}
+
 // Softmax and LogSoftmax. From opset 13 they run along one axis (default the last); before,
 // over the input flattened to 2-D at `axis` (default 1), all dimensions from it on together.
 Status SoftmaxFamily(OnnxNodeContext& ctx, const char* op, std::vector<std::string>* outputs) {
@@ -44,10 +56,7 @@ Status SoftmaxFamily(OnnxNodeContext& ctx, const char* op, std::vector<std::stri
     return Status::Ok();
   }
   const Shape& shape = ctx.InputSpec(0)->shape;
-  int64_t inner = 1;
-  for (int d = static_cast<int>(axis); d < rank && inner >= 0; ++d) inner = shape.dim(d) < 0 ? -1 : inner * shape.dim(d);
-  if (inner < 0) return ctx.Unsupported("the dimensions from the axis on must be known before run time");
-  const std::string flat = ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{-1, inner}}}, "2d");
+  const std::string flat = FlattenAt(ctx, ctx.input(0), shape, axis, "2d");
   const std::string y = ctx.Emit(op, {flat}, {}, "softmax_2d");
   outputs->push_back(ReshapeLike(ctx, y, ctx.input(0), shape, ""));
   return Status::Ok();
@@ -240,11 +249,7 @@ Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
   } else {
     // Over several axes: they are flattened into one, normalised, and given their shape back.
     const Shape& shape = ctx.InputSpec(0)->shape;
-    int64_t inner = 1;
-    for (int d = static_cast<int>(axis); d < rank && inner >= 0; ++d) inner = shape.dim(d) < 0 ? -1 : inner * shape.dim(d);
-    if (inner < 0) return ctx.Unsupported("normalised dimensions unknown until run time");
-    const std::string flat =
-        ctx.Emit("Reshape", {ctx.input(0)}, AttrMap{{"shape", std::vector<int64_t>{-1, inner}}}, "rows");
+    const std::string flat = FlattenAt(ctx, ctx.input(0), shape, axis, "rows");
     const std::string rows =
         ctx.Emit("LayerNormalize", {flat}, AttrMap{{"epsilon", static_cast<double>(epsilon)}}, "normalize_rows");
     normal = ReshapeLike(ctx, rows, ctx.input(0), shape, "normalize");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/window_pads.h"
+
 namespace lockstep::onnx_import {
 namespace {
 
@@ -73,47 +75,47 @@ StatusOr<std::vector<int64_t>> ReadPads(const OnnxNodeContext& ctx, const Window
 // a window op that is not one NHWC op).
 StatusOr<Padding> ReadPadding(const OnnxNodeContext& ctx, const Window& w, bool same_allowed, bool ceil_mode) {
   LS_ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttr("auto_pad", "NOTSET"));
-  const size_t n = w.dims();
-  std::vector<int64_t> pads(2 * n, 0);  // begins, then ends
-  auto same_pads = [&](bool lower) -> Status {
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("explicit SAME padding of an image whose size is unknown until run time");
-      const int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-      const int64_t total = std::max<int64_t>((out - 1) * w.strides[d] + w.extent(d) - in, 0);
-      pads[d] = lower ? total - total / 2 : total / 2;
-      pads[n + d] = total - pads[d];
-    }
-    return Status::Ok();
-  };
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    if (auto_pad == "SAME_UPPER" && same_allowed && !ceil_mode) return Padding{"SAME", {}};
-    LS_RETURN_IF_ERROR(same_pads(auto_pad == "SAME_LOWER"));
-  } else if (auto_pad == "NOTSET") {
-    LS_ASSIGN_OR_RETURN(pads, ReadPads(ctx, w));
-  } else if (auto_pad != "VALID") {
+  AutoPad mode = AutoPad::kNotSet;
+  if (auto_pad == "SAME_UPPER") mode = AutoPad::kSameUpper;
+  else if (auto_pad == "SAME_LOWER") mode = AutoPad::kSameLower;
+  else if (auto_pad == "VALID") mode = AutoPad::kValid;
+  else if (auto_pad != "NOTSET") {
     return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   }
-  for (int64_t p : pads) {
-    if (p < 0) return ctx.Error("pads must not be negative, got " + Ints(pads));
+  if (mode == AutoPad::kSameUpper && same_allowed && !ceil_mode) return Padding{"SAME", {}, {}};
+  const size_t n = w.dims();
+  std::vector<int64_t> given(2 * n, 0);  // begins, then ends
+  if (mode == AutoPad::kNotSet) {
+    LS_ASSIGN_OR_RETURN(given, ReadPads(ctx, w));
   }
-  if (ceil_mode) {
-    // The last window may start inside the image and run past its end: pad the end so that it
-    // fits (what it covers there is never the maximum).
+  for (int64_t p : given) {
+    if (p < 0) return ctx.Error("pads must not be negative, got " + Ints(given));
+  }
+  const bool image_known = std::all_of(w.image.begin(), w.image.end(), [](int64_t in) { return in >= 0; });
+  const bool needs_image = mode == AutoPad::kSameUpper || mode == AutoPad::kSameLower || ceil_mode;
+  if (needs_image && !image_known) {
+    // The padding depends on the image's size: WindowPads computes it on every run.
+    std::vector<int64_t> extents(n);
+    for (size_t d = 0; d < n; ++d) extents[d] = w.extent(d);
+    return Padding{"VALID", {},
+                   AttrMap{{"extents", extents}, {"strides", w.strides}, {"pads", given}, {"auto_pad", auto_pad},
+                           {"ceil_mode", ceil_mode}}};
+  }
+  std::vector<int64_t> pads(2 * n);
+  for (size_t d = 0; d < n; ++d) {
+    // An unknown image size is not read here (neither SAME nor ceil_mode).
+    const AxisPads p = OnnxAxisPads(w.image[d], w.extent(d), w.strides[d], mode, AxisPads{given[d], given[n + d]}, ceil_mode);
+    pads[d] = p.begin;
+    pads[n + d] = p.end;
+  }
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return Padding{"VALID", {}, {}};
+  if (same_allowed && image_known) {
+    bool same = true;
     for (size_t d = 0; d < n; ++d) {
-      const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("ceil_mode for an image whose size is unknown until run time");
-      const int64_t span = in + pads[d] + pads[n + d] - w.extent(d);
-      if (span < 0) continue;
-      const int64_t out = (span + w.strides[d] - 1) / w.strides[d] + 1;
-      pads[n + d] += std::max<int64_t>((out - 1) * w.strides[d] + w.extent(d) - (in + pads[d] + pads[n + d]), 0);
+      const AxisPads p = OnnxAxisPads(w.image[d], w.extent(d), w.strides[d], AutoPad::kSameUpper, {}, false);
+      same = same && p.begin == pads[d] && p.end == pads[n + d];
     }
-  }
-  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return Padding{"VALID", {}};
-  if (same_allowed) {
-    const std::vector<int64_t> given = pads;
-    if (same_pads(false).ok() && pads == given) return Padding{"SAME", {}};
-    pads = given;
+    if (same) return Padding{"SAME", {}, {}};
   }
   // Pad's form: every axis's begin, then every axis's end; N and C are not padded.
   std::vector<int64_t> all(2 * (n + 2), 0);
@@ -121,16 +123,22 @@ StatusOr<Padding> ReadPadding(const OnnxNodeContext& ctx, const Window& w, bool 
     all[2 + d] = pads[d];
     all[n + 4 + d] = pads[n + d];
   }
-  return Padding{"VALID", std::move(all)};
+  return Padding{"VALID", std::move(all), {}};
 }
 
 // x (NC... , or NCL as NC1L) padded as `padding` says.
 std::string Padded(OnnxNodeContext& ctx, const Window& w, const Padding& padding, double pad_value) {
   std::string x = ctx.input(0);
   if (w.one_d) x = ctx.Emit("ExpandDims", {x}, AttrMap{{"axis", int64_t{2}}}, "as_2d");
+  const AttrMap pad_attrs{{"mode", std::string("constant")}, {"value", pad_value}};
+  if (padding.at_run_time()) {
+    const std::string shape = ctx.Emit("Shape", {x}, {}, "image_shape");
+    const std::string pads = ctx.Emit("WindowPads", {shape}, padding.run_time, "pads");
+    return ctx.Emit("Pad", {x, pads}, pad_attrs, "pad");
+  }
   if (padding.pads.empty()) return x;
   const std::string pads = IntsConstant(ctx, padding.pads, "pads");
-  return ctx.Emit("Pad", {x, pads}, AttrMap{{"mode", std::string("constant")}, {"value", pad_value}}, "pad");
+  return ctx.Emit("Pad", {x, pads}, pad_attrs, "pad");
 }
 
 // x padded, then moved to NHWC.

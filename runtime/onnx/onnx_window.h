@@ -17,6 +17,11 @@ namespace lockstep::onnx_import {
 struct Padding {
   std::string mode;           // "SAME" or "VALID"
   std::vector<int64_t> pads;  // non-empty: pad the NC... input by these (Pad's begins, then ends)
+  // Non-empty where the padding depends on an image size unknown at load: WindowPads' attrs,
+  // which compute the pads from the image's shape on every run (mode is then VALID).
+  AttrMap run_time;
+
+  bool at_run_time() const { return !run_time.values().empty(); }
 };
 
 // The geometry of one window op as read from the node, over its spatial dimensions: two for a

@@ -78,17 +78,23 @@ Status Pool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const double pad_value = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
   const char* op = kMax ? "MaxPool2D" : "AvgPool2D";
   LS_ASSIGN_OR_RETURN(std::string y, PoolOf(ctx, w, padding, op, pad_value));
-  if (!kMax && include_pad == 0 && !padding.pads.empty()) {
+  if (!kMax && include_pad == 0 && (!padding.pads.empty() || padding.at_run_time())) {
     const TensorSpec& x = *ctx.InputSpec(0);
-    Shape mask_shape{1, 1};
-    for (int d = 2; d < x.shape.rank(); ++d) {
-      if (x.shape.dim(d) < 0) return ctx.Unsupported("pads left out of the average of an image whose size is unknown until run time");
-      mask_shape.AddDim(x.shape.dim(d));
-    }
     if (x.dtype != DType::kFloat32) return ctx.Unsupported("pads left out of a " + std::string(DTypeName(x.dtype)) + " average");
-    const std::string mask = ctx.EmitConstant(
-        Tensor::FromVector<float>(mask_shape, std::vector<float>(static_cast<size_t>(mask_shape.num_elements()), 1.0f)),
-        "image_mask");
+    Shape mask_shape{1, 1};
+    for (int d = 2; d < x.shape.rank(); ++d) mask_shape.AddDim(x.shape.dim(d));
+    std::string mask;
+    if (mask_shape.IsFullyDefined()) {
+      mask = ctx.EmitConstant(
+          Tensor::FromVector<float>(mask_shape, std::vector<float>(static_cast<size_t>(mask_shape.num_elements()), 1.0f)),
+          "image_mask");
+    } else {
+      // Ones of the image's size, made per run from its shape.
+      const std::string image = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"start", int64_t{2}}}, "image_size");
+      const std::string shape =
+          ctx.Emit("Concat", {IntsConstant(ctx, {1, 1}, "mask_lead"), image}, AttrMap{{"axis", int64_t{0}}}, "mask_shape");
+      mask = ctx.Emit("ConstantOfShape", {shape}, AttrMap{{"dtype", DType::kFloat32}, {"value", 1.0}}, "image_mask");
+    }
     OnnxNodeContext counting = ctx.WithInputs({mask}, {TensorSpec{x.dtype, mask_shape}}, "count");
     LS_ASSIGN_OR_RETURN(std::string share, PoolOf(counting, w, padding, op, 0.0));
     y = ctx.Emit("Div", {y, share}, {}, "");
@@ -140,6 +146,9 @@ StatusOr<std::string> SpreadFilter(OnnxNodeContext& ctx, const Window& w) {
 Status MaxPoolWithIndices(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, {}, 3));
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, false, false));
+  if (padding.at_run_time()) {
+    return ctx.Unsupported("SAME padding of a MaxPool with Indices over an image whose size is unknown until run time");
+  }
   LS_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
   LS_ASSIGN_OR_RETURN(int64_t storage_order, ctx.IntAttr("storage_order", 0));
   // Back from the window's 2-D reading of a 1-D pool; pads from Pad's form (N, C, spatial...).
@@ -210,7 +219,7 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     const std::vector<int64_t>& p = padding.pads;  // Pad's form over N, C, H, W: begins, then ends
     attrs.Set("padding", std::string("EXPLICIT"));
     attrs.Set("explicit_paddings", std::vector<int64_t>{0, 0, p[2], p[6], p[3], p[7], 0, 0});
-    padding = Padding{"VALID", {}};
+    padding = Padding{"VALID", {}, {}};
   }
   const std::string x = ToNhwc(ctx, w, padding, 0.0);
   // Conv2D reads a dilated filter's taps where they lie; DepthwiseConv2D takes it spread out
@@ -307,7 +316,7 @@ Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   } else if (auto_pad != "VALID") {
     return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   }
-  const std::string x = ToNhwc(ctx, w, Padding{"VALID", {}}, 0.0);
+  const std::string x = ToNhwc(ctx, w, Padding{"VALID", {}, {}}, 0.0);
   LS_ASSIGN_OR_RETURN(std::string f, SpreadFilter(ctx, w));
   f = ctx.Emit("Transpose", {f}, AttrMap{{"perm", std::vector<int64_t>{2, 3, 1, 0}}}, "filter_hwoi");
   std::string y = ctx.Emit("Conv2DTranspose", {x, f}, AttrMap{{"strides", w.strides}}, "deconv");

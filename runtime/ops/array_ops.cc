@@ -140,29 +140,34 @@ Status ReshapeKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// ---- Flatten: [N, ...] -> [N, product of the rest] ----
+// ---- Flatten(x; attr "axis", default 1): [d0 .. d(a-1), da ..] -> [product before a, product
+// from a on] ----
+//
+// ONNX's Flatten at any axis, so that an importer need not know the dimensions it multiplies:
+// either product is -1 in inference when a dimension in it is unknown, and exact at run time.
 
-StatusOr<Shape> FlattenShape(const Shape& in) {
-  if (in.rank() < 1) return InvalidArgument("Flatten: input must have rank >= 1, got a scalar");
-  int64_t rest = 1;
-  for (int d = 1; d < in.rank(); ++d) {
-    if (in.dim(d) < 0) {
-      rest = -1;
-      break;
-    }
-    rest *= in.dim(d);
+StatusOr<Shape> FlattenShape(const Shape& in, const AttrMap& attrs) {
+  LS_ASSIGN_OR_RETURN(int64_t axis, attrs.GetIntOr("axis", 1));
+  if (axis < 0) axis += in.rank();
+  if (axis < 0 || axis > in.rank()) {
+    return InvalidArgument("Flatten: axis " + std::to_string(axis) + " is out of range for " + in.ToString());
   }
-  return Shape{in.dim(0), rest};
+  int64_t before = 1, after = 1;
+  for (int d = 0; d < in.rank(); ++d) {
+    int64_t& product = d < axis ? before : after;
+    product = (product < 0 || in.dim(d) < 0) ? -1 : product * in.dim(d);
+  }
+  return Shape{before, after};
 }
 
 StatusOr<std::vector<TensorSpec>> InferFlatten(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("Flatten", ctx.inputs.size(), 1, 1));
-  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.inputs[0].shape));
+  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.inputs[0].shape, ctx.attrs));
   return Single(ctx.inputs[0].dtype, out);
 }
 
 Status FlattenKernel(KernelContext& ctx) {
-  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.input(0).shape()));
+  LS_ASSIGN_OR_RETURN(Shape out, FlattenShape(ctx.input(0).shape(), ctx.attrs()));
   ctx.SetOutput(0, ctx.input(0).Reshaped(out));
   return Status::Ok();
 }

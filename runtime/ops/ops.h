@@ -47,7 +47,8 @@ void RegisterExampleOps(OpRegistry& registry);
 // ThresholdedRelu, Clip (attrs); Not. With numpy broadcasting: Pow, Minimum, Maximum; Equal,
 // Less, Greater, LessEqual, GreaterEqual (bool out); And, Or, Xor; Where(condition, x, y).
 void RegisterElementwiseOps(OpRegistry& registry);
-// ONNX's shape computations: Shape, Expand, Tile, Range, ConstantOfShape, Slice, Pad.
+// ONNX's shape computations: Shape, Expand, Tile, Range, ConstantOfShape, Slice, Pad; and the
+// importer's arithmetic on shapes known only at run time, SplitSizes and WindowPads.
 void RegisterShapeOps(OpRegistry& registry);
 // Transpose (any permutation, any dtype).
 void RegisterTransposeOps(OpRegistry& registry);

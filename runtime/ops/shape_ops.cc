@@ -18,7 +18,8 @@
 
 namespace lockstep {
 
-void RegisterSliceOps(OpRegistry& registry);  // slice_ops.cc
+void RegisterSliceOps(OpRegistry& registry);           // slice_ops.cc
+void RegisterDeferredShapeOps(OpRegistry& registry);  // deferred_shape_ops.cc
 
 namespace {
 
@@ -317,6 +318,7 @@ void RegisterShapeOps(OpRegistry& registry) {
   (void)registry.Register(SimpleOpDef("Range", 3, InferRange, RangeKernel));
   (void)registry.Register(SimpleOpDef("ConstantOfShape", 1, InferConstantOfShape, ConstantOfShapeKernel));
   RegisterSliceOps(registry);
+  RegisterDeferredShapeOps(registry);
 }
 
 }  // namespace lockstep

@@ -11,8 +11,13 @@
 
 #include "onnx/onnx_pb.h"
 #include "runtime/bfloat16.h"
+#include "runtime/tensor.h"
 
 namespace lockstep::testing_onnx {
+
+// A dimension known only at run time and to no other (its own dim_param), where -1 in the
+// builder's dims is the shared "batch".
+inline constexpr int64_t kRunTimeDim = -2;
 
 class OnnxModelBuilder {
  public:
@@ -25,7 +30,8 @@ class OnnxModelBuilder {
     model_.mutable_graph()->set_name("test");
   }
 
-  // A float32 (or `elem`) graph input; -1 dimensions get a dim_param ("batch").
+  // A float32 (or `elem`) graph input; -1 dimensions get a dim_param ("batch"), each kRunTimeDim
+  // one of its own.
   void Input(const std::string& name, std::vector<int64_t> dims, int elem = onnx::TensorProto::FLOAT) {
     SetType(model_.mutable_graph()->add_input(), name, dims, elem);
   }
@@ -68,6 +74,12 @@ class OnnxModelBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  static void StringAttr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void IntsAttr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
     auto* a = n->add_attribute();
     a->set_name(name);
@@ -89,14 +101,25 @@ class OnnxModelBuilder {
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
     auto* shape = tt->mutable_shape();
-    for (int64_t d : dims) {
+    for (size_t i = 0; i < dims.size(); ++i) {
       auto* dim = shape->add_dim();
-      if (d < 0) dim->set_dim_param("batch");
-      else dim->set_dim_value(d);
+      if (dims[i] == kRunTimeDim) dim->set_dim_param(name + "_d" + std::to_string(i));
+      else if (dims[i] < 0) dim->set_dim_param("batch");
+      else dim->set_dim_value(dims[i]);
     }
   }
   onnx::ModelProto model_;
 };
+
+// A float32 tensor of `shape` whose values, in [-1, 1] by eighths, differ with `seed`.
+inline Tensor Pattern(const Shape& shape, int seed) {
+  Tensor t(DType::kFloat32, shape);
+  auto v = t.mutable_data<float>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>(static_cast<int>((i * 7919 + static_cast<size_t>(seed) * 104729) % 17) - 8) / 8.0f;
+  }
+  return t;
+}
 
 // The MLP of the serving tests: x [batch, 4] -> Gemm(W1 [3, 4], transB, b1) -> Relu ->
 // MatMul(W2 [3, 2]) -> Add(b2) -> Softmax -> "probabilities" [batch, 2]; as torch.onnx.export

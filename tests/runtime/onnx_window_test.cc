@@ -15,15 +15,7 @@ namespace lockstep {
 namespace {
 
 using testing_onnx::OnnxModelBuilder;
-
-Tensor Pattern(const Shape& shape, int seed) {
-  Tensor t(DType::kFloat32, shape);
-  auto v = t.mutable_data<float>();
-  for (size_t i = 0; i < v.size(); ++i) {
-    v[i] = static_cast<float>(static_cast<int>((i * 7919 + static_cast<size_t>(seed) * 104729) % 17) - 8) / 8.0f;
-  }
-  return t;
-}
+using testing_onnx::Pattern;
 
 StatusOr<std::vector<NamedTensor>> ImportAndRun(OnnxModelBuilder& b, std::vector<NamedTensor> feed) {
   LS_ASSIGN_OR_RETURN(Model model, ImportOnnxModel(b.proto(), std::filesystem::temp_directory_path()));

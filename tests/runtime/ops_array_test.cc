@@ -100,7 +100,19 @@ TEST(OpsArrayTest, FlattenKeepsBatch) {
   EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {-1, 3, 4}}}), (Shape{-1, 12}));
   EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {2, 3, -1}}}), (Shape{2, -1}));
   ExpectError(RunOp("Flatten", std::vector<Tensor>{Tensor::Scalar<float>(1)}).status(),
-              StatusCode::kInvalidArgument, "rank >= 1");
+              StatusCode::kInvalidArgument, "axis 1 is out of range for []");
+}
+
+TEST(OpsArrayTest, FlattenAtAnAxisMultipliesEachSideAtRunTime) {
+  Tensor x = RandomTensor({2, 3, 4, 5}, 3);
+  EXPECT_EQ(RunOk("Flatten", {x}, {{"axis", int64_t{2}}}).at(0).shape(), (Shape{6, 20}));
+  EXPECT_EQ(RunOk("Flatten", {x}, {{"axis", int64_t{0}}}).at(0).shape(), (Shape{1, 120}));
+  EXPECT_EQ(RunOk("Flatten", {x}, {{"axis", int64_t{4}}}).at(0).shape(), (Shape{120, 1}));
+  EXPECT_EQ(RunOk("Flatten", {x}, {{"axis", int64_t{-1}}}).at(0).shape(), (Shape{24, 5}));
+  EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {-1, 3, -1, 5}}}, {{"axis", int64_t{2}}}), (Shape{-1, -1}));
+  EXPECT_EQ(InferredShape("Flatten", {{DType::kFloat32, {2, 3, -1, 5}}}, {{"axis", int64_t{2}}}), (Shape{6, -1}));
+  ExpectError(RunOp("Flatten", std::vector<Tensor>{x}, AttrMap{{"axis", int64_t{5}}}).status(),
+              StatusCode::kInvalidArgument, "axis 5 is out of range for [2,3,4,5]");
 }
 
 // ---- Concat ----

@@ -391,6 +391,39 @@ TEST(OpsShapeTest, PadModesAndNegativePads) {
               "two per axis");
 }
 
+TEST(OpsShapeTest, SplitSizesOfADimensionKnownAtRunTime) {
+  const AttrMap equal{{"axis", int64_t{1}}, {"parts", int64_t{3}}};
+  EXPECT_EQ(Values<int64_t>(RunOk("SplitSizes", {I64({2, 9})}, equal).at(0)), (std::vector<int64_t>{3, 3, 3}));
+  ExpectError(KernelStatus("SplitSizes", {I64({2, 7})}, equal), StatusCode::kInvalidArgument,
+              "dimension 1 of [2,7] (7) does not split into 3 equal parts");
+  // Opset 18's num_outputs: the last part is what remains.
+  AttrMap uneven = equal;
+  uneven.Set("uneven", true);
+  EXPECT_EQ(Values<int64_t>(RunOk("SplitSizes", {I64({2, 7})}, uneven).at(0)), (std::vector<int64_t>{3, 3, 1}));
+  EXPECT_EQ(Values<int64_t>(RunOk("SplitSizes", {I64({2, 6})}, uneven).at(0)), (std::vector<int64_t>{2, 2, 2}));
+  ExpectError(KernelStatus("SplitSizes", {I64({2, 1})}, AttrMap{{"axis", int64_t{-1}}, {"parts", int64_t{3}}, {"uneven", true}}),
+              StatusCode::kInvalidArgument, "does not split into 3 parts");
+  ExpectError(KernelStatus("SplitSizes", {I64({2, -3})}, equal), StatusCode::kInvalidArgument, "negative dimension");
+}
+
+TEST(OpsShapeTest, WindowPadsAsOnnxPadsForTheImageOfTheRun) {
+  AttrMap same{{"extents", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+               {"pads", std::vector<int64_t>{0, 0, 0, 0}}, {"auto_pad", std::string("SAME_LOWER")}};
+  // Height 7: out 4, total 2 -> 1 and 1; width 8: out 4, total 1 -> the odd one before (LOWER).
+  EXPECT_EQ(Values<int64_t>(RunOk("WindowPads", {I64({1, 2, 7, 8})}, same).at(0)),
+            (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 0}));
+  same.Set("auto_pad", std::string("SAME_UPPER"));
+  EXPECT_EQ(Values<int64_t>(RunOk("WindowPads", {I64({1, 2, 7, 8})}, same).at(0)),
+            (std::vector<int64_t>{0, 0, 1, 0, 0, 0, 1, 1}));
+  // ceil_mode over 6 with extent 3 and stride 2: the last window needs 1 more.
+  const AttrMap ceil{{"extents", std::vector<int64_t>{3}}, {"strides", std::vector<int64_t>{2}},
+                     {"pads", std::vector<int64_t>{0, 0}}, {"ceil_mode", true}};
+  EXPECT_EQ(Values<int64_t>(RunOk("WindowPads", {I64({1, 1, 6})}, ceil).at(0)), (std::vector<int64_t>{0, 0, 0, 0, 0, 1}));
+  ExpectError(KernelStatus("WindowPads", {I64({1, 1, 1})}, ceil), StatusCode::kInvalidArgument,
+              "a window of extent 3 is larger than dimension 2 of the image [1,1,1] padded by 0 and 0");
+  ExpectError(KernelStatus("WindowPads", {I64({4})}, same), StatusCode::kInvalidArgument, "no 2 spatial axes");
+}
+
 TEST(OpsShapeTest, NewOpsAreRegistered) {
   for (const char* op : {"Shape", "Expand", "Tile", "Range", "ConstantOfShape", "Slice", "Pad", "Transpose", "Max",
                          "Min", "Prod", "ArgMin"}) {
