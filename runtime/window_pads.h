@@ -19,7 +19,8 @@ struct AxisPads {
 // `in`: the image's size along the axis (>= 0); `extent`: the window's, its taps spread by the
 // dilation; `given`: the node's pads (used for kNotSet only). SAME pads so that the output is
 // ceil(in / stride), the odd one after (UPPER) or before (LOWER). With `ceil_mode`, the end is
-// padded further so that a last window that starts inside the padded image fits.
+// padded further so that a last window that starts inside the image (or the padding before it)
+// fits.
 inline AxisPads OnnxAxisPads(int64_t in, int64_t extent, int64_t stride, AutoPad mode, AxisPads given, bool ceil_mode) {
   AxisPads p;
   if (mode == AutoPad::kNotSet) p = given;
@@ -31,8 +32,10 @@ inline AxisPads OnnxAxisPads(int64_t in, int64_t extent, int64_t stride, AutoPad
   }
   if (ceil_mode) {
     const int64_t span = in + p.begin + p.end - extent;
-    if (span >= 0) {
-      const int64_t out = (span + stride - 1) / stride + 1;
+    const int64_t out = (span + stride - 1) / stride + 1;
+    // A last window that would start in the end's padding is dropped, as onnxruntime and
+    // PyTorch drop it.
+    if (span >= 0 && (out - 1) * stride < in + p.begin) {
       p.end += std::max<int64_t>((out - 1) * stride + extent - (in + p.begin + p.end), 0);
     }
   }

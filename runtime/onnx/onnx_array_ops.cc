@@ -361,6 +361,28 @@ Status Split(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// Pad's pads for the axes its input 3 names (opset 18), as pads over every axis, the others'
+// 0: the axes must be constant, the pads may be computed at run time.
+StatusOr<std::string> PadsOverEveryAxis(OnnxNodeContext& ctx) {
+  LS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.ConstantInts(3, "axes"));
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  std::vector<int64_t> at(2 * axes.size());  // where each value of pads goes in the full pads
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (a < -rank || a >= rank) return ctx.Error("axis " + std::to_string(a) + " is out of range");
+    if (a < 0) a += rank;
+    if (seen[static_cast<size_t>(a)]) return ctx.Error("axes repeat an axis");
+    seen[static_cast<size_t>(a)] = true;
+    at[i] = a;
+    at[axes.size() + i] = rank + a;
+  }
+  const std::string zeros = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{2 * rank}, std::vector<int64_t>(2 * static_cast<size_t>(rank), 0)), "no_pads");
+  const std::string where = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(at.size())}, at), "pads_at");
+  const std::string given = ctx.Emit("Cast", {ctx.input(1)}, AttrMap{{"dtype", DType::kInt64}}, "given_pads");
+  return ctx.Emit("ScatterElements", {zeros, where, given}, AttrMap{{"axis", int64_t{0}}}, "pads_all_axes");
+}
+
 Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(std::string mode, ctx.StringAttr("mode", "constant"));
   if (mode != "constant" && mode != "reflect" && mode != "edge") return ctx.Unsupported("mode '" + mode + "'");
@@ -374,7 +396,9 @@ Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     attrs.Set("value", static_cast<double>(value));
   } else {
     pads = ctx.input(1);
-    if (ctx.HasInput(3)) return ctx.Unsupported("the axes input");
+    if (ctx.HasInput(3)) {
+      LS_ASSIGN_OR_RETURN(pads, PadsOverEveryAxis(ctx));
+    }
     if (ctx.HasInput(2)) {
       const Tensor* value = ctx.ConstantInput(2);
       if (value == nullptr && mode == "constant") {

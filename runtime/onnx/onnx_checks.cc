@@ -1,6 +1,10 @@
 #include "runtime/onnx/onnx_checks.h"
 
+#include <algorithm>
 #include <unordered_map>
+
+#include "runtime/onnx/onnx_model.h"
+#include "runtime/onnx/onnx_schemas.h"
 
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -15,16 +19,19 @@ namespace {
 void CheckModel(const onnx::ModelProto& model, const std::filesystem::path& dir) {
   namespace checker = onnx::checker;
   if (model.ir_version() <= 0) fail_check("the model does not set its ir_version");
-  if (model.ir_version() > onnx::Version::IR_VERSION) {
-    fail_check("ir_version ", model.ir_version(), " is newer than this ONNX checker's (", onnx::Version::IR_VERSION, ")");
+  if (model.ir_version() > kMaxOnnxIrVersion) {
+    fail_check("ir_version ", model.ir_version(), " is newer than the newest Lockstep reads (", kMaxOnnxIrVersion, ")");
   }
   checker::CheckerContext ctx;
-  ctx.set_ir_version(static_cast<int>(model.ir_version()));
+  // IR versions 9 to 11 add types (float8, int4, float4) and fields the checker of IR 8 does not
+  // read; the types are refused where a tensor of them is read, and the rest is as IR 8 has it.
+  ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), onnx::Version::IR_VERSION)));
   std::unordered_map<std::string, int> opsets;
   for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
   if (opsets.empty()) fail_check("the model imports no opset");
   ctx.set_opset_imports(std::move(opsets));
   ctx.set_model_dir(dir.string());
+  ctx.set_schema_registry(&LaterOnnxSchemas::Instance());
   checker::LexicalScopeContext lex;
   checker::check_graph(model.graph(), ctx, lex);
   if (model.ir_version() >= 8) checker::check_model_local_functions(model, ctx, lex);
@@ -110,7 +117,7 @@ Status CheckAndInferOnnxShapes(onnx::ModelProto& proto, const std::filesystem::p
   ShapeInferenceGuard guard(*proto.mutable_graph());
   try {
     onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(proto, &LaterOnnxSchemas::Instance(), options);
   } catch (const std::exception& strict) {
     // Exporters write models that strict inference faults where an old opset's schema is
     // narrower than what every runtime accepts (an int64 Constant in opset 6). Inference then
@@ -118,7 +125,7 @@ Status CheckAndInferOnnxShapes(onnx::ModelProto& proto, const std::filesystem::p
     // every node again when the model is compiled.
     try {
       onnx::ShapeInferenceOptions lenient{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
-      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), lenient);
+      onnx::shape_inference::InferShapes(proto, &LaterOnnxSchemas::Instance(), lenient);
     } catch (const std::exception& e) {
       return InvalidArgument(std::string("ONNX shape inference failed: ") + e.what());
     }

@@ -28,9 +28,13 @@ namespace lockstep {
 
 inline constexpr std::string_view kOnnxModelFile = "model.onnx";
 // The opsets of the default domain Lockstep reads: every one Debian's ONNX 1.12 defines (older
-// opsets' attributes, such as the explicit broadcast of opsets 1 to 6, are translated too).
+// opsets' attributes, such as the explicit broadcast of opsets 1 to 6, are translated too), and
+// the later ones up to ONNX 1.18's, whose changed and new ops runtime/onnx/onnx_schemas.h
+// describes to libonnx.
 inline constexpr int kMinOnnxOpset = 1;
-inline constexpr int kMaxOnnxOpset = 17;
+inline constexpr int kMaxOnnxOpset = 23;
+// The newest IR version read (ONNX 1.18's); libonnx 1.12 checks models as of its own, 8.
+inline constexpr int kMaxOnnxIrVersion = 11;
 
 // Whether `dir` holds an ONNX model (has a model.onnx).
 bool IsOnnxModelDir(const std::filesystem::path& dir);

@@ -1,4 +1,4 @@
-// The translators of ONNX's matrix, normalisation and softmax ops. (Convolutions and pools are
+// The translators of ONNX's matrix, normalisation and softmax ops, and GELU. (Convolutions and pools are
 // onnx_window_ops.cc.)
 #include <algorithm>
 #include <cmath>
@@ -274,6 +274,29 @@ Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
   const bool cast = stash == 1 && dtype != DType::kFloat32;
   outputs->push_back(cast ? ctx.Emit("Cast", {mean}, AttrMap{{"dtype", DType::kFloat32}}, "mean_f32") : mean);
   outputs->push_back(cast ? ctx.Emit("Cast", {inv}, AttrMap{{"dtype", DType::kFloat32}}, "inv_stddev_f32") : inv);
+  return Status::Ok();
+}
+
+// Gelu (opset 20): x * Phi(x), Lockstep's Gelu; approximate 'tanh' as ONNX writes it,
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+Status Gelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(std::string approximate, ctx.StringAttr("approximate", "none"));
+  if (approximate == "none") {
+    outputs->push_back(ctx.Emit("Gelu", {ctx.input(0)}));
+    return Status::Ok();
+  }
+  if (approximate != "tanh") return ctx.Error("approximate '" + approximate + "' is not one of none, tanh");
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  const std::string& x = ctx.input(0);
+  const std::string cube = ctx.Emit("Mul", {x, ctx.Emit("Mul", {x, x}, {}, "square")}, {}, "cube");
+  const std::string inner = ctx.Emit("Add", {x, ctx.Emit("Mul", {cube, ctx.EmitConstant(Scalar(dtype, 0.044715), "c")}, {}, "cubic_term")},
+                                     {}, "inner");
+  const std::string scaled = ctx.Emit("Mul", {inner, ctx.EmitConstant(Scalar(dtype, 0.7978845608028654), "sqrt_2_over_pi")},
+                                      {}, "scaled");
+  const std::string one_plus = ctx.Emit("Add", {ctx.Emit("Tanh", {scaled}, {}, "tanh"), ctx.EmitConstant(Scalar(dtype, 1.0), "one")},
+                                        {}, "one_plus");
+  const std::string half_x = ctx.Emit("Mul", {x, ctx.EmitConstant(Scalar(dtype, 0.5), "half")}, {}, "half_x");
+  outputs->push_back(ctx.Emit("Mul", {half_x, one_plus}));
   return Status::Ok();
 }
 

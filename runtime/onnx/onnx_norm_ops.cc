@@ -1,7 +1,7 @@
 // The translators of ONNX's normalisations beyond BatchNormalization and LayerNormalization
 // (onnx_nn_ops.cc), each a few of Lockstep's reductions and element-wise ops: InstanceNormalization
-// (also GroupNorm, which PyTorch exports as one over regrouped channels), MeanVarianceNormalization,
-// LpNormalization; and LRN, a kernel of its own.
+// (also GroupNorm, which PyTorch exports as one over regrouped channels), GroupNormalization (the
+// op of opsets 18 and 21), MeanVarianceNormalization, LpNormalization; and LRN, a kernel of its own.
 #include "runtime/onnx/onnx_translators.h"
 
 namespace lockstep::onnx_import {
@@ -69,6 +69,35 @@ Status LpNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
 Status Lrn(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(AttrMap attrs, ctx.PlainAttrs());
   outputs->push_back(ctx.Emit("LRN", {ctx.input(0)}, std::move(attrs)));
+  return Status::Ok();
+}
+
+// GroupNormalization(X [N, C, ...], scale, bias; num_groups, epsilon): the channels in
+// num_groups groups, each normalised over its channels and the image together (X as
+// [N, groups, the rest], normalised along the last axis), then scaled and shifted: per group in
+// opset 18 (scale and bias [groups], applied to the grouped rows), per channel from 21 ([C]).
+Status GroupNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int64_t groups, ctx.IntAttr("num_groups", 0));
+  LS_ASSIGN_OR_RETURN(float epsilon, ctx.FloatAttr("epsilon", 1e-5f));
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  if (groups < 1) return ctx.Error("num_groups must be at least 1, got " + std::to_string(groups));
+  if (rank < 2) return ctx.Error("the input must have rank 2 or more (N, C, ...)");
+  const std::string batch = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"end", int64_t{1}}}, "batch");
+  const std::string grouping = ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{2}, {groups, -1}), "grouping");
+  const std::string grouped_shape = ctx.Emit("Concat", {batch, grouping}, AttrMap{{"axis", int64_t{0}}}, "grouped_shape");
+  const std::string grouped = ctx.Emit("Reshape", {ctx.input(0), grouped_shape}, {}, "grouped");
+  std::string y = ctx.Emit("LayerNormalize", {grouped}, AttrMap{{"epsilon", static_cast<double>(epsilon)}}, "normalize");
+  const AttrMap per_group{{"shape", std::vector<int64_t>{groups, 1}}};
+  if (ctx.opset() < 21) {
+    y = ctx.Emit("Mul", {y, ctx.Emit("Reshape", {ctx.input(1)}, per_group, "group_scale")}, {}, "scaled");
+    y = ctx.Emit("Add", {y, ctx.Emit("Reshape", {ctx.input(2)}, per_group, "group_bias")}, {}, "shifted");
+  }
+  y = ctx.Emit("Reshape", {y, ctx.Emit("Shape", {ctx.input(0)}, {}, "shape")}, {}, ctx.opset() < 21 ? "" : "ungrouped");
+  if (ctx.opset() >= 21) {
+    y = ctx.Emit("Mul", {y, PerChannel(ctx, ctx.input(1), rank, "channel_scale")}, {}, "scaled");
+    y = ctx.Emit("Add", {y, PerChannel(ctx, ctx.input(2), rank, "channel_bias")});
+  }
+  outputs->push_back(y);
   return Status::Ok();
 }
 

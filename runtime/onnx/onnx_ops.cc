@@ -314,12 +314,19 @@ Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const bool integer_sum = std::string_view(kReduceOp) == "Sum" && spec &&
                            (spec->dtype == DType::kInt32 || spec->dtype == DType::kInt64);
   const std::string kOp = integer_sum ? "IntegerSum" : kReduceOp;
+  // The maximum or minimum of booleans (opset 20) is that of 0s and 1s.
+  const bool boolean = spec && spec->dtype == DType::kBool && (kOp == "Max" || kOp == "Min");
+  const std::string x = boolean ? ctx.Emit("Cast", {ctx.input(0)}, AttrMap{{"dtype", DType::kInt32}}, "as_int") : ctx.input(0);
+  const std::string_view suffix = boolean ? "reduced" : "";
+  auto emit = [&](const std::string& op, std::vector<std::string> inputs, AttrMap attrs) {
+    const std::string y = ctx.Emit(op, std::move(inputs), std::move(attrs), suffix);
+    outputs->push_back(boolean ? ctx.Emit("Cast", {y}, AttrMap{{"dtype", DType::kBool}}) : y);
+    return Status::Ok();
+  };
   LS_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
   LS_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
   if (RunTimeAxes(ctx)) {
-    outputs->push_back(ctx.Emit(kOp, {ctx.input(0), ctx.input(1)},
-                                AttrMap{{"keep_dims", keepdims != 0}, {"noop_with_empty_axes", noop != 0}}));
-    return Status::Ok();
+    return emit(kOp, {x, ctx.input(1)}, AttrMap{{"keep_dims", keepdims != 0}, {"noop_with_empty_axes", noop != 0}});
   }
   LS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ctx.AxesAttrOrInput("axes", 1));
   if ((!axes || axes->empty()) && noop != 0) {
@@ -328,8 +335,7 @@ Status Reduce(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   }
   AttrMap attrs{{"keep_dims", keepdims != 0}};
   if (axes && !axes->empty()) attrs.Set("axes", *axes);  // Lockstep: no axes = every axis
-  outputs->push_back(ctx.Emit(kOp, {ctx.input(0)}, std::move(attrs)));
-  return Status::Ok();
+  return emit(kOp, {x}, std::move(attrs));
 }
 
 // ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum: Sum with an element-wise op before it
@@ -574,7 +580,8 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"Shrink", Passthrough<kShrink>}, {"Celu", Passthrough<kCelu>}, {"Mish", Direct<kMish>},
       {"NegativeLogLikelihoodLoss", Passthrough<kNegativeLogLikelihoodLoss>}, {"TopK", TopK},
       {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss}, {"OneHot", OneHot}, {"Hardmax", Hardmax},
-      {"ReduceLogSumExp", ReduceLogSumExp}, {"GridSample", GridSample}, {"RoiAlign", RoiAlign},
+      {"ReduceLogSumExp", ReduceLogSumExp}, {"GridSample", GridSample}, {"RoiAlign", RoiAlign}, {"Gelu", Gelu},
+      {"GroupNormalization", GroupNormalization},
       {"NonMaxSuppression", NonMaxSuppression}, {"HannWindow", WindowFunction}, {"HammingWindow", WindowFunction},
       {"BlackmanWindow", WindowFunction}, {"DFT", Dft}, {"STFT", Stft}, {"RNN", Recurrent}, {"GRU", Recurrent},
       {"LSTM", Recurrent}, {"InstanceNormalization", InstanceNormalization},

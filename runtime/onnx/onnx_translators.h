@@ -51,6 +51,7 @@ Status LayerNormalization(OnnxNodeContext& ctx, std::vector<std::string>* output
 Status Softmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LogSoftmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Hardmax(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Gelu(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_image_ops.cc
 Status Resize(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Upsample(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
@@ -62,6 +63,7 @@ Status InstanceNormalization(OnnxNodeContext& ctx, std::vector<std::string>* out
 Status MeanVarianceNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status LpNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Lrn(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status GroupNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_signal_ops.cc
 Status WindowFunction(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Dft(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

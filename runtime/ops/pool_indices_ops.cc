@@ -77,7 +77,8 @@ StatusOr<IndexedPool> ReadIndexedPool(const AttrMap& attrs, int rank) {
 }
 
 // Output positions along spatial axis `d` of extent `in` (-1: unknown), by ONNX's formula: with
-// ceil_mode the last window may run past the end (what lies there is never the maximum).
+// ceil_mode the last window may run past the end (what lies there is never the maximum), if it
+// starts inside the image or the padding before it.
 StatusOr<int64_t> OutputExtent(const IndexedPool& p, int d, int64_t in) {
   if (in < 0) return int64_t{-1};
   const int64_t window = (p.kernel[d] - 1) * p.dilation[d] + 1;
@@ -87,7 +88,9 @@ StatusOr<int64_t> OutputExtent(const IndexedPool& p, int d, int64_t in) {
                            std::to_string(in) + " padded by " + std::to_string(p.pad_begin[d]) + " and " +
                            std::to_string(p.pad_end[d]));
   }
-  return (p.ceil_mode ? (room + p.stride[d] - 1) / p.stride[d] : room / p.stride[d]) + 1;
+  const int64_t out = (p.ceil_mode ? (room + p.stride[d] - 1) / p.stride[d] : room / p.stride[d]) + 1;
+  // A last window that would start in the end's padding is dropped (onnxruntime, PyTorch).
+  return p.ceil_mode && (out - 1) * p.stride[d] >= in + p.pad_begin[d] ? out - 1 : out;
 }
 
 StatusOr<Shape> OutputShape(const IndexedPool& p, const Shape& x) {

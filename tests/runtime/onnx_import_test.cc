@@ -247,14 +247,22 @@ TEST_F(OnnxImportTest, ExternalDataOutsideTheDirectoryIsRefused) {
   }
 }
 
-TEST_F(OnnxImportTest, AnOpsetNewerThanSeventeenIsRefused) {
-  OnnxModelBuilder b(18);
+TEST_F(OnnxImportTest, AnOpsetOrIrVersionNewerThanOnnx118sIsRefused) {
+  OnnxModelBuilder b(24);
   b.Input("x", {2});
   b.Output("y", {2});
   b.Node("Relu", {"x"}, {"y"});
   b.Write(dir_);
-  const std::string error = LoadError();
-  EXPECT_TRUE(Contains(error, "opset 18")) << error;
+  std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "opset 24; Lockstep reads opsets 1 to 23")) << error;
+  OnnxModelBuilder newer_ir(23);
+  newer_ir.proto().set_ir_version(12);
+  newer_ir.Input("x", {2});
+  newer_ir.Output("y", {2});
+  newer_ir.Node("Relu", {"x"}, {"y"});
+  newer_ir.Write(dir_);
+  error = LoadError();
+  EXPECT_TRUE(Contains(error, "ir_version 12 is newer than the newest Lockstep reads (11)")) << error;
 }
 
 TEST_F(OnnxImportTest, ReshapeWithPyTorchsZerosAndADynamicBatch) {
