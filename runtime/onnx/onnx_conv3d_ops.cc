@@ -3,8 +3,8 @@
 // of: the input with stride - 1 zeros between its elements along each axis, padded by the
 // filter's extent less one less the transposed pads (plus output_padding at the end), convolved
 // (stride 1, the same dilations) with the filter flipped along every spatial axis and its
-// channel axes swapped; group 1, as the 2-D translator. The image's size must be known when the
-// model loads.
+// channel axes swapped; group 1, as the 2-D translator. A convolution's image may be known only at
+// run time; a transposed one's must be known when the model loads.
 #include <limits>
 #include <string>
 #include <vector>
@@ -54,34 +54,59 @@ onnx::NodeProto PlaneConvNode(const onnx::NodeProto& node, const Window& w, int6
 Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(Window w, ReadFilterWindow(ctx, 3));
   const Shape& fs = ctx.InputSpec(1)->shape;
-  const int64_t channels = ctx.InputSpec(0)->shape.dim(1), m = fs.dim(0);
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
+  // The input's channels, or where known only at run time what the filter says they are (the
+  // 2-D convolutions check them on every run).
+  const int64_t known_channels = ctx.InputSpec(0)->shape.dim(1), m = fs.dim(0);
+  const int64_t channels = known_channels >= 0 || group < 1 ? known_channels : fs.dim(1) * group;
   if (group < 1 || channels < 0 || channels % group != 0 || fs.dim(1) * group != channels) {
     return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
                      " input channels and the filter " + fs.ToString());
   }
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, false, false));
-  std::vector<int64_t> padded(3), out(3);
+  // Where the image's size is known only at run time, so are the depths each tap reads and the
+  // planes' sizes: from the shapes of the run.
+  std::vector<int64_t> padded(3, -1), out(3, -1);
+  bool known = !padding.at_run_time();
   for (size_t d = 0; d < 3; ++d) {
-    if (w.image[d] < 0) return ctx.Unsupported("a 3-D convolution of an image whose size is unknown until run time");
+    known = known && w.image[d] >= 0;
+    if (w.image[d] < 0 || padding.at_run_time()) continue;
     padded[d] = w.image[d] + (padding.pads.empty() ? 0 : padding.pads[2 + d] + padding.pads[7 + d]);
     if (padded[d] < w.extent(d)) return ctx.Error("the filter is larger than the padded input " + Ints(padded));
     out[d] = (padded[d] - w.extent(d)) / w.strides[d] + 1;
   }
   const std::string x = Padded(ctx, w, padding, 0.0);
+  std::string depth;  // the padded depth, a scalar, where known only at run time
+  if (!known) {
+    depth = ctx.Emit("Reshape", {DimsOf(ctx, x, 2, 3, "depth_dims")}, AttrMap{{"shape", std::vector<int64_t>{}}}, "depth");
+  }
   const onnx::NodeProto plane = PlaneConvNode(ctx.node(), w, group);
   const DType dtype = ctx.InputSpec(0)->dtype;
   std::string sum;
   for (int64_t k = 0; k < w.kernel[0]; ++k) {
     const std::string tag = "tap_" + std::to_string(k);
-    std::vector<int64_t> depths(static_cast<size_t>(out[0]));
-    for (int64_t o = 0; o < out[0]; ++o) depths[static_cast<size_t>(o)] = o * w.strides[0] + k * w.dilations[0];
-    const std::string slices = ctx.Emit("Gather", {x, IntsConstant(ctx, std::move(depths), tag + "/depths")},
-                                        AttrMap{{"axis", int64_t{2}}}, tag + "/slices");
-    const std::string batched = ctx.Emit(
-        "Reshape",
-        {ctx.Emit("Transpose", {slices}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}, tag + "/depth_major")},
-        AttrMap{{"shape", std::vector<int64_t>{-1, channels, padded[1], padded[2]}}}, tag + "/planes");
+    // Output depth o reads o * stride + k * dilation, for o below (depth - extent) / stride + 1.
+    std::string depths;
+    if (known) {
+      std::vector<int64_t> at(static_cast<size_t>(out[0]));
+      for (int64_t o = 0; o < out[0]; ++o) at[static_cast<size_t>(o)] = o * w.strides[0] + k * w.dilations[0];
+      depths = IntsConstant(ctx, std::move(at), tag + "/depths");
+    } else {
+      const int64_t first = k * w.dilations[0];
+      const std::string limit = ctx.Emit(
+          "Add", {depth, ctx.EmitConstant(Tensor::Scalar<int64_t>(first - w.extent(0) + 1), tag + "/past")}, {}, tag + "/limit");
+      depths = ctx.Emit("Range",
+                        {ctx.EmitConstant(Tensor::Scalar<int64_t>(first), tag + "/first"), limit,
+                         ctx.EmitConstant(Tensor::Scalar<int64_t>(w.strides[0]), tag + "/stride")},
+                        {}, tag + "/depths");
+    }
+    const std::string slices = ctx.Emit("Gather", {x, depths}, AttrMap{{"axis", int64_t{2}}}, tag + "/slices");
+    const std::string depth_major =
+        ctx.Emit("Transpose", {slices}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}, tag + "/depth_major");
+    const std::string batched = ReshapedTo(ctx, depth_major, known, {-1, channels, padded[1], padded[2]}, [&] {
+      return Joined(ctx, {IntsConstant(ctx, {-1}, tag + "/planes_lead"), DimsOf(ctx, depth_major, 2, 5, tag + "/planes_chw")},
+                    tag + "/planes_shape");
+    }, tag + "/planes");
     const std::string filter = ctx.Emit("Gather", {ctx.input(1), ctx.EmitConstant(Tensor::Scalar<int64_t>(k), tag + "/k")},
                                         AttrMap{{"axis", int64_t{2}}}, tag + "/filter");
     OnnxNodeContext as_2d =
@@ -93,8 +118,10 @@ Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     LS_RETURN_IF_ERROR(Conv(as_2d, &y));
     sum = sum.empty() ? y.at(0) : ctx.Emit("Add", {sum, y.at(0)}, {}, tag + "/sum");
   }
-  const std::string volume =
-      ctx.Emit("Reshape", {sum}, AttrMap{{"shape", std::vector<int64_t>{-1, out[0], m, out[1], out[2]}}}, "volume");
+  const std::string volume = ReshapedTo(ctx, sum, known, {-1, out[0], m, out[1], out[2]}, [&] {
+    return Joined(ctx, {DimsOf(ctx, x, 0, 1, "volume_n"), IntsConstant(ctx, {-1}, "volume_d"), DimsOf(ctx, sum, 1, 4, "volume_mhw")},
+                  "volume_shape");
+  }, "volume");
   std::string y = ctx.Emit("Transpose", {volume}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}},
                            ctx.HasInput(2) ? "ncdhw" : "");
   if (ctx.HasInput(2)) {
@@ -116,7 +143,9 @@ Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
   if (group != 1) return ctx.Unsupported("group " + std::to_string(group) + " (only 1)");
   const Shape& fs = f_spec->shape;  // [C, M, KD, KH, KW]
   const Shape& xs = x_spec->shape;
-  if (xs.dim(1) != fs.dim(0)) return ctx.Error("the input's channels do not match the filter " + fs.ToString());
+  if (xs.dim(1) >= 0 && xs.dim(1) != fs.dim(0)) {
+    return ctx.Error("the input's channels do not match the filter " + fs.ToString());
+  }
   LS_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ThreeInts(ctx, "strides", 1));
   LS_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ThreeInts(ctx, "dilations", 1));
   LS_ASSIGN_OR_RETURN(std::vector<int64_t> extra, ThreeInts(ctx, "output_padding", 0));
@@ -131,7 +160,7 @@ Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
     return ctx.Error("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   }
   if (auto_pad == "VALID") pads.assign(6, 0);
-  std::vector<int64_t> dims{-1, xs.dim(1), xs.dim(2), xs.dim(3), xs.dim(4)};
+  std::vector<int64_t> dims{-1, fs.dim(0), xs.dim(2), xs.dim(3), xs.dim(4)};  // the channels as the filter has them
   std::vector<int64_t> conv_pads(6);
   for (size_t d = 0; d < 3; ++d) {
     const int64_t in = dims[2 + d], k = fs.dim(static_cast<int>(2 + d));

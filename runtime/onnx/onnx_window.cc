@@ -186,4 +186,18 @@ std::string InsertZeros(OnnxNodeContext& ctx, std::string value, std::vector<int
                   {}, tag);
 }
 
+std::string ReshapedTo(OnnxNodeContext& ctx, const std::string& v, bool known, std::vector<int64_t> dims,
+                       const std::function<std::string()>& run_time, const std::string& tag) {
+  if (known) return ctx.Emit("Reshape", {v}, AttrMap{{"shape", std::move(dims)}}, tag);
+  return ctx.Emit("Reshape", {v, run_time()}, {}, tag);
+}
+
+std::string DimsOf(OnnxNodeContext& ctx, const std::string& v, int64_t start, int64_t end, const std::string& tag) {
+  return ctx.Emit("Shape", {v}, AttrMap{{"start", start}, {"end", end}}, tag);
+}
+
+std::string Joined(OnnxNodeContext& ctx, std::vector<std::string> parts, const std::string& tag) {
+  return ctx.Emit("Concat", std::move(parts), AttrMap{{"axis", int64_t{0}}}, tag);
+}
+
 }  // namespace lockstep::onnx_import

@@ -3,6 +3,7 @@
 // ONNX's NCHW images to Lockstep's NHWC window ops and back.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,5 +66,14 @@ std::string Padded(OnnxNodeContext& ctx, const Window& w, const Padding& padding
 std::string ToNhwc(OnnxNodeContext& ctx, const Window& w, const Padding& padding, double pad_value);
 // y (NHWC) back to NCHW, or to NCL for a 1-D op.
 std::string FromNhwc(OnnxNodeContext& ctx, const Window& w, const std::string& y);
+
+// `v` reshaped to `dims` when they are known (`known`), else to the int64 vector `run_time`
+// makes from the shapes of the run (a window op's image known only then).
+std::string ReshapedTo(OnnxNodeContext& ctx, const std::string& v, bool known, std::vector<int64_t> dims,
+                       const std::function<std::string()>& run_time, const std::string& tag);
+// Dimensions [start, end) of `v`'s shape on each run, and int64 vectors joined end to end: the
+// parts of such a run-time shape.
+std::string DimsOf(OnnxNodeContext& ctx, const std::string& v, int64_t start, int64_t end, const std::string& tag);
+std::string Joined(OnnxNodeContext& ctx, std::vector<std::string> parts, const std::string& tag);
 
 }  // namespace lockstep::onnx_import

@@ -23,33 +23,39 @@ AttrMap PoolAttrs(std::vector<int64_t> kernel, std::vector<int64_t> strides, std
 }
 
 // A 3-D pool of x (NCDHW, padded, VALID) as a 2-D pool over (H, W) of every depth slice, then
-// one over (D, 1) of the [N, D, H' * W', C] result.
+// one over (D, 1) of the [N, D, H' * W', C] result. Where a size is known only at run time, the
+// reshapes between take it from the shapes of the run.
 StatusOr<std::string> Pool3D(OnnxNodeContext& ctx, const Window& w, const Padding& padding, const char* op,
                              double pad_value) {
   const Shape& shape = ctx.InputSpec(0)->shape;
   std::vector<int64_t> padded(3), out(3);
   const int64_t channels = shape.dim(1);
+  bool known = channels >= 0 && !padding.at_run_time();
   for (size_t d = 0; d < 3; ++d) {
-    if (w.image[d] < 0 || channels < 0) return ctx.Unsupported("a 3-D window over dimensions unknown until run time");
+    known = known && w.image[d] >= 0;
     padded[d] = w.image[d] + (padding.pads.empty() ? 0 : padding.pads[2 + d] + padding.pads[7 + d]);
-    if (padded[d] < w.extent(d)) return ctx.Error("the window is larger than the padded input " + Ints(padded));
+    if (w.image[d] >= 0 && padded[d] < w.extent(d)) return ctx.Error("the window is larger than the padded input " + Ints(padded));
     out[d] = (padded[d] - w.extent(d)) / w.strides[d] + 1;
   }
   const std::string x = Padded(ctx, w, padding, pad_value);
   const std::string ndhwc = ctx.Emit("Transpose", {x}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 3, 4, 1}}}, "ndhwc");
-  const std::string slices =
-      ctx.Emit("Reshape", {ndhwc}, AttrMap{{"shape", std::vector<int64_t>{-1, padded[1], padded[2], channels}}}, "slices");
+  const std::string slices = ReshapedTo(ctx, ndhwc, known, {-1, padded[1], padded[2], channels}, [&] {
+    return Joined(ctx, {IntsConstant(ctx, {-1}, "slices_lead"), DimsOf(ctx, ndhwc, 2, 5, "slices_hwc")}, "slices_shape");
+  }, "slices");
   const std::string hw = ctx.Emit(op, {slices},
                                   PoolAttrs({w.kernel[1], w.kernel[2]}, {w.strides[1], w.strides[2]},
                                             {w.dilations[1], w.dilations[2]}, "VALID"),
                                   "pool_hw");
-  const std::string columns = ctx.Emit(
-      "Reshape", {hw}, AttrMap{{"shape", std::vector<int64_t>{-1, padded[0], out[1] * out[2], channels}}}, "columns");
+  const std::string columns = ReshapedTo(ctx, hw, known, {-1, padded[0], out[1] * out[2], channels}, [&] {
+    return Joined(ctx, {DimsOf(ctx, ndhwc, 0, 2, "columns_nd"), IntsConstant(ctx, {-1}, "columns_hw"), DimsOf(ctx, hw, 3, 4, "columns_c")},
+                  "columns_shape");
+  }, "columns");
   const std::string dhw = ctx.Emit(op, {columns},
                                    PoolAttrs({w.kernel[0], 1}, {w.strides[0], 1}, {w.dilations[0], 1}, "VALID"),
                                    "pool_d");
-  const std::string volume =
-      ctx.Emit("Reshape", {dhw}, AttrMap{{"shape", std::vector<int64_t>{-1, out[0], out[1], out[2], channels}}}, "volume");
+  const std::string volume = ReshapedTo(ctx, dhw, known, {-1, out[0], out[1], out[2], channels}, [&] {
+    return Joined(ctx, {DimsOf(ctx, dhw, 0, 2, "volume_nd"), DimsOf(ctx, hw, 1, 4, "volume_hwc")}, "volume_shape");
+  }, "volume");
   return ctx.Emit("Transpose", {volume}, AttrMap{{"perm", std::vector<int64_t>{0, 4, 1, 2, 3}}});
 }
 
@@ -273,7 +279,8 @@ Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const Shape& fs = ctx.InputSpec(1)->shape;
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
   if (group != 1) return ctx.Unsupported("group " + std::to_string(group) + " (only 1)");
-  if (ctx.InputSpec(0)->shape.dim(1) != fs.dim(0)) {
+  const int64_t channels = ctx.InputSpec(0)->shape.dim(1);
+  if (channels >= 0 && channels != fs.dim(0)) {
     return ctx.Error("the input's channels do not match the filter " + fs.ToString());
   }
   auto lifted = [&](const char* name) -> StatusOr<std::optional<std::vector<int64_t>>> {
@@ -298,11 +305,14 @@ Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     // The padding that gives the asked-for size (output_shape, or in * stride for SAME).
     for (size_t d = 0; d < 2; ++d) {
       const int64_t in = w.image[d];
-      if (in < 0) return ctx.Unsupported("output_shape or SAME padding of an image whose size is unknown until run time");
-      const int64_t want = output_shape ? (*output_shape)[d] : in * w.strides[d];
+      if (output_shape && in < 0) {
+        return ctx.Unsupported("output_shape of an image whose size is unknown until run time");
+      }
       // Negative when the asked-for size is larger than the full one: then the halves are
       // rounded down, as ONNX's reference does (Python's //), and zeros fill the difference.
-      const int64_t total = w.strides[d] * (in - 1) + extra[d] + w.extent(d) - want;
+      // SAME asks for in * stride, which leaves the same total whatever the image's size.
+      const int64_t total = output_shape ? w.strides[d] * (in - 1) + extra[d] + w.extent(d) - (*output_shape)[d]
+                                         : extra[d] + w.extent(d) - w.strides[d];
       const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       const bool upper = auto_pad == "SAME_UPPER";
       pads[d] = upper ? half : total - half;
@@ -359,15 +369,28 @@ Status MaxUnpool(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const std::vector<int64_t> pads = p ? *p : std::vector<int64_t>(2 * spatial, 0);
   if (strides.size() != spatial || pads.size() != 2 * spatial) return ctx.Error("strides or pads do not fit kernel_shape");
   const Shape& x = ctx.InputSpec(0)->shape;
-  std::vector<int64_t> out_spatial;
+  // in * stride + (kernel - pads - stride) along each spatial axis: constant where the input's
+  // size is known, else from its shape on every run.
+  std::vector<int64_t> out_spatial, offsets;
+  bool known = true;
   for (size_t d = 0; d < spatial; ++d) {
     const int64_t in = x.dim(static_cast<int>(d + 2));
-    if (in < 0) return ctx.Unsupported("an output size that depends on an input size unknown until run time");
-    out_spatial.push_back((in - 1) * strides[d] - pads[d] - pads[spatial + d] + (*kernel)[d]);
+    offsets.push_back((*kernel)[d] - pads[d] - pads[spatial + d] - strides[d]);
+    out_spatial.push_back(in * strides[d] + offsets.back());
+    known = known && in >= 0;
   }
+  const std::string spatial_sizes =
+      known ? IntsConstant(ctx, out_spatial, "spatial")
+            : ctx.Emit("Add",
+                       {ctx.Emit("Mul",
+                                 {ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"start", int64_t{2}}}, "image"),
+                                  IntsConstant(ctx, strides, "strides")},
+                                 {}, "strided"),
+                        IntsConstant(ctx, offsets, "offsets")},
+                       {}, "spatial");
   const std::string batch_channels = ctx.Emit("Shape", {ctx.input(0)}, AttrMap{{"end", int64_t{2}}}, "batch_channels");
-  const std::string shape = ctx.Emit("Concat", {batch_channels, IntsConstant(ctx, out_spatial, "spatial")},
-                                     AttrMap{{"axis", int64_t{0}}}, "unpooled_shape");
+  const std::string shape =
+      ctx.Emit("Concat", {batch_channels, spatial_sizes}, AttrMap{{"axis", int64_t{0}}}, "unpooled_shape");
   LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
   const AttrMap flat{{"shape", std::vector<int64_t>{-1}}};
   const std::string zeros = ctx.Emit(

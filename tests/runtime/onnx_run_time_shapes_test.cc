@@ -20,6 +20,13 @@ using testing_onnx::kRunTimeDim;
 using testing_onnx::OnnxModelBuilder;
 using testing_onnx::Pattern;
 
+// Filter values in [-0.75, 0.75].
+std::vector<float> Ramp(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 4.0f;
+  return v;
+}
+
 // Adds the node(s) under test, reading "x" and writing "y0".."y<outputs-1>".
 using AddNodes = std::function<void(OnnxModelBuilder&)>;
 
@@ -128,8 +135,7 @@ TEST(OnnxRunTimeShapesTest, PoolsPadForSameAndCeilModeFromTheImageOfEachRun) {
 }
 
 TEST(OnnxRunTimeShapesTest, ConvolutionsPadSameLowerFromTheImageOfEachRun) {
-  std::vector<float> filter(4 * 2 * 3 * 3);
-  for (size_t i = 0; i < filter.size(); ++i) filter[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 4.0f;
+  const std::vector<float> filter = Ramp(4 * 2 * 3 * 3);
   const AddNodes add = [&](OnnxModelBuilder& b) {
     b.Initializer("w", {4, 2, 3, 3}, filter);
     onnx::NodeProto* n = b.Node("Conv", {"x", "w"}, {"y0"});
@@ -149,6 +155,46 @@ TEST(OnnxRunTimeShapesTest, ConvolutionsPadSameLowerFromTheImageOfEachRun) {
     ASSERT_EQ(got.shape(), want.shape());
     for (int64_t i = 0; i < want.num_elements(); ++i) ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << i;
   }
+}
+
+TEST(OnnxRunTimeShapesTest, ThreeDimensionalPoolsAndConvolutionsOfAnImageKnownAtRunTime) {
+  const std::vector<Shape> volumes{Shape{1, 2, 5, 6, 7}, Shape{2, 2, 4, 4, 5}};
+  ExpectSameAsKnownShapes(13, 5, 1, PoolNode("MaxPool", {2, 3, 2}, {2, 1, 2}, "", 1), volumes);
+  ExpectSameAsKnownShapes(13, 5, 1, PoolNode("AveragePool", {3, 2, 2}, {1, 2, 2}, "SAME_LOWER", 0), volumes);
+  ExpectSameAsKnownShapes(13, 5, 1, PoolNode("AveragePool", {2, 2, 3}, {1, 1, 2}, "", 0, {1, 0, 1, 0, 1, 1}), volumes);
+  const std::vector<float> filter = Ramp(3 * 2 * 2 * 3 * 2);
+  for (const std::string auto_pad : {"NOTSET", "SAME_LOWER"}) {
+    ExpectSameAsKnownShapes(13, 5, 1,
+                            [&](OnnxModelBuilder& b) {
+                              b.Initializer("w", {3, 2, 2, 3, 2}, filter);
+                              onnx::NodeProto* n = b.Node("Conv", {"x", "w"}, {"y0"});
+                              OnnxModelBuilder::IntsAttr(n, "strides", {2, 1, 2});
+                              OnnxModelBuilder::StringAttr(n, "auto_pad", auto_pad);
+                            },
+                            volumes);
+  }
+}
+
+TEST(OnnxRunTimeShapesTest, TransposedSamePaddingAndMaxUnpoolOfAnImageKnownAtRunTime) {
+  const std::vector<float> filter = Ramp(2 * 3 * 3 * 3);
+  ExpectSameAsKnownShapes(13, 4, 1,
+                          [&](OnnxModelBuilder& b) {
+                            b.Initializer("w", {2, 3, 3, 3}, filter);
+                            onnx::NodeProto* n = b.Node("ConvTranspose", {"x", "w"}, {"y0"});
+                            OnnxModelBuilder::IntsAttr(n, "strides", {2, 2});
+                            OnnxModelBuilder::StringAttr(n, "auto_pad", "SAME_UPPER");
+                          },
+                          {Shape{1, 2, 3, 4}, Shape{2, 2, 5, 2}});
+  ExpectSameAsKnownShapes(13, 4, 1,
+                          [](OnnxModelBuilder& b) {
+                            onnx::NodeProto* pool = b.Node("MaxPool", {"x"}, {"pooled", "indices"});
+                            OnnxModelBuilder::IntsAttr(pool, "kernel_shape", {2, 2});
+                            OnnxModelBuilder::IntsAttr(pool, "strides", {2, 2});
+                            onnx::NodeProto* unpool = b.Node("MaxUnpool", {"pooled", "indices"}, {"y0"});
+                            OnnxModelBuilder::IntsAttr(unpool, "kernel_shape", {2, 2});
+                            OnnxModelBuilder::IntsAttr(unpool, "strides", {2, 2});
+                          },
+                          {Shape{1, 2, 4, 6}, Shape{2, 1, 6, 2}});
 }
 
 TEST(OnnxRunTimeShapesTest, AWindowLargerThanTheRunsPaddedImageIsRefusedNamingTheNodeAndTheShape) {
