@@ -51,6 +51,18 @@ onnx::InferenceFunction UnlessLaterForm(onnx::InferenceFunction fallback, std::f
   };
 }
 
+// Output `out` of input `in`'s element type and of rank `rank` (-1: input `in`'s), its
+// dimensions unknown.
+void ElemTypeAndRankOf(InferenceContext& ctx, size_t in, size_t out, int rank) {
+  if (ctx.getNumOutputs() <= out || ctx.getNumInputs() <= in || ctx.getInputType(in) == nullptr) return;
+  onnx::propagateElemTypeFromInputToOutput(ctx, in, out);
+  if (rank < 0 && !onnx::hasInputShape(ctx, in)) return;
+  if (rank < 0) rank = onnx::getInputShape(ctx, in).dim_size();
+  auto* shape = ctx.getOutputType(out)->mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  for (int d = 0; d < rank; ++d) shape->add_dim();
+}
+
 bool HasInput(InferenceContext& ctx, size_t i) { return ctx.getNumInputs() > i && ctx.getInputType(i) != nullptr; }
 
 // Split, opset 18: equal parts (the last smaller) when num_outputs says, or the sizes input.
@@ -249,6 +261,60 @@ std::vector<OpSchema> MakeSchemas() {
     if (since >= 21) group.Attr("stash_type", "", AttributeProto::INT, int64_t{1});
     all.push_back(std::move(group));
   }
+  // Opset 23's transformer ops.
+  OpSchema rms = Named("RMSNormalization", 23);
+  rms.Input(0, "X", "", "T")
+      .Input(1, "scale", "", "V")
+      .Output(0, "Y", "", "V")
+      .TypeConstraint("T", kFloats, "")
+      .TypeConstraint("V", kFloats, "")
+      .Attr("axis", "", AttributeProto::INT, int64_t{-1})
+      .Attr("epsilon", "", AttributeProto::FLOAT, 1e-5f)
+      .Attr("stash_type", "", AttributeProto::INT, int64_t{1})
+      .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+  all.push_back(std::move(rms));
+  OpSchema rotary = Named("RotaryEmbedding", 23);
+  rotary.Input(0, "X", "", "T")
+      .Input(1, "cos_cache", "", "T")
+      .Input(2, "sin_cache", "", "T")
+      .Input(3, "position_ids", "", "M", OpSchema::Optional)
+      .Output(0, "Y", "", "T")
+      .TypeConstraint("T", kFloats, "")
+      .TypeConstraint("M", {"tensor(int64)"}, "")
+      .Attr("interleaved", "", AttributeProto::INT, int64_t{0})
+      .Attr("num_heads", "", AttributeProto::INT, false)
+      .Attr("rotary_embedding_dim", "", AttributeProto::INT, int64_t{0})
+      .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+  all.push_back(std::move(rotary));
+  OpSchema attention = Named("Attention", 23);
+  attention.Input(0, "Q", "", "T1")
+      .Input(1, "K", "", "T1")
+      .Input(2, "V", "", "T2")
+      .Input(3, "attn_mask", "", "U", OpSchema::Optional)
+      .Input(4, "past_key", "", "T1", OpSchema::Optional)
+      .Input(5, "past_value", "", "T2", OpSchema::Optional)
+      .Output(0, "Y", "", "T1")
+      .Output(1, "present_key", "", "T1", OpSchema::Optional)
+      .Output(2, "present_value", "", "T2", OpSchema::Optional)
+      .Output(3, "qk_matmul_output", "", "T1", OpSchema::Optional)
+      .TypeConstraint("T1", kFloats, "")
+      .TypeConstraint("T2", kFloats, "")
+      .TypeConstraint("U", Plus(kFloats, {"tensor(bool)"}), "")
+      .Attr("is_causal", "", AttributeProto::INT, int64_t{0})
+      .Attr("kv_num_heads", "", AttributeProto::INT, false)
+      .Attr("q_num_heads", "", AttributeProto::INT, false)
+      .Attr("qk_matmul_output_mode", "", AttributeProto::INT, int64_t{0})
+      .Attr("scale", "", AttributeProto::FLOAT, false)
+      .Attr("softcap", "", AttributeProto::FLOAT, 0.0f)
+      .Attr("softmax_precision", "", AttributeProto::INT, false)
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        ElemTypeAndRankOf(ctx, 0, 0, -1);
+        ElemTypeAndRankOf(ctx, 1, 1, 4);
+        ElemTypeAndRankOf(ctx, 2, 2, 4);
+        ElemTypeAndRankOf(ctx, 0, 3, 4);
+      });
+  all.push_back(std::move(attention));
+
   for (OpSchema& s : all) s.Finalize();
   // Every version of the pools that take ceil_mode, their output sizes as onnxruntime's.
   const std::vector<OpSchema> history = onnx::OpSchemaRegistry::get_all_schemas_with_history();

@@ -105,6 +105,10 @@ Status MaxUnpool(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // `axis` and those after the last cut off (a stride's or a dilation's gaps); updates dims[axis].
 std::string InsertZeros(OnnxNodeContext& ctx, std::string value, std::vector<int64_t>& dims, int axis, int64_t zeros,
                         const std::string& tag);
+// onnx_attention_ops.cc: opset 23's transformer ops
+Status RmsNormalization(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status RotaryEmbedding(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status Attention(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_conv3d_ops.cc
 Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
