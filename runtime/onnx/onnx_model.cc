@@ -211,6 +211,19 @@ StatusOr<int> Importer::DefaultOpset() const {
 
 Status Importer::CheckAndInfer() {
   LS_RETURN_IF_ERROR(CheckAndInferOnnxShapes(proto_, dir_));
+  // 4-bit weights are read as 8-bit ones (onnx_tensor.h); a 4-bit value computed in the graph
+  // (a QuantizeLinear to INT4) would be saturated to 8 bits, so it is refused.
+  std::set<std::string> weights;
+  for (const onnx::TensorProto& init : graph_->initializer()) weights.insert(init.name());
+  for (const auto& list : {&graph_->input(), &graph_->value_info(), &graph_->output()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      const int32_t elem = vi.type().tensor_type().elem_type();
+      if ((elem == kOnnxInt4 || elem == kOnnxUInt4) && weights.count(vi.name()) == 0) {
+        return Unimplemented("value '" + vi.name() + "' is of type " + OnnxElemTypeName(elem) +
+                             ": 4-bit weights are read, 4-bit values are not computed");
+      }
+    }
+  }
   CollectSpecs();
   return Status::Ok();
 }

@@ -1,4 +1,5 @@
-// The quantized-model ops, composed of float ones: QuantizeLinear, DequantizeLinear,
+// The quantized-model ops, composed of float ones: QuantizeLinear, DequantizeLinear (per tensor,
+// per axis, or per block along an axis as opset 21 has them; 4-bit values read as 8-bit ones),
 // DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv. Right
 // before fast: an integer product runs as a float64 product of the operands less their zero
 // points (exact: every 8-bit product sum below 2^53), then requantizes as onnxruntime does, with
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/onnx/onnx_tensor.h"
 #include "runtime/onnx/onnx_translators.h"
 
 namespace lockstep::onnx_import {
@@ -31,6 +33,36 @@ StatusOr<std::string> AlongAxis(OnnxNodeContext& ctx, const std::string& value, 
   return ctx.Emit("Reshape", {value}, AttrMap{{"shape", std::move(dims)}}, suffix);
 }
 
+// A blocked scale or zero point (opset 21's block_size: one value for each `block` elements of x
+// along `axis`, the parameter of x's rank) spread over x's elements: along the axis, element i
+// takes the parameter's i / block.
+std::string BlockSpread(OnnxNodeContext& ctx, const std::string& value, const std::string& x, int64_t axis, int64_t block,
+                        const std::string& tag) {
+  const std::string length = ctx.Emit(
+      "Reshape", {ctx.Emit("Shape", {x}, AttrMap{{"start", axis}, {"end", axis + 1}}, tag + "/length_dims")},
+      AttrMap{{"shape", std::vector<int64_t>{}}}, tag + "/length");
+  const std::string positions = ctx.Emit("Range",
+                                         {ctx.EmitConstant(Tensor::Scalar<int64_t>(0), tag + "/zero"), length,
+                                          ctx.EmitConstant(Tensor::Scalar<int64_t>(1), tag + "/one")},
+                                         {}, tag + "/positions");
+  const std::string blocks =
+      ctx.Emit("Div", {positions, ctx.EmitConstant(Tensor::Scalar<int64_t>(block), tag + "/block")}, {}, tag + "/blocks");
+  return ctx.Emit("Gather", {value, blocks}, AttrMap{{"axis", axis}}, tag);
+}
+
+// A scale or zero point (input `i`) as it broadcasts against x (input 0, rank `rank`): spread
+// over its blocks where the node has a block_size, else along `axis` (AlongAxis).
+StatusOr<std::string> QuantParameter(OnnxNodeContext& ctx, const std::string& value, size_t i, int rank, int64_t axis,
+                                     std::string_view suffix) {
+  LS_ASSIGN_OR_RETURN(int64_t block, ctx.IntAttr("block_size", 0));
+  if (block < 0) return ctx.Error("block_size " + std::to_string(block) + " is negative");
+  if (block == 0) return AlongAxis(ctx, value, i, rank, axis, suffix);
+  if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
+  LS_ASSIGN_OR_RETURN(int param_rank, ctx.InputRank(i));
+  if (param_rank != rank) return ctx.Error("a blocked scale or zero point must have the input's rank");
+  return BlockSpread(ctx, value, ctx.input(0), axis < 0 ? axis + rank : axis, block, std::string(suffix));
+}
+
 // The range of a quantized type, or an error.
 StatusOr<std::pair<double, double>> QuantizedRange(const OnnxNodeContext& ctx, DType dtype) {
   switch (dtype) {
@@ -47,14 +79,19 @@ StatusOr<std::pair<double, double>> QuantizedRange(const OnnxNodeContext& ctx, D
 Status Requantize(OnnxNodeContext& ctx, std::string real, DType real_dtype, size_t zp, int rank, int64_t axis,
                   std::vector<std::string>* outputs) {
   DType out = DType::kUInt8;
+  LS_ASSIGN_OR_RETURN(int64_t output_dtype, ctx.IntAttr("output_dtype", 0));  // opset 21, without a zero point
   if (ctx.HasInput(zp)) {
     LS_ASSIGN_OR_RETURN(out, InputDType(ctx, zp));
+  } else if (output_dtype != 0) {
+    StatusOr<DType> given = OnnxElemTypeToDType(static_cast<int32_t>(output_dtype));
+    if (!given.ok()) return ctx.Unsupported(given.status().message());
+    out = *given;
   }
   LS_ASSIGN_OR_RETURN(auto range, QuantizedRange(ctx, out));
   real = ctx.Emit("Round", {real}, {}, "round");
   if (ctx.HasInput(zp)) {
     LS_ASSIGN_OR_RETURN(std::string offset,
-                        AlongAxis(ctx, CastTo(ctx, ctx.input(zp), real_dtype, "zero_point"), zp, rank, axis, "zp_axis"));
+                        QuantParameter(ctx, CastTo(ctx, ctx.input(zp), real_dtype, "zero_point"), zp, rank, axis, "zp_axis"));
     real = ctx.Emit("Add", {real, offset}, {}, "shifted");
   }
   const std::string saturated = ctx.Emit("Clip", {real}, AttrMap{{"min", range.first}, {"max", range.second}}, "saturate");
@@ -106,10 +143,10 @@ Status DequantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs)
   std::string x = CastTo(ctx, ctx.input(0), DType::kFloat32, "x_f32");
   if (ctx.HasInput(2)) {
     LS_ASSIGN_OR_RETURN(std::string zp,
-                        AlongAxis(ctx, CastTo(ctx, ctx.input(2), DType::kFloat32, "zp_f32"), 2, rank, axis, "zp_axis"));
+                        QuantParameter(ctx, CastTo(ctx, ctx.input(2), DType::kFloat32, "zp_f32"), 2, rank, axis, "zp_axis"));
     x = ctx.Emit("Sub", {x, zp}, {}, "centred");
   }
-  LS_ASSIGN_OR_RETURN(std::string scale, AlongAxis(ctx, ctx.input(1), 1, rank, axis, "scale_axis"));
+  LS_ASSIGN_OR_RETURN(std::string scale, QuantParameter(ctx, ctx.input(1), 1, rank, axis, "scale_axis"));
   outputs->push_back(ctx.Emit("Mul", {x, scale}));
   return Status::Ok();
 }
@@ -119,7 +156,7 @@ Status QuantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 1));
   LS_ASSIGN_OR_RETURN(DType x_dtype, InputDType(ctx, 0));
   const std::string x = x_dtype == DType::kFloat32 ? ctx.input(0) : CastTo(ctx, ctx.input(0), DType::kFloat32, "x_f32");
-  LS_ASSIGN_OR_RETURN(std::string scale, AlongAxis(ctx, ctx.input(1), 1, rank, axis, "scale_axis"));
+  LS_ASSIGN_OR_RETURN(std::string scale, QuantParameter(ctx, ctx.input(1), 1, rank, axis, "scale_axis"));
   return Requantize(ctx, ctx.Emit("Div", {x, scale}, {}, "scaled"), DType::kFloat32, 2, rank, axis, outputs);
 }
 

@@ -261,6 +261,51 @@ std::vector<OpSchema> MakeSchemas() {
     if (since >= 21) group.Attr("stash_type", "", AttributeProto::INT, int64_t{1});
     all.push_back(std::move(group));
   }
+  // Opsets 19 and 21: DequantizeLinear's half-precision scales, then its blocks (block_size);
+  // QuantizeLinear's saturate, then its blocks and output_dtype. (4-bit types are not named in
+  // the constraints: libonnx 1.12 cannot parse them; its checker does not check input types.)
+  const std::vector<std::string> quantized = {"tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)",
+                                              "tensor(int32)"};
+  for (int since : {19, 21}) {
+    OpSchema dq = Named("DequantizeLinear", since);
+    dq.Input(0, "x", "", "T1")
+        .Input(1, "x_scale", "", "T2")
+        .Input(2, "x_zero_point", "", "T1", OpSchema::Optional)
+        .Output(0, "y", "", "T2")
+        .TypeConstraint("T1", quantized, "")
+        .TypeConstraint("T2", kFloats, "")
+        .Attr("axis", "", AttributeProto::INT, int64_t{1})
+        .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+          onnx::propagateElemTypeFromInputToOutput(ctx, 1, 0);
+          if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+        });
+    if (since >= 21) dq.Attr("block_size", "", AttributeProto::INT, int64_t{0});
+    all.push_back(std::move(dq));
+    OpSchema q = Named("QuantizeLinear", since);
+    q.Input(0, "x", "", "T1")
+        .Input(1, "y_scale", "", "T1")
+        .Input(2, "y_zero_point", "", "T2", OpSchema::Optional)
+        .Output(0, "y", "", "T2")
+        .TypeConstraint("T1", Plus(kFloats, {"tensor(int32)"}), "")
+        .TypeConstraint("T2", quantized, "")
+        .Attr("axis", "", AttributeProto::INT, int64_t{1})
+        .Attr("saturate", "", AttributeProto::INT, int64_t{1})
+        .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+          if (HasInput(ctx, 2)) {
+            onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+          } else {
+            const int64_t type = onnx::getAttribute(ctx, "output_dtype", int64_t{0});
+            ctx.getOutputType(0)->mutable_tensor_type()->set_elem_type(
+                type != 0 ? static_cast<int32_t>(type) : static_cast<int32_t>(onnx::TensorProto::UINT8));
+          }
+          if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+        });
+    if (since >= 21) {
+      q.Attr("block_size", "", AttributeProto::INT, int64_t{0}).Attr("output_dtype", "", AttributeProto::INT, int64_t{0});
+    }
+    all.push_back(std::move(q));
+  }
+
   // Opset 23's transformer ops.
   OpSchema rms = Named("RMSNormalization", 23);
   rms.Input(0, "X", "", "T")

@@ -151,6 +151,8 @@ StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type) {
     case TensorProto::INT16: return DType::kInt16;
     case TensorProto::UINT32: return DType::kUInt32;
     case TensorProto::UINT64: return DType::kUInt64;
+    case kOnnxUInt4: return DType::kUInt8;
+    case kOnnxInt4: return DType::kInt8;
     default: return Unimplemented("element type " + OnnxElemTypeName(elem_type) + " is not supported");
   }
 }
@@ -199,6 +201,8 @@ DType ComputeDType(DType dtype) {
 }
 
 std::string OnnxElemTypeName(int32_t elem_type) {
+  if (elem_type == kOnnxUInt4) return "UINT4";
+  if (elem_type == kOnnxInt4) return "INT4";
   if (onnx::TensorProto_DataType_IsValid(elem_type)) {
     return onnx::TensorProto_DataType_Name(static_cast<TensorProto::DataType>(elem_type));
   }
@@ -266,6 +270,7 @@ StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, OnnxExternalData* exte
                                   " bytes"));
   }
 
+  const bool nibbles = proto.data_type() == kOnnxUInt4 || proto.data_type() == kOnnxInt4;
   std::span<const std::byte> raw;
   const bool is_external = proto.data_location() == TensorProto::EXTERNAL;
   if (is_external) {
@@ -281,6 +286,26 @@ StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, OnnxExternalData* exte
   // The data must fill the shape exactly; checked before anything is allocated, so that a few
   // bytes of model cannot claim gigabytes.
   const bool has_raw = is_external || !proto.raw_data().empty();
+  if (nibbles) {
+    // Packed bytes, from raw data or one to an int32_data entry.
+    const size_t packed = static_cast<size_t>((elements + 1) / 2);
+    const size_t given = has_raw ? raw.size() : static_cast<size_t>(proto.int32_data_size());
+    if (given != packed) {
+      return fail(InvalidArgument("holds " + std::to_string(given) + " bytes of 4-bit data, but shape " +
+                                  shape->ToString() + " needs " + std::to_string(packed)));
+    }
+    Tensor t(*dtype, *shape);
+    auto* out = static_cast<uint8_t*>(t.mutable_raw_data());
+    const bool is_signed = proto.data_type() == kOnnxInt4;
+    for (int64_t i = 0; i < elements; ++i) {
+      const size_t at = static_cast<size_t>(i / 2);
+      const unsigned byte = has_raw ? std::to_integer<unsigned>(raw[at]) : static_cast<unsigned>(proto.int32_data(static_cast<int>(at))) & 0xffu;
+      const unsigned nibble = (i % 2 == 0 ? byte : byte >> 4) & 0xfu;
+      // Sign-extended for INT4: 8 to 15 stand for -8 to -1.
+      out[i] = static_cast<uint8_t>(is_signed && nibble >= 8 ? nibble | 0xf0u : nibble);
+    }
+    return t;
+  }
   if (has_raw) {
     const uint64_t wanted = static_cast<uint64_t>(elements) * static_cast<uint64_t>(element_size);
     if (raw.size() != wanted) {

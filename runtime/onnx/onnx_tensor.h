@@ -29,8 +29,13 @@ class FileImage;
 // and external data files of real models hold single tensors of a few GiB at most.
 inline constexpr int64_t kMaxOnnxTensorBytes = int64_t{4} << 30;
 
+// IR 10's 4-bit integers (ONNX 1.16; libonnx 1.12's enum has no names for them), two to a byte,
+// the first in the low nibble. Read as int8 / uint8, which hold every value exactly.
+inline constexpr int32_t kOnnxUInt4 = 21;
+inline constexpr int32_t kOnnxInt4 = 22;
+
 // TensorProto.DataType -> DType; Unimplemented naming the type for the ones Lockstep has no
-// dtype for (complex, float8, ...).
+// dtype for (complex, float8, ...). INT4 and UINT4 are read as int8 and uint8.
 StatusOr<DType> OnnxElemTypeToDType(int32_t elem_type);
 
 // The dtype an imported model's value of `dtype` is computed in: float32 for float16 and

@@ -42,6 +42,10 @@ class Case:
         self.inits.append(numpy_helper.from_array(array, name))
         return self
 
+    def init_tensor(self, tensor):
+        self.inits.append(tensor)
+        return self
+
     def node(self, op, inputs, outputs, **attrs):
         self.nodes.append(helper.make_node(op, inputs, outputs, name=op.lower(), **attrs))
         return self
@@ -68,6 +72,20 @@ class Case:
             json.dump(feeds, f)
         with open(os.path.join(d, "outputs.json"), "w") as f:
             json.dump([o.name for o in self.outputs], f)
+
+
+def four_bit(name, values, signed):
+    """An INT4 (22) or UINT4 (21) initializer: two values to a byte, the first in the low nibble
+    (python3-onnx 1.12 has no helper for them)."""
+    flat = (np.asarray(values).ravel() & 0xF).astype(np.uint8)
+    if len(flat) % 2:
+        flat = np.append(flat, np.uint8(0))
+    t = TensorProto()
+    t.name = name
+    t.data_type = 22 if signed else 21
+    t.dims.extend(np.asarray(values).shape)
+    t.raw_data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+    return t
 
 
 def cases():
@@ -143,6 +161,24 @@ def cases():
                .init("scale", rng.uniform(0.5, 1.5, 6).astype(np.float32))
                .init("bias", rng.uniform(-1, 1, 6).astype(np.float32))
                .node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=3).output("y", 3))
+
+    # Opset 21: 4-bit weights dequantized per block, as weight-only quantized decoders carry them.
+    out.append(Case("dequantizelinear_int4_blocks_matmul_21", 21, ir=10).input("a", x(3, 8))
+               .init_tensor(four_bit("w", rng.integers(-8, 8, (8, 6)), signed=True))
+               .init("w_scale", rng.uniform(0.01, 0.1, (2, 6)).astype(np.float32))
+               .init_tensor(four_bit("w_zero", rng.integers(-2, 3, (2, 6)), signed=True))
+               .node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["weights"], axis=0, block_size=4)
+               .node("MatMul", ["a", "weights"], ["y"]).output("y", 2))
+    out.append(Case("dequantizelinear_uint4_blocks_odd_count_21", 21, ir=10).input("a", x(2, 5))
+               .init_tensor(four_bit("w", rng.integers(0, 16, (5, 3)), signed=False))
+               .init("w_scale", rng.uniform(0.01, 0.1, (5, 2)).astype(np.float32))
+               .node("DequantizeLinear", ["w", "w_scale"], ["weights"], axis=1, block_size=2)
+               .node("MatMul", ["a", "weights"], ["y"]).output("y", 2))
+    out.append(Case("quantize_dequantize_int8_blocks_21", 21, ir=10).input("x", x(4, 6))
+               .init("scale", rng.uniform(0.01, 0.05, (4, 3)).astype(np.float32))
+               .init("zero", rng.integers(-3, 4, (4, 3)).astype(np.int8))
+               .node("QuantizeLinear", ["x", "scale", "zero"], ["q"], axis=1, block_size=2)
+               .node("DequantizeLinear", ["q", "scale", "zero"], ["y"], axis=1, block_size=2).output("y", 2))
 
     # Opset 23's transformer ops.
     out.append(Case("rmsnormalization_23", 23, ir=11).input("x", x(2, 3, 8))

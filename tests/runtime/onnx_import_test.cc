@@ -9,6 +9,7 @@
 #include "runtime/graph_analysis.h"
 #include "runtime/model_dir.h"
 #include "runtime/onnx/onnx_model.h"
+#include "runtime/onnx/onnx_tensor.h"
 #include "runtime/session.h"
 #include "tests/runtime/onnx_test_util.h"
 
@@ -245,6 +246,42 @@ TEST_F(OnnxImportTest, ExternalDataOutsideTheDirectoryIsRefused) {
     ASSERT_FALSE(model.ok()) << location;
     EXPECT_TRUE(Contains(model.status().message(), "model.onnx")) << model.status().message();
   }
+}
+
+TEST(OnnxTensorTest, FourBitValuesUnpackFromTheLowNibbleFirstSignExtendedForInt4) {
+  onnx::TensorProto packed;
+  packed.set_name("w");
+  packed.add_dims(5);
+  // -8, 7, -1, 0, 3 as nibbles 8, 7, 15, 0, 3; the sixth nibble pads the last byte.
+  packed.set_raw_data(std::string{static_cast<char>(0x78), static_cast<char>(0x0f), static_cast<char>(0x03)});
+  packed.set_data_type(kOnnxInt4);
+  StatusOr<Tensor> signed_values = TensorFromOnnx(packed, nullptr);
+  ASSERT_TRUE(signed_values.ok()) << signed_values.status().ToString();
+  ASSERT_EQ(signed_values->dtype(), DType::kInt8);
+  EXPECT_EQ(std::vector<int8_t>(signed_values->data<int8_t>().begin(), signed_values->data<int8_t>().end()),
+            (std::vector<int8_t>{-8, 7, -1, 0, 3}));
+  packed.set_data_type(kOnnxUInt4);
+  StatusOr<Tensor> unsigned_values = TensorFromOnnx(packed, nullptr);
+  ASSERT_TRUE(unsigned_values.ok()) << unsigned_values.status().ToString();
+  EXPECT_EQ(std::vector<uint8_t>(unsigned_values->data<uint8_t>().begin(), unsigned_values->data<uint8_t>().end()),
+            (std::vector<uint8_t>{8, 7, 15, 0, 3}));
+  packed.add_dims(2);  // [5, 2]: ten values need five bytes, not three
+  StatusOr<Tensor> short_data = TensorFromOnnx(packed, nullptr);
+  ASSERT_FALSE(short_data.ok());
+  EXPECT_NE(short_data.status().message().find("holds 3 bytes of 4-bit data, but shape [5,2] needs 5"), std::string::npos)
+      << short_data.status().ToString();
+}
+
+TEST_F(OnnxImportTest, AQuantizeLinearToFourBitsIsRefusedNotSaturatedToEight) {
+  OnnxModelBuilder b(21);
+  b.proto().set_ir_version(10);
+  b.Input("x", {4});
+  b.Output("y", {4}, kOnnxInt4);
+  b.Initializer("scale", {}, {0.5f});
+  OnnxModelBuilder::IntAttr(b.Node("QuantizeLinear", {"x", "scale"}, {"y"}), "output_dtype", kOnnxInt4);
+  b.Write(dir_);
+  const std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "value 'y' is of type INT4: 4-bit weights are read, 4-bit values are not computed")) << error;
 }
 
 TEST_F(OnnxImportTest, AnOpsetOrIrVersionNewerThanOnnx118sIsRefused) {
