@@ -12,9 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "runtime/onnx/onnx_model.h"
-#include "runtime/session.h"
-#include "tests/common/run_command.h"
+#include "tests/runtime/onnx_test_util.h"
 
 namespace lockstep {
 namespace {
@@ -29,15 +27,11 @@ const Tensor* Output(const std::vector<NamedTensor>& outputs, const std::string&
 }
 
 TEST(OnnxStreamingTest, SileroVadOverAMinuteOfAudioChunkByChunkAgreesWithOnnxRuntime) {
-  const test::CommandResult made =
-      test::RunCommand(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/real_models/silero_vad/prepare");
-  ASSERT_EQ(made.exit_code, 0) << "tests/real_models/silero_vad/prepare failed:\n" << made.output;
-  const fs::path dir = test::LastLine(made.output);
-
-  StatusOr<Model> model = ReadOnnxModel(dir / "model");
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model));
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  testing_onnx::PreparedOnnxCase prepared =
+      testing_onnx::PrepareOnnxCase("tests/real_models/silero_vad/prepare", "model/model.onnx");
+  ASSERT_TRUE(prepared.error.empty()) << prepared.error;
+  const fs::path& dir = prepared.dir;
+  Session* session = prepared.session.get();
 
   std::ifstream audio_file(dir / "audio.f32", std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(audio_file)), std::istreambuf_iterator<char>());
@@ -60,7 +54,7 @@ TEST(OnnxStreamingTest, SileroVadOverAMinuteOfAudioChunkByChunkAgreesWithOnnxRun
     std::memmove(in, in + window, static_cast<size_t>(context) * sizeof(float));  // the context
     std::memcpy(in + context, audio.data() + chunk * static_cast<size_t>(window), static_cast<size_t>(window) * sizeof(float));
     const std::vector<NamedTensor> feed{{"input", input}, {"state", state}, {"sr", Tensor::Scalar<int64_t>(16000)}};
-    const Status run = (*session)->Run("serving_default", feed, &outputs);
+    const Status run = session->Run("serving_default", feed, &outputs);
     ASSERT_TRUE(run.ok()) << "chunk " << chunk << ": " << run.ToString();
     const Tensor* probability = Output(outputs, "output");
     const Tensor* next = Output(outputs, "stateN");

@@ -11,6 +11,9 @@
 
 #include "onnx/onnx_pb.h"
 #include "runtime/bfloat16.h"
+#include "runtime/onnx/onnx_model.h"
+#include "runtime/session.h"
+#include "tests/common/run_command.h"
 #include "runtime/tensor.h"
 
 namespace lockstep::testing_onnx {
@@ -119,6 +122,36 @@ inline Tensor Pattern(const Shape& shape, int seed) {
     v[i] = static_cast<float>(static_cast<int>((i * 7919 + static_cast<size_t>(seed) * 104729) % 17) - 8) / 8.0f;
   }
   return t;
+}
+
+// A case made by a prepare script of the source tree (tests/real_models/*/prepare: exports and
+// references cached by hash), its ONNX model (`model_file`, in the directory the script prints)
+// read and compiled. `error` says what failed, else `dir` and `session` are set.
+struct PreparedOnnxCase {
+  std::filesystem::path dir;
+  std::unique_ptr<Session> session;
+  std::string error;
+};
+inline PreparedOnnxCase PrepareOnnxCase(const std::string& script, const std::string& model_file) {
+  PreparedOnnxCase c;
+  const test::CommandResult made = test::RunCommand(std::string(LOCKSTEP_SOURCE_DIR) + "/" + script);
+  if (made.exit_code != 0) {
+    c.error = script + " failed:\n" + made.output;
+    return c;
+  }
+  c.dir = test::LastLine(made.output);
+  StatusOr<Model> model = ReadOnnxModelFile(c.dir / model_file);
+  if (!model.ok()) {
+    c.error = model.status().ToString();
+    return c;
+  }
+  StatusOr<std::unique_ptr<Session>> session = Session::Create(std::move(*model));
+  if (!session.ok()) {
+    c.error = session.status().ToString();
+    return c;
+  }
+  c.session = std::move(*session);
+  return c;
 }
 
 // The MLP of the serving tests: x [batch, 4] -> Gemm(W1 [3, 4], transB, b1) -> Relu ->
