@@ -61,7 +61,7 @@ LS_OP_NAME(LessEqual); LS_OP_NAME(GreaterEqual); LS_OP_NAME(Not); LS_OP_NAME(And
 LS_OP_NAME(Xor); LS_OP_NAME(Where); LS_OP_NAME(Softsign); LS_OP_NAME(Tan); LS_OP_NAME(Asin);
 LS_OP_NAME(Acos); LS_OP_NAME(Atan); LS_OP_NAME(Sinh); LS_OP_NAME(Cosh); LS_OP_NAME(Asinh); LS_OP_NAME(Acosh);
 LS_OP_NAME(Atanh); LS_OP_NAME(Expand); LS_OP_NAME(Tile); LS_OP_NAME(Range);
-LS_OP_NAME(Minimum); LS_OP_NAME(Maximum);
+LS_OP_NAME(Minimum); LS_OP_NAME(Maximum); LS_OP_NAME(BitwiseAnd); LS_OP_NAME(BitwiseOr); LS_OP_NAME(BitwiseXor);
 
 // Every ONNX input given, in order, to one Lockstep op of the same attributes (the gathers
 // and scatters by index tensors).
@@ -582,6 +582,8 @@ const std::map<std::string, OnnxTranslator, std::less<>>& Table() {
       {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss}, {"OneHot", OneHot}, {"Hardmax", Hardmax},
       {"ReduceLogSumExp", ReduceLogSumExp}, {"GridSample", GridSample}, {"RoiAlign", RoiAlign}, {"Gelu", Gelu},
       {"GroupNormalization", GroupNormalization}, {"RMSNormalization", RmsNormalization},
+      {"BitwiseAnd", Binary<kBitwiseAnd>}, {"BitwiseOr", Binary<kBitwiseOr>}, {"BitwiseXor", Binary<kBitwiseXor>},
+      {"BitwiseNot", BitwiseNot},
       {"RotaryEmbedding", RotaryEmbedding}, {"Attention", Attention},
       {"NonMaxSuppression", NonMaxSuppression}, {"HannWindow", WindowFunction}, {"HammingWindow", WindowFunction},
       {"BlackmanWindow", WindowFunction}, {"DFT", Dft}, {"STFT", Stft}, {"RNN", Recurrent}, {"GRU", Recurrent},

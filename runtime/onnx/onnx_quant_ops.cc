@@ -4,8 +4,10 @@
 // before fast: an integer product runs as a float64 product of the operands less their zero
 // points (exact: every 8-bit product sum below 2^53), then requantizes as onnxruntime does, with
 // the float32 multiplier a_scale * b_scale / y_scale, rounding half to even and saturating to
-// the zero point's type. BitShift, on unsigned integers, is here too: the other integer op.
+// the zero point's type. BitShift and BitwiseNot, on integers, are here too: the other integer
+// ops.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -248,6 +250,18 @@ Status BitShift(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     return ctx.Error("direction must be LEFT or RIGHT, got '" + direction + "'");
   }
   outputs->push_back(ctx.Emit(direction == "LEFT" ? "ShiftLeft" : "ShiftRight", {ctx.input(0), ctx.input(1)}));
+  return Status::Ok();
+}
+
+// BitwiseNot (opset 18): x ^ all ones, for every integer type.
+Status BitwiseNot(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(DType dtype, InputDType(ctx, 0));
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kBool || dtype == DType::kString) {
+    return ctx.Error("BitwiseNot of " + std::string(DTypeName(dtype)) + " (integers only)");
+  }
+  Tensor ones(dtype, Shape{});
+  std::memset(ones.mutable_raw_data(), 0xff, ones.byte_size());
+  outputs->push_back(ctx.Emit("BitwiseXor", {ctx.input(0), ctx.EmitConstant(std::move(ones), "all_ones")}));
   return Status::Ok();
 }
 

@@ -306,6 +306,19 @@ std::vector<OpSchema> MakeSchemas() {
     all.push_back(std::move(q));
   }
 
+  // Opset 18: the bitwise ops, on integers.
+  const std::vector<std::string> integers = {"tensor(int8)",   "tensor(int16)",  "tensor(int32)",  "tensor(int64)",
+                                             "tensor(uint8)",  "tensor(uint16)", "tensor(uint32)", "tensor(uint64)"};
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}) {
+    OpSchema bitwise = Named(op, 18);
+    const bool unary = std::string_view(op) == "BitwiseNot";
+    bitwise.Input(0, "A", "", "T");
+    if (!unary) bitwise.Input(1, "B", "", "T");
+    bitwise.Output(0, "C", "", "T").TypeConstraint("T", integers, "").TypeAndShapeInferenceFunction(
+        unary ? onnx::InferenceFunction(onnx::propagateShapeAndTypeFromFirstInput) : LibonnxInference("Add", 14));
+    all.push_back(std::move(bitwise));
+  }
+
   // Opset 23's transformer ops.
   OpSchema rms = Named("RMSNormalization", 23);
   rms.Input(0, "X", "", "T")

@@ -2,8 +2,8 @@
 // after Debian's libonnx (1.12, opset 17). Its registry answers an op at a later opset with the
 // op's last schema it knows, which refuses what changed since (ReduceMean's axes as an input,
 // Split's num_outputs, Pad's axes, Resize's antialias, Cast's saturate, AveragePool's dilations)
-// and knows nothing of the ops added since (Gelu, GroupNormalization, Mish, and opset 23's
-// RMSNormalization, RotaryEmbedding and Attention). This registry
+// and knows nothing of the ops added since (Gelu, GroupNormalization, Mish, the bitwise ops, and
+// opset 23's RMSNormalization, RotaryEmbedding and Attention). This registry
 // carries those ops' later schemas, with their shape inference, and asks libonnx for the rest.
 // It also mends libonnx's inference where it sizes outputs otherwise than onnxruntime runs them:
 // the pools' ceil_mode, at every opset.

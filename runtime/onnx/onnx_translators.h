@@ -78,6 +78,7 @@ Status QLinearMatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status ConvInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status QLinearConv(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status BitShift(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+Status BitwiseNot(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 // onnx_control_flow_ops.cc
 Status If(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
 Status Loop(OnnxNodeContext& ctx, std::vector<std::string>* outputs);

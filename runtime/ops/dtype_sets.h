@@ -19,6 +19,7 @@ enum class DTypeSet {
   kArithmetic,       // the numeric dtypes and the other integers (uint8, int8, ..., uint64)
   kArithmeticOrBool, // those and bool
   kUnsigned,         // uint8, uint16, uint32, uint64
+  kInteger,          // int8 to int64, uint8 to uint64
   kBool,             // bool
   kNonString,        // every dtype with fixed-size elements (float32, bfloat16, float16, ...)
 };
@@ -40,6 +41,7 @@ constexpr bool InSet(DTypeSet set, DType dtype) {
     case DTypeSet::kArithmeticOrBool: return arithmetic || dtype == DType::kBool;
     case DTypeSet::kUnsigned:
       return dtype == DType::kUInt8 || dtype == DType::kUInt16 || dtype == DType::kUInt32 || dtype == DType::kUInt64;
+    case DTypeSet::kInteger: return arithmetic && !real;
     case DTypeSet::kBool: return dtype == DType::kBool;
     case DTypeSet::kNonString:
       return arithmetic || dtype == DType::kBool || dtype == DType::kBFloat16 || dtype == DType::kFloat16;
@@ -55,6 +57,7 @@ constexpr std::string_view DTypeSetNames(DTypeSet set) {
     case DTypeSet::kArithmetic: return "float32, float64, int8 to int64, uint8 to uint64";
     case DTypeSet::kArithmeticOrBool: return "float32, float64, int8 to int64, uint8 to uint64, bool";
     case DTypeSet::kUnsigned: return "uint8, uint16, uint32, uint64";
+    case DTypeSet::kInteger: return "int8 to int64, uint8 to uint64";
     case DTypeSet::kBool: return "bool";
     case DTypeSet::kNonString: return "every dtype but string";
   }

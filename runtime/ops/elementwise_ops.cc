@@ -274,6 +274,7 @@ enum class BinaryKind {
   kPow, kMinimum, kMaximum,
   kEqual, kLess, kGreater, kLessEqual, kGreaterEqual,
   kAnd, kOr, kXor,
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor,
 };
 
 struct BinaryInfo {
@@ -295,6 +296,9 @@ constexpr BinaryInfo Info(BinaryKind kind) {
     case BinaryKind::kAnd: return {"And", DTypeSet::kBool, true};
     case BinaryKind::kOr: return {"Or", DTypeSet::kBool, true};
     case BinaryKind::kXor: return {"Xor", DTypeSet::kBool, true};
+    case BinaryKind::kBitwiseAnd: return {"BitwiseAnd", DTypeSet::kInteger, false};
+    case BinaryKind::kBitwiseOr: return {"BitwiseOr", DTypeSet::kInteger, false};
+    case BinaryKind::kBitwiseXor: return {"BitwiseXor", DTypeSet::kInteger, false};
   }
   return {"", DTypeSet::kBool, true};
 }
@@ -335,6 +339,9 @@ auto ApplyBinary(T x, T y) {
   if constexpr (K == BinaryKind::kAnd) return x && y;
   if constexpr (K == BinaryKind::kOr) return x || y;
   if constexpr (K == BinaryKind::kXor) return x != y;
+  if constexpr (K == BinaryKind::kBitwiseAnd) return static_cast<T>(x & y);
+  if constexpr (K == BinaryKind::kBitwiseOr) return static_cast<T>(x | y);
+  if constexpr (K == BinaryKind::kBitwiseXor) return static_cast<T>(x ^ y);
 }
 
 // The dtype checks and the broadcast, shared by inference and the kernel (which re-derives
@@ -488,6 +495,9 @@ void RegisterElementwiseOps(OpRegistry& registry) {
   (void)registry.Register(BinaryDef<BinaryKind::kLessEqual>());
   (void)registry.Register(BinaryDef<BinaryKind::kGreaterEqual>());
   (void)registry.Register(BinaryDef<BinaryKind::kAnd>());
+  (void)registry.Register(BinaryDef<BinaryKind::kBitwiseAnd>());
+  (void)registry.Register(BinaryDef<BinaryKind::kBitwiseOr>());
+  (void)registry.Register(BinaryDef<BinaryKind::kBitwiseXor>());
   (void)registry.Register(BinaryDef<BinaryKind::kOr>());
   (void)registry.Register(BinaryDef<BinaryKind::kXor>());
   (void)registry.Register(SimpleOpDef("Where", 3, InferWhere, WhereKernel));

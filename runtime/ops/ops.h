@@ -45,7 +45,8 @@ void RegisterExampleOps(OpRegistry& registry);
 // Softplus, Softsign, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh; Neg, Abs,
 // Sign (also int32, int64); LeakyRelu, HardSigmoid, HardSwish,
 // ThresholdedRelu, Clip (attrs); Not. With numpy broadcasting: Pow, Minimum, Maximum; Equal,
-// Less, Greater, LessEqual, GreaterEqual (bool out); And, Or, Xor; Where(condition, x, y).
+// Less, Greater, LessEqual, GreaterEqual (bool out); And, Or, Xor; BitwiseAnd, BitwiseOr,
+// BitwiseXor (integers); Where(condition, x, y).
 void RegisterElementwiseOps(OpRegistry& registry);
 // ONNX's shape computations: Shape, Expand, Tile, Range, ConstantOfShape, Slice, Pad; and the
 // importer's arithmetic on shapes known only at run time, SplitSizes and WindowPads.

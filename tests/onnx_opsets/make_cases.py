@@ -47,7 +47,7 @@ class Case:
         return self
 
     def node(self, op, inputs, outputs, **attrs):
-        self.nodes.append(helper.make_node(op, inputs, outputs, name=op.lower(), **attrs))
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=f"{op.lower()}_{len(self.nodes)}", **attrs))
         return self
 
     def output(self, name, rank, elem=F):
@@ -142,6 +142,17 @@ def cases():
                .node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", axes=[-1]).output("y", 4))
     out.append(Case("resize_sizes_cubic_19", 19, ir=9).input("x", x(1, 1, 4, 4)).init("sizes", i64(1, 1, 6, 3))
                .node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic").output("y", 4))
+
+    # Opset 18: the bitwise ops (the graph's inputs are float32: the integers are cast from them).
+    ints = lambda *shape: rng.integers(-1000, 1000, shape).astype(np.float32)
+    for op, dtype in [("BitwiseAnd", TensorProto.INT32), ("BitwiseOr", TensorProto.INT64),
+                      ("BitwiseXor", TensorProto.INT16)]:
+        out.append(Case(f"{op.lower()}_18", 18).input("a", ints(3, 4)).input("b", ints(4))
+                   .node("Cast", ["a"], ["ai"], to=dtype).node("Cast", ["b"], ["bi"], to=dtype)
+                   .node(op, ["ai", "bi"], ["c"]).node("Cast", ["c"], ["y"], to=TensorProto.FLOAT).output("y", 2))
+    out.append(Case("bitwisenot_uint8_18", 18).input("a", rng.integers(0, 256, (3, 4)).astype(np.float32))
+               .node("Cast", ["a"], ["ai"], to=TensorProto.UINT8).node("BitwiseNot", ["ai"], ["c"])
+               .node("Cast", ["c"], ["y"], to=TensorProto.FLOAT).output("y", 2))
 
     # Opset 19: Cast's saturate; AveragePool's dilations.
     out.append(Case("cast_saturate_19", 19, ir=9).input("x", x(2, 3))

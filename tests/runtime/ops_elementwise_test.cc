@@ -85,6 +85,19 @@ const std::vector<UnaryMath>& UnaryMaths() {
   return ops;
 }
 
+TEST(OpsElementwiseTest, BitwiseOpsOnIntegersBroadcastAndRefuseFloats) {
+  const Tensor a = Tensor::FromVector<int32_t>(Shape{2, 2}, {0x0f0f, -1, 6, -8});
+  const Tensor b = Tensor::FromVector<int32_t>(Shape{2}, {0x00ff, 3});
+  EXPECT_EQ(Values<int32_t>(Run1("BitwiseAnd", {a, b})), (std::vector<int32_t>{0x000f, 3, 6, 0}));
+  EXPECT_EQ(Values<int32_t>(Run1("BitwiseOr", {a, b})), (std::vector<int32_t>{0x0fff, -1, 0xff | 6, -5}));
+  EXPECT_EQ(Values<int32_t>(Run1("BitwiseXor", {a, b})), (std::vector<int32_t>{0x0ff0, -4, 0xff ^ 6, -5}));
+  const Tensor u = Tensor::FromVector<uint8_t>(Shape{3}, {0, 0x5a, 255});
+  EXPECT_EQ(Values<uint8_t>(Run1("BitwiseXor", {u, Tensor::FromVector<uint8_t>(Shape{}, {255})})),
+            (std::vector<uint8_t>{255, 0xa5, 0}));
+  ExpectError(KernelStatus("BitwiseAnd", {RandomTensor({2}, 1), RandomTensor({2}, 2)}), StatusCode::kInvalidArgument,
+              "BitwiseAnd: dtype float32 is not supported (int8 to int64, uint8 to uint64)");
+}
+
 TEST(OpsElementwiseTest, UnaryMathMatchesStd) {
   uint64_t seed = 1;
   for (const UnaryMath& m : UnaryMaths()) {
