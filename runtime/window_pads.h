@@ -35,8 +35,11 @@ inline AxisPads OnnxAxisPads(int64_t in, int64_t extent, int64_t stride, AutoPad
     const int64_t out = (span + stride - 1) / stride + 1;
     // A last window that would start in the end's padding is dropped, as onnxruntime and
     // PyTorch drop it.
-    if (span >= 0 && (out - 1) * stride < in + p.begin) {
-      p.end += std::max<int64_t>((out - 1) * stride + extent - (in + p.begin + p.end), 0);
+    if (span >= 0) {
+      // The end padded (or trimmed) so that the windows that remain fit exactly; never below
+      // what was given unless a window is dropped, which ceil's count then exceeds by one.
+      const int64_t windows = (out - 1) * stride >= in + p.begin ? out - 1 : out;
+      p.end = std::max<int64_t>((windows - 1) * stride + extent - in - p.begin, 0);
     }
   }
   return p;

@@ -87,7 +87,11 @@ Status RotaryEmbedding(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
     rot = cache_rank > 0 ? 2 * ctx.InputSpec(1)->shape.dim(cache_rank - 1) : -1;
     if (rot <= 0) return ctx.Unsupported("rotary_embedding_dim 0 with caches whose last dimension is unknown until run time");
   }
-  if (rot % 2 != 0) return ctx.Error("rotary_embedding_dim " + std::to_string(rot) + " is odd");
+  if (rot < 0 || rot % 2 != 0) return ctx.Error("rotary_embedding_dim " + std::to_string(rot) + " is negative or odd");
+  const int64_t head_size = rank == 4 ? ctx.InputSpec(0)->shape.dim(3) : -1;
+  if (head_size >= 0 && rot > head_size) {
+    return ctx.Error("rotary_embedding_dim " + std::to_string(rot) + " exceeds the head size " + std::to_string(head_size));
+  }
   // [b, s, heads, d], as ONNX's definition works.
   const std::string x = rank == 4 ? ctx.Emit("Transpose", {ctx.input(0)}, AttrMap{{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "bshd")
                                   : ctx.Emit("Transpose", {SplitHeads(ctx, ctx.input(0), heads, "heads")},
@@ -130,7 +134,7 @@ Status RotaryEmbedding(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
 // Attention(Q, K, V[, attn_mask, past_key, past_value]; is_causal, q_num_heads, kv_num_heads,
 // scale, softcap, qk_matmul_output_mode): softmax(Q K^T * scale (softcapped) + mask) V per head,
 // the past keys and values before the new ones (the present outputs), a causal mask aligned to
-// the end (query i sees keys up to i + the past's length), grouped K/V heads repeated for the
+// the past (query i sees keys up to i + the past's length), grouped K/V heads repeated for the
 // query heads that share them. 3-D inputs are [b, s, heads * d], with the heads' counts given.
 Status Attention(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
@@ -149,9 +153,17 @@ Status Attention(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     k = SplitHeads(ctx, k, kv_heads, "k_heads");
     v = SplitHeads(ctx, v, kv_heads, "v_heads");
   } else {
+    LS_ASSIGN_OR_RETURN(int k_rank, ctx.InputRank(1));
+    LS_ASSIGN_OR_RETURN(int v_rank, ctx.InputRank(2));
+    if (k_rank != 4 || v_rank != 4) return ctx.Error("Q, K and V must all have rank 3 or all rank 4");
     if (q_heads < 1) q_heads = ctx.InputSpec(0)->shape.dim(1);
-    if (kv_heads < 1 && ctx.InputSpec(1)) kv_heads = ctx.InputSpec(1)->shape.dim(1);
+    if (kv_heads < 1) kv_heads = ctx.InputSpec(1)->shape.dim(1);
   }
+  // The past's length, 0 without one: where the causal mask's diagonal starts.
+  const std::string past_len =
+      ctx.HasInput(4) ? ctx.Emit("Reshape", {DimsOf(ctx, ctx.input(4), 2, 3, "past_len_dims")},
+                                 AttrMap{{"shape", std::vector<int64_t>{}}}, "past_len")
+                      : ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "no_past");
   if (ctx.HasInput(4)) k = ctx.Emit("Concat", {ctx.input(4), k}, AttrMap{{"axis", int64_t{2}}}, "present_key");
   if (ctx.HasInput(5)) v = ctx.Emit("Concat", {ctx.input(5), v}, AttrMap{{"axis", int64_t{2}}}, "present_value");
   const std::string present_key = k, present_value = v;
@@ -201,14 +213,13 @@ Status Attention(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     scores = ctx.Emit("Add", {scores, bias}, {}, "masked_scores");
   }
   if (causal != 0) {
-    // Key j is hidden from query i where j > i + (keys - queries).
+    // Key j is hidden from query i where j > i + the past's length (as onnxruntime aligns it).
     const std::string queries = ctx.Emit("Reshape", {DimsOf(ctx, q, 2, 3, "q_len_dims")}, AttrMap{{"shape", std::vector<int64_t>{}}}, "q_len");
     const std::string keys = ctx.Emit("Reshape", {DimsOf(ctx, k, 2, 3, "kv_len_dims")}, AttrMap{{"shape", std::vector<int64_t>{}}}, "kv_len");
     const std::string zero = ctx.EmitConstant(Tensor::Scalar<int64_t>(0), "zero_index");
     const std::string one = ctx.EmitConstant(Tensor::Scalar<int64_t>(1), "one_index");
-    const std::string rows = ctx.Emit("Add", {ctx.Emit("Range", {zero, queries, one}, {}, "query_index"),
-                                              ctx.Emit("Sub", {keys, queries}, {}, "past_len")},
-                                      {}, "last_key");
+    const std::string rows =
+        ctx.Emit("Add", {ctx.Emit("Range", {zero, queries, one}, {}, "query_index"), past_len}, {}, "last_key");
     const std::string masked = ctx.Emit(
         "Greater", {ctx.Emit("Range", {zero, keys, one}, {}, "key_index"), ctx.Emit("ExpandDims", {rows}, AttrMap{{"axis", int64_t{1}}}, "last_key_column")},
         {}, "future");

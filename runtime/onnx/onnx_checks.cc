@@ -38,13 +38,24 @@ void CheckModel(const onnx::ModelProto& model, const std::filesystem::path& dir)
 }
 
 // Window attributes ONNX 1.12's shape inference divides by without checking them (a stride of
-// 0 ends the process with SIGFPE, which no catch can stop): refused before it runs, on every
-// node whatever its op.
+// 0 ends the process with SIGFPE, which no catch can stop), and pads it adds to sizes: refused
+// before it runs, on every node whatever its op.
 Status CheckWindowAttrs(const onnx::GraphProto& graph) {
   for (const onnx::NodeProto& node : graph.node()) {
     for (const onnx::AttributeProto& a : node.attribute()) {
       if (a.has_g()) LS_RETURN_IF_ERROR(CheckWindowAttrs(a.g()));
       for (const onnx::GraphProto& g : a.graphs()) LS_RETURN_IF_ERROR(CheckWindowAttrs(g));
+      if (a.name() == "pads") {
+        // Pads are added to image sizes: bounded so that no sum overflows (Pad-2 takes
+        // negative ones, which crop).
+        for (int64_t v : a.ints()) {
+          if (v < -(int64_t{1} << 40) || v > (int64_t{1} << 40)) {
+            return InvalidArgument("node '" + node.name() + "' (" + node.op_type() + "): attribute 'pads' holds " +
+                                   std::to_string(v) + ", outside [-2^40, 2^40]");
+          }
+        }
+        continue;
+      }
       if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
       for (int64_t v : a.ints()) {
         if (v < 1 || v > (int64_t{1} << 20)) {

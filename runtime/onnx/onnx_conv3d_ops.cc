@@ -58,8 +58,9 @@ Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   // The input's channels, or where known only at run time what the filter says they are (the
   // 2-D convolutions check them on every run).
   const int64_t known_channels = ctx.InputSpec(0)->shape.dim(1), m = fs.dim(0);
-  const int64_t channels = known_channels >= 0 || group < 1 ? known_channels : fs.dim(1) * group;
-  if (group < 1 || channels < 0 || channels % group != 0 || fs.dim(1) * group != channels) {
+  // group is bounded before it multiplies (a filter's channels times it cannot overflow).
+  const int64_t channels = known_channels >= 0 || group < 1 || group > kMaxGroups ? known_channels : fs.dim(1) * group;
+  if (group < 1 || group > kMaxGroups || channels < 0 || channels % group != 0 || fs.dim(1) * group != channels) {
     return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
                      " input channels and the filter " + fs.ToString());
   }
@@ -74,6 +75,21 @@ Status Conv3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     padded[d] = w.image[d] + (padding.pads.empty() ? 0 : padding.pads[2 + d] + padding.pads[7 + d]);
     if (padded[d] < w.extent(d)) return ctx.Error("the filter is larger than the padded input " + Ints(padded));
     out[d] = (padded[d] - w.extent(d)) / w.strides[d] + 1;
+  }
+  if (!known && !padding.at_run_time()) {
+    // Padded per run by WindowPads, which refuses a run whose padded image is smaller than the
+    // filter (each tap's depths would otherwise be an empty range, and the answer empty).
+    std::vector<int64_t> extents(3), given(6, 0);
+    for (size_t d = 0; d < 3; ++d) {
+      extents[d] = w.extent(d);
+      if (!padding.pads.empty()) {
+        given[d] = padding.pads[2 + d];
+        given[3 + d] = padding.pads[7 + d];
+      }
+    }
+    padding = Padding{"VALID", {},
+                      AttrMap{{"extents", extents}, {"strides", w.strides}, {"pads", given},
+                              {"auto_pad", std::string("NOTSET")}, {"ceil_mode", false}}};
   }
   const std::string x = Padded(ctx, w, padding, 0.0);
   std::string depth;  // the padded depth, a scalar, where known only at run time

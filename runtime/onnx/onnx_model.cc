@@ -209,13 +209,19 @@ StatusOr<int> Importer::DefaultOpset() const {
   return opset;
 }
 
-Status Importer::CheckAndInfer() {
-  LS_RETURN_IF_ERROR(CheckAndInferOnnxShapes(proto_, dir_));
-  // 4-bit weights are read as 8-bit ones (onnx_tensor.h); a 4-bit value computed in the graph
-  // (a QuantizeLinear to INT4) would be saturated to 8 bits, so it is refused.
+// Every value of `graph` and of its bodies that is 4-bit and not a weight (an initializer or
+// a Constant node's output): a QuantizeLinear or Cast to INT4 computes one.
+Status RefuseComputedFourBitValues(const onnx::GraphProto& graph) {
   std::set<std::string> weights;
-  for (const onnx::TensorProto& init : graph_->initializer()) weights.insert(init.name());
-  for (const auto& list : {&graph_->input(), &graph_->value_info(), &graph_->output()}) {
+  for (const onnx::TensorProto& init : graph.initializer()) weights.insert(init.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() == "Constant") weights.insert(node.output().begin(), node.output().end());
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(a.g()));
+      for (const onnx::GraphProto& g : a.graphs()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(g));
+    }
+  }
+  for (const auto& list : {&graph.input(), &graph.value_info(), &graph.output()}) {
     for (const onnx::ValueInfoProto& vi : *list) {
       const int32_t elem = vi.type().tensor_type().elem_type();
       if ((elem == kOnnxInt4 || elem == kOnnxUInt4) && weights.count(vi.name()) == 0) {
@@ -224,6 +230,14 @@ Status Importer::CheckAndInfer() {
       }
     }
   }
+  return Status::Ok();
+}
+
+Status Importer::CheckAndInfer() {
+  LS_RETURN_IF_ERROR(CheckAndInferOnnxShapes(proto_, dir_));
+  // 4-bit weights are read as 8-bit ones (onnx_tensor.h); a 4-bit value computed in the graph
+  // (a QuantizeLinear to INT4) would be saturated to 8 bits, so it is refused.
+  LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(*graph_));
   CollectSpecs();
   return Status::Ok();
 }

@@ -84,6 +84,8 @@ Status Requantize(OnnxNodeContext& ctx, std::string real, DType real_dtype, size
   LS_ASSIGN_OR_RETURN(int64_t output_dtype, ctx.IntAttr("output_dtype", 0));  // opset 21, without a zero point
   if (ctx.HasInput(zp)) {
     LS_ASSIGN_OR_RETURN(out, InputDType(ctx, zp));
+  } else if (output_dtype == kOnnxInt4 || output_dtype == kOnnxUInt4) {
+    return ctx.Unsupported("a 4-bit output_dtype (4-bit values are read as weights, not computed)");
   } else if (output_dtype != 0) {
     StatusOr<DType> given = OnnxElemTypeToDType(static_cast<int32_t>(output_dtype));
     if (!given.ok()) return ctx.Unsupported(given.status().message());

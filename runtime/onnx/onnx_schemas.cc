@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "onnx/defs/shape_inference.h"
+#include "runtime/shape.h"
 #include "runtime/window_pads.h"
 
 namespace lockstep {
@@ -77,7 +78,8 @@ void InferSplit18(InferenceContext& ctx) {
   if (axis < 0) axis += rank;
   const auto& dim = shape.dim(static_cast<int>(axis));
   const int64_t n = static_cast<int64_t>(outputs);
-  const bool equal = !HasInput(ctx, 1) && dim.has_dim_value();
+  const bool equal = !HasInput(ctx, 1) && dim.has_dim_value() && dim.dim_value() >= 0 &&
+                     dim.dim_value() <= Shape::kMaxElements;
   const int64_t part = equal ? (dim.dim_value() + n - 1) / n : -1;
   for (int64_t k = 0; k < n; ++k) {
     auto* out = ctx.getOutputType(static_cast<size_t>(k))->mutable_tensor_type()->mutable_shape();
@@ -89,6 +91,8 @@ void InferSplit18(InferenceContext& ctx) {
   }
 }
 
+constexpr int64_t kMaxPad = int64_t{1} << 40;
+
 // libonnx 1.12 sizes a pool's output with ceil_mode by the formula alone; onnxruntime (as
 // PyTorch, and ONNX's later inference) drops a last window that would start in the end's
 // padding. The output dimensions it inferred are redone here as OnnxAxisPads pads the image.
@@ -96,9 +100,14 @@ onnx::InferenceFunction WithLastWindowInTheImage(onnx::InferenceFunction libonnx
   return [libonnx](InferenceContext& ctx) {
     if (libonnx) libonnx(ctx);
     if (onnx::getAttribute(ctx, "ceil_mode", 0) == 0 || !onnx::hasInputShape(ctx, 0)) return;
-    if (onnx::getAttribute(ctx, "auto_pad", std::string("NOTSET")) != "NOTSET") return;
+    const std::string auto_pad = onnx::getAttribute(ctx, "auto_pad", std::string("NOTSET"));
+    const AutoPad mode = auto_pad == "VALID"        ? AutoPad::kValid
+                         : auto_pad == "SAME_UPPER" ? AutoPad::kSameUpper
+                         : auto_pad == "SAME_LOWER" ? AutoPad::kSameLower
+                                                    : AutoPad::kNotSet;
     const auto& in = onnx::getInputShape(ctx, 0);
     const int spatial = in.dim_size() - 2;
+    if (spatial < 1) return;
     auto ints = [&](const char* name, int64_t fallback, int n) {
       std::vector<int64_t> v(static_cast<size_t>(n), fallback);
       if (const AttributeProto* a = ctx.getAttribute(name); a != nullptr && a->ints_size() == n) {
@@ -114,11 +123,16 @@ onnx::InferenceFunction WithLastWindowInTheImage(onnx::InferenceFunction libonnx
       auto* out = type->mutable_tensor_type()->mutable_shape();
       for (int d = 0; d < spatial; ++d) {
         const auto& dim = in.dim(2 + d);
-        if (!dim.has_dim_value() || kernel[static_cast<size_t>(d)] < 1 || strides[static_cast<size_t>(d)] < 1) continue;
         const size_t i = static_cast<size_t>(d);
+        // Window attributes are bounded before inference (onnx_checks.cc); sizes and pads
+        // beyond any tensor's are left to the checks that refuse them.
+        if (!dim.has_dim_value() || dim.dim_value() < 0 || dim.dim_value() > Shape::kMaxElements || kernel[i] < 1 ||
+            strides[i] < 1 || pads[i] < 0 || pads[spatial + i] < 0 || pads[i] > kMaxPad || pads[spatial + i] > kMaxPad) {
+          continue;
+        }
         const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
         const AxisPads p =
-            OnnxAxisPads(dim.dim_value(), extent, strides[i], AutoPad::kNotSet, {pads[i], pads[spatial + i]}, true);
+            OnnxAxisPads(dim.dim_value(), extent, strides[i], mode, {pads[i], pads[spatial + i]}, true);
         const int64_t room = dim.dim_value() + p.begin + p.end - extent;
         if (room >= 0) out->mutable_dim(2 + d)->set_dim_value(room / strides[i] + 1);
       }

@@ -39,6 +39,10 @@ struct Window {
   int64_t extent(size_t d) const { return (kernel[d] - 1) * dilations[d] + 1; }
 };
 
+// The most groups a convolution may have (far above any model's channels), so that a filter's
+// channels times the groups cannot overflow.
+inline constexpr int64_t kMaxGroups = int64_t{1} << 24;
+
 // "[1,2,3]", for messages.
 std::string Ints(const std::vector<int64_t>& v);
 bool AllOnes(const std::vector<int64_t>& v);

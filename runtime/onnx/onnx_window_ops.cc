@@ -211,9 +211,10 @@ Status Conv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   // The input's channels, or where they are known only at run time (a channel shuffle's
   // computed Reshape), what the filter says they are; the kernels check them on every run.
   const int64_t known_channels = ctx.InputSpec(0)->shape.dim(1);
-  const int64_t channels = known_channels >= 0 || group < 1 ? known_channels : fs.dim(1) * group;
+  const int64_t channels = known_channels >= 0 || group < 1 || group > kMaxGroups ? known_channels : fs.dim(1) * group;
   const int64_t m = fs.dim(0);
-  if (group < 1 || channels < 0 || channels % group != 0 || m % group != 0 || fs.dim(1) != channels / group) {
+  if (group < 1 || group > kMaxGroups || channels < 0 || channels % group != 0 || m % group != 0 ||
+      fs.dim(1) != channels / group) {
     return ctx.Error("group " + std::to_string(group) + " does not fit " + std::to_string(channels) +
                      " input channels and the filter " + fs.ToString());
   }

@@ -197,6 +197,21 @@ TEST(OnnxRunTimeShapesTest, TransposedSamePaddingAndMaxUnpoolOfAnImageKnownAtRun
                           {Shape{1, 2, 4, 6}, Shape{2, 1, 6, 2}});
 }
 
+TEST(OnnxRunTimeShapesTest, AThreeDimensionalFilterDeeperThanTheRunsImageIsRefusedNotAnsweredEmpty) {
+  const std::vector<float> filter = Ramp(1 * 1 * 3 * 2 * 2);
+  StatusOr<std::vector<NamedTensor>> out = RunNodes(
+      13, {kRunTimeDim, 1, kRunTimeDim, kRunTimeDim, kRunTimeDim}, 1,
+      [&](OnnxModelBuilder& b) {
+        b.Initializer("w", {1, 1, 3, 2, 2}, filter);
+        b.Node("Conv", {"x", "w"}, {"y0"}, "conv3d");
+      },
+      Pattern(Shape{1, 1, 2, 4, 4}, 0));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("conv3d"), std::string::npos) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("[1,1,2,4,4]"), std::string::npos) << out.status().ToString();
+}
+
 TEST(OnnxRunTimeShapesTest, AWindowLargerThanTheRunsPaddedImageIsRefusedNamingTheNodeAndTheShape) {
   StatusOr<std::vector<NamedTensor>> out = RunNodes(13, {kRunTimeDim, kRunTimeDim, kRunTimeDim, kRunTimeDim}, 1,
                                                PoolNode("MaxPool", {5, 5}, {2, 2}, "", 1), Pattern(Shape{1, 1, 3, 3}, 0));

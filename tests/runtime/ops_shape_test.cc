@@ -419,6 +419,12 @@ TEST(OpsShapeTest, WindowPadsAsOnnxPadsForTheImageOfTheRun) {
   const AttrMap ceil{{"extents", std::vector<int64_t>{3}}, {"strides", std::vector<int64_t>{2}},
                      {"pads", std::vector<int64_t>{0, 0}}, {"ceil_mode", true}};
   EXPECT_EQ(Values<int64_t>(RunOk("WindowPads", {I64({1, 1, 6})}, ceil).at(0)), (std::vector<int64_t>{0, 0, 0, 0, 0, 1}));
+  // A window that would lie in the end's padding alone is dropped: 4 with pads 0 and 2, extent
+  // 2, stride 2 has two windows, and the end's padding is trimmed to none.
+  const AttrMap all_padding{{"extents", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}},
+                            {"pads", std::vector<int64_t>{0, 2}}, {"ceil_mode", true}};
+  EXPECT_EQ(Values<int64_t>(RunOk("WindowPads", {I64({1, 1, 4})}, all_padding).at(0)),
+            (std::vector<int64_t>{0, 0, 0, 0, 0, 0}));
   ExpectError(KernelStatus("WindowPads", {I64({1, 1, 1})}, ceil), StatusCode::kInvalidArgument,
               "a window of extent 3 is larger than dimension 2 of the image [1,1,1] padded by 0 and 0");
   ExpectError(KernelStatus("WindowPads", {I64({4})}, same), StatusCode::kInvalidArgument, "no 2 spatial axes");
