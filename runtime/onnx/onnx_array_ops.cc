@@ -383,8 +383,46 @@ StatusOr<std::string> PadsOverEveryAxis(OnnxNodeContext& ctx) {
   return ctx.Emit("ScatterElements", {zeros, where, given}, AttrMap{{"axis", int64_t{0}}}, "pads_all_axes");
 }
 
+// Pad's 'wrap' mode (opset 19): along each padded axis, the axis's last `begin` elements before
+// it and its first `end` after it, as numpy's wrap pads by at most the axis's size. The pads
+// must be constant, and the padded axes' sizes known and at least their pads.
+Status PadWrap(OnnxNodeContext& ctx, const std::string& pads, std::vector<std::string>* outputs) {
+  LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(0));
+  const std::optional<std::vector<int64_t>> values = IntValues(ctx.sink().ConstantValue(pads));
+  if (!values) return ctx.Unsupported("wrap padding by pads computed at run time");
+  if (values->size() != 2 * static_cast<size_t>(rank)) return ctx.Error("pads do not fit the input's rank");
+  std::string x = ctx.input(0);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t begin = (*values)[static_cast<size_t>(d)], end = (*values)[static_cast<size_t>(rank + d)];
+    if (begin == 0 && end == 0) continue;
+    const int64_t size = ctx.InputSpec(0)->shape.dim(d);
+    if (begin < 0 || end < 0) return ctx.Unsupported("negative pads in wrap mode");
+    if (size < 0) return ctx.Unsupported("wrap padding of dimension " + std::to_string(d) + ", unknown until run time");
+    if (begin > size || end > size) return ctx.Error("wrap pads larger than dimension " + std::to_string(d));
+    const std::string tag = "axis_" + std::to_string(d);
+    auto slice = [&](int64_t from, int64_t to, const char* what) {
+      return ctx.Emit("Slice",
+                      {x, ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {from}), tag + "/" + what + "_from"),
+                       ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {to}), tag + "/" + what + "_to"),
+                       ctx.EmitConstant(Tensor::FromVector<int64_t>(Shape{1}, {int64_t{d}}), tag + "/" + what + "_axis")},
+                      {}, tag + "/" + what);
+    };
+    x = ctx.Emit("Concat", {slice(size - begin, size, "tail"), x, slice(0, end, "head")}, AttrMap{{"axis", int64_t{d}}},
+                 tag);
+  }
+  outputs->push_back(ctx.Emit("Identity", {x}));
+  return Status::Ok();
+}
+
 Status Pad(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(std::string mode, ctx.StringAttr("mode", "constant"));
+  if (mode == "wrap" && ctx.opset() >= 19) {
+    std::string pads = ctx.input(1);
+    if (ctx.HasInput(3)) {
+      LS_ASSIGN_OR_RETURN(pads, PadsOverEveryAxis(ctx));
+    }
+    return PadWrap(ctx, pads, outputs);
+  }
   if (mode != "constant" && mode != "reflect" && mode != "edge") return ctx.Unsupported("mode '" + mode + "'");
   AttrMap attrs{{"mode", mode}};
   std::string pads;

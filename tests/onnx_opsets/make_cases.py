@@ -133,6 +133,12 @@ def cases():
     out.append(Case("pad_axes_edge_opset_19", 19, ir=9).input("x", x(1, 2, 3)).init("pads", i64(2, 1))
                .init("axes", i64(1)).node("Pad", ["x", "pads", "", "axes"], ["y"], mode="edge").output("y", 3))
 
+    # Opset 19: Pad's wrap mode.
+    out.append(Case("pad_wrap_19", 19, ir=9).input("x", x(2, 3, 4)).init("pads", i64(0, 1, 3, 0, 2, 1))
+               .node("Pad", ["x", "pads"], ["y"], mode="wrap").output("y", 3))
+    out.append(Case("pad_wrap_axes_19", 19, ir=9).input("x", x(2, 5), dims=["n", 5]).init("pads", i64(2, 4))
+               .init("axes", i64(-1)).node("Pad", ["x", "pads", "", "axes"], ["y"], mode="wrap").output("y", 2))
+
     # Opset 18: Resize's axes (antialias and keep_aspect_ratio_policy at their defaults).
     out.append(Case("resize_axes_scales_linear_18", 18).input("x", x(1, 2, 4, 4))
                .init("scales", np.array([2.0, 1.5], np.float32))
