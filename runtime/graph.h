@@ -4,7 +4,10 @@
 // with the weights it refers to. Serialised by graph_proto.h; checked by graph_analysis.h.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,9 +57,25 @@ struct Graph {
 
 using WeightMap = std::map<std::string, Tensor, std::less<>>;
 
+struct Model;
+
+// How a model whose graph depends on what its inputs are (an ONNX model whose ranks, or the
+// branches its Ifs take, follow from its input shapes) makes the graph for one run. Both take
+// the run's inputs in the signature's input order, already checked against it.
+struct GraphPerInput {
+  // Runs whose keys are equal run on one graph (the input shapes, and where the graph needs
+  // them the values of scalar inputs).
+  // Written into `key` (its capacity kept from run to run, so a warm run allocates no key).
+  std::function<void(std::span<const Tensor* const> inputs, std::string* key)> key;
+  std::function<StatusOr<Model>(std::span<const Tensor* const> inputs)> make;
+};
+
 struct Model {
   Graph graph;
   WeightMap weights;
+  // Set for a model whose graph is made per input (GraphPerInput): `graph` then holds its
+  // signatures and metadata alone, and the session makes and caches a graph per key.
+  std::shared_ptr<const GraphPerInput> per_input = nullptr;
 };
 
 // A parsed value reference: node name and output index.

@@ -12,6 +12,8 @@
 #include "runtime/op_registry.h"
 #include "runtime/passes/memory_plan.h"
 #include "runtime/passes/passes.h"
+#include "runtime/sessions_per_input.h"
+#include "runtime/signature_inputs.h"
 
 namespace lockstep {
 namespace {
@@ -296,40 +298,22 @@ StatusOr<std::unique_ptr<Plan>> BuildPlan(const Model& model, const GraphAnalysi
   return plan;
 }
 
-Status CheckInput(const TensorBinding& binding, const Shape& pattern, const Tensor& t) {
-  if (t.dtype() != binding.dtype) {
-    return InvalidArgument("input '" + binding.key + "' must be " + std::string(DTypeName(binding.dtype)) +
-                           ", got " + std::string(DTypeName(t.dtype())));
-  }
-  if (!binding.any_shape && !t.shape().MatchesPattern(pattern)) {
-    return InvalidArgument("input '" + binding.key + "' must have shape " + pattern.ToString() +
-                           ", got " + t.shape().ToString());
-  }
-  return Status::Ok();
+// MatchInputs against the plan's signature, placing the inputs in the plan's input values
+// when `values` is given.
+Status BindInputs(const Plan& plan, std::span<const NamedTensor> inputs, std::vector<Tensor>* values) {
+  return MatchInputs(plan.signature, plan.input_patterns, inputs, [&](size_t k, const Tensor& t) {
+    if (values != nullptr) (*values)[plan.input_values[k]] = t;
+  });
 }
 
-// Checks `inputs` against the plan's signature (every input once, with its dtype and a shape
-// matching its pattern) and, with `values`, places them in the plan's input values.
-Status BindInputs(const Plan& plan, std::span<const NamedTensor> inputs, std::vector<Tensor>* values) {
-  const Signature& sig = plan.signature;
-  for (const NamedTensor& given : inputs) {
-    bool known = false;
-    for (const TensorBinding& b : sig.inputs) known = known || b.key == given.name;
-    if (!known) return InvalidArgument("signature '" + sig.name + "' has no input '" + given.name + "'");
-  }
-  for (size_t k = 0; k < sig.inputs.size(); ++k) {
-    const TensorBinding& binding = sig.inputs[k];
-    const NamedTensor* found = nullptr;
-    for (const NamedTensor& given : inputs) {
-      if (given.name != binding.key) continue;
-      if (found != nullptr) return InvalidArgument("input '" + binding.key + "' given twice");
-      found = &given;
-    }
-    if (found == nullptr) return InvalidArgument("missing input '" + binding.key + "' of signature '" + sig.name + "'");
-    LS_RETURN_IF_ERROR(CheckInput(binding, plan.input_patterns[k], found->tensor));
-    if (values != nullptr) (*values)[plan.input_values[k]] = found->tensor;
-  }
-  return Status::Ok();
+// The inputs of a run of a model made per input, in its signature's order, checked.
+StatusOr<std::vector<const Tensor*>> OrderedInputs(const Model& model, std::string_view signature,
+                                                   std::span<const NamedTensor> inputs) {
+  const Signature* sig = model.graph.FindSignature(signature);
+  if (sig == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
+  std::vector<const Tensor*> ordered(sig->inputs.size());
+  LS_RETURN_IF_ERROR(MatchInputs(*sig, {}, inputs, [&](size_t k, const Tensor& t) { ordered[k] = &t; }));
+  return ordered;
 }
 
 }  // namespace
@@ -343,6 +327,7 @@ struct Session::Compiled {
   std::vector<std::unique_ptr<Plan>> plans;  // parallel to model.graph.signatures
   std::vector<std::unique_ptr<Session>> body_sessions;
   CompiledBodies bodies;  // views of body_sessions
+  std::unique_ptr<SessionsPerInput> per_input;  // for a model made per input: no plans of its own
 
   const Plan* Find(std::string_view name) const {
     for (const auto& p : plans) {
@@ -440,7 +425,7 @@ Status CompileBodies(Session::Compiled& c, const SessionOptions& options) {
       const std::string where = "node '" + node.name + "' (" + node.op + ") attr '" + attr + "'";
       if (*graph == nullptr) return InvalidArgument(where + " holds no graph");
       if ((*graph)->signatures.size() != 1) return InvalidArgument(where + ": a body has exactly one signature");
-      StatusOr<std::unique_ptr<Session>> body = Session::Create(Model{**graph, {}}, body_options);
+      StatusOr<std::unique_ptr<Session>> body = Session::Create(Model{**graph, {}, nullptr}, body_options);
       if (!body.ok()) return body.status().WithPrefix(where);
       c.bodies[&node].push_back(CompiledSubgraph{attr, body->get()});
       c.body_sessions.push_back(std::move(*body));
@@ -459,6 +444,11 @@ StatusOr<std::unique_ptr<Session>> Session::Create(Model model, const SessionOpt
   compiled->pool = options.pool != nullptr ? options.pool : &ThreadPool::Default();
   compiled->max_bytes_per_run = options.max_bytes_per_run;
   compiled->batch_group = options.batch_group;
+  if (model.per_input != nullptr) {
+    compiled->per_input = std::make_unique<SessionsPerInput>(model.per_input, options);
+    compiled->model = std::move(model);
+    return std::make_unique<Session>(Key{}, std::move(compiled));
+  }
   LS_RETURN_IF_ERROR(AnalyzeGraph(model).status());
   if (options.optimize) LS_RETURN_IF_ERROR(OptimizeGraph(model, *compiled->pool));
   if (options.bf16_products) LS_RETURN_IF_ERROR(UseBf16Products(model));
@@ -494,6 +484,11 @@ Status Session::RunProfiled(std::string_view signature, std::span<const NamedTen
 Status Session::RunPlan(std::string_view signature, std::span<const NamedTensor> inputs,
                         std::vector<NamedTensor>* outputs, std::span<const PackedB* const> site_packs,
                         std::vector<StepProfile>* profile) const {
+  if (compiled_->per_input != nullptr) {
+    LS_ASSIGN_OR_RETURN(std::vector<const Tensor*> ordered, OrderedInputs(compiled_->model, signature, inputs));
+    LS_ASSIGN_OR_RETURN(std::shared_ptr<const Session> session, compiled_->per_input->For(ordered));
+    return session->RunPlan(signature, inputs, outputs, site_packs, profile);
+  }
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   const Signature& sig = plan->signature;
@@ -578,6 +573,7 @@ const Signature* Session::FindSignature(std::string_view name) const {
 }
 
 Status Session::CheckInputs(std::string_view signature, std::span<const NamedTensor> inputs) const {
+  if (compiled_->per_input != nullptr) return OrderedInputs(compiled_->model, signature, inputs).status();
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   return BindInputs(*plan, inputs, nullptr);
@@ -606,7 +602,12 @@ const Model& Session::model() const { return compiled_->model; }
 size_t Session::packed_weight_bytes() const {
   size_t bytes = 0;
   for (const auto& [key, packed] : compiled_->packed) bytes += packed != nullptr ? packed->bytes() : 0;
+  if (compiled_->per_input != nullptr) bytes += compiled_->per_input->packed_weight_bytes();
   return bytes;
+}
+
+size_t Session::graphs_per_input() const {
+  return compiled_->per_input != nullptr ? compiled_->per_input->size() : 0;
 }
 
 }  // namespace lockstep

@@ -1,4 +1,6 @@
 // Session: a Model compiled once into an immutable plan per signature, run many times.
+// (A model whose graph is made per input, Model::per_input, is compiled per key instead, on
+// the first run of each: runtime/sessions_per_input.h.)
 //
 // Create() validates the model, runs the graph passes (constant folding, MatMul + BiasAdd +
 // activation fusion, dead-node elimination), orders the steps, packs every constant weight
@@ -21,7 +23,8 @@
 
 namespace lockstep {
 
-class BatchGroup;  // runtime/batch_group.h
+class BatchGroup;        // runtime/batch_group.h
+class SessionsPerInput;  // runtime/sessions_per_input.h
 class PackedB;     // runtime/matmul/packed_b.h
 
 struct NamedTensor {
@@ -68,6 +71,9 @@ struct SessionOptions {
   // runtime/batch_group.h), for the ops that take statistics of the whole batch. Must outlive
   // the session; null: each run's batch is whole.
   BatchGroup* batch_group = nullptr;
+  // A model whose graph is made per input (Model::per_input): the most graphs kept compiled,
+  // one per key, the least recently used dropped (runtime/sessions_per_input.h).
+  size_t max_graphs_per_input = 8;
 };
 
 class Session {
@@ -115,8 +121,11 @@ class Session {
   // dropped have their dtype and shape but no data (raw_data() is null).
   const Model& model() const;
   // Bytes of the weight matrices packed for the matmul core when the session was built, held
-  // beside the model's own weights (so no run ever packs a weight).
+  // beside the model's own weights (so no run ever packs a weight); for a model made per
+  // input, of every graph kept.
   size_t packed_weight_bytes() const;
+  // For a model made per input: the graphs compiled and kept now (else 0).
+  size_t graphs_per_input() const;
 
   struct Compiled;
   // Only Create can make the key, so only Create can construct a Session.

@@ -173,6 +173,10 @@ Status MoveIntoPlace(TempDir& tmp, const fs::path& dest, bool dest_exists) {
 }
 
 Status WriteBundleImpl(const Model& model, const fs::path& dest, const BundleWriteOptions& options) {
+  if (model.per_input != nullptr) {
+    return FailedPrecondition("the model's graph is made per input shape when it runs (runtime/onnx/onnx_per_input.h), "
+                              "so there is no one graph to write: serve its model.onnx as it is");
+  }
   auto analysis = AnalyzeGraph(model);
   if (!analysis.ok()) return analysis.status().WithPrefix("invalid model");
   // Checked as the manifest will list them, so the writer never makes what the reader refuses.

@@ -237,11 +237,14 @@ int Run(const Flags& flags) {
 StatusOr<std::string> VerifyDir(const std::string& dir) {
   LS_ASSIGN_OR_RETURN(Model model, ReadModelDir(dir));
   const size_t nodes = model.graph.nodes.size(), weights = model.weights.size();
+  const bool per_input = model.per_input != nullptr;
   LS_ASSIGN_OR_RETURN(auto session, Session::Create(std::move(model)));
   std::string names;
   for (const auto& s : session->signatures()) names += (names.empty() ? "" : ", ") + s.name;
-  return dir + " is a valid " + std::string(ModelFormatName(DetectModelFormat(dir))) + " (" + std::to_string(nodes) +
-         " nodes, " + std::to_string(weights) + " weights; signatures: " + names + ")";
+  const std::string size = per_input ? "every op translated; its graph is made per input shape when it runs"
+                                     : std::to_string(nodes) + " nodes, " + std::to_string(weights) + " weights";
+  return dir + " is a valid " + std::string(ModelFormatName(DetectModelFormat(dir))) + " (" + size +
+         "; signatures: " + names + ")";
 }
 
 int Verify(const Flags& flags) {

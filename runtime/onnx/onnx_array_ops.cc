@@ -206,8 +206,35 @@ Status Size(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   return Status::Ok();
 }
 
+// The dimensions that Gather picks out of a Shape (of every axis), when each of those is known
+// though others are not: PyTorch's squeeze(d) becomes an If on "dimension d is 1", which then
+// takes its branch while loading.
+std::optional<Tensor> KnownDimsGathered(OnnxNodeContext& ctx) {
+  const onnx::NodeProto* shape = ctx.sink().Producer(ctx.node().input(0));
+  const Tensor* positions = ctx.ConstantInput(1);
+  if (shape == nullptr || shape->op_type() != "Shape" || shape->attribute_size() > 0 || positions == nullptr) {
+    return std::nullopt;
+  }
+  const std::optional<TensorSpec> spec = ctx.sink().TranslatedSpec(shape->input(0));
+  StatusOr<Tensor> wide = CastTensor(*positions, DType::kInt64);
+  if (!spec || !wide.ok()) return std::nullopt;
+  const int64_t rank = spec->shape.rank();
+  Tensor dims(DType::kInt64, wide->shape());
+  for (int64_t i = 0; i < wide->num_elements(); ++i) {
+    int64_t at = wide->data<int64_t>()[static_cast<size_t>(i)];
+    if (at < 0) at += rank;
+    if (at < 0 || at >= rank || spec->shape.dim(static_cast<int>(at)) < 0) return std::nullopt;
+    dims.mutable_data<int64_t>()[static_cast<size_t>(i)] = spec->shape.dim(static_cast<int>(at));
+  }
+  return dims;
+}
+
 Status Gather(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
+  if (std::optional<Tensor> dims = axis == 0 ? KnownDimsGathered(ctx) : std::nullopt) {
+    outputs->push_back(ctx.EmitConstant(std::move(*dims)));
+    return Status::Ok();
+  }
   // ONNX counts a negative index from the end.
   outputs->push_back(ctx.Emit("Gather", {ctx.input(0), ctx.input(1)}, AttrMap{{"axis", axis}, {"negative_indices", true}}));
   return Status::Ok();
@@ -397,7 +424,7 @@ Status PadWrap(OnnxNodeContext& ctx, const std::string& pads, std::vector<std::s
     if (begin == 0 && end == 0) continue;
     const int64_t size = ctx.InputSpec(0)->shape.dim(d);
     if (begin < 0 || end < 0) return ctx.Unsupported("negative pads in wrap mode");
-    if (size < 0) return ctx.Unsupported("wrap padding of dimension " + std::to_string(d) + ", unknown until run time");
+    if (size < 0) return ctx.UnknownUntilRunTime("wrap padding of dimension " + std::to_string(d) + ", unknown until run time");
     if (begin > size || end > size) return ctx.Error("wrap pads larger than dimension " + std::to_string(d));
     const std::string tag = "axis_" + std::to_string(d);
     auto slice = [&](int64_t from, int64_t to, const char* what) {

@@ -85,7 +85,7 @@ Status RotaryEmbedding(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
     // The whole head: twice the caches' last dimension.
     LS_ASSIGN_OR_RETURN(int cache_rank, ctx.InputRank(1));
     rot = cache_rank > 0 ? 2 * ctx.InputSpec(1)->shape.dim(cache_rank - 1) : -1;
-    if (rot <= 0) return ctx.Unsupported("rotary_embedding_dim 0 with caches whose last dimension is unknown until run time");
+    if (rot <= 0) return ctx.UnknownUntilRunTime("rotary_embedding_dim 0 with caches whose last dimension is unknown until run time");
   }
   if (rot < 0 || rot % 2 != 0) return ctx.Error("rotary_embedding_dim " + std::to_string(rot) + " is negative or odd");
   const int64_t head_size = rank == 4 ? ctx.InputSpec(0)->shape.dim(3) : -1;
@@ -169,7 +169,7 @@ Status Attention(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const std::string present_key = k, present_value = v;
   // Grouped heads: K/V head h serves query heads h * reps .. (h + 1) * reps - 1.
   if (q_heads != kv_heads) {
-    if (q_heads < 1 || kv_heads < 1) return ctx.Unsupported("query and key heads whose counts are unknown until run time");
+    if (q_heads < 1 || kv_heads < 1) return ctx.UnknownUntilRunTime("query and key heads whose counts are unknown until run time");
     if (q_heads % kv_heads != 0) {
       return ctx.Error(std::to_string(q_heads) + " query heads do not share " + std::to_string(kv_heads) + " key heads");
     }

@@ -1,10 +1,13 @@
 #include "runtime/onnx/onnx_checks.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "runtime/onnx/onnx_model.h"
 #include "runtime/onnx/onnx_schemas.h"
+#include "runtime/onnx/onnx_tensor.h"
 
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -139,6 +142,28 @@ Status CheckAndInferOnnxShapes(onnx::ModelProto& proto, const std::filesystem::p
       onnx::shape_inference::InferShapes(proto, &LaterOnnxSchemas::Instance(), lenient);
     } catch (const std::exception& e) {
       return InvalidArgument(std::string("ONNX shape inference failed: ") + e.what());
+    }
+  }
+  return Status::Ok();
+}
+
+Status RefuseComputedFourBitValues(const onnx::GraphProto& graph) {
+  std::set<std::string> weights;
+  for (const onnx::TensorProto& init : graph.initializer()) weights.insert(init.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() == "Constant") weights.insert(node.output().begin(), node.output().end());
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(a.g()));
+      for (const onnx::GraphProto& g : a.graphs()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(g));
+    }
+  }
+  for (const auto& list : {&graph.input(), &graph.value_info(), &graph.output()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      const int32_t elem = vi.type().tensor_type().elem_type();
+      if ((elem == kOnnxInt4 || elem == kOnnxUInt4) && weights.count(vi.name()) == 0) {
+        return Unimplemented("value '" + vi.name() + "' is of type " + OnnxElemTypeName(elem) +
+                             ": 4-bit weights are read, 4-bit values are not computed");
+      }
     }
   }
   return Status::Ok();

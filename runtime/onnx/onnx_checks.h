@@ -17,4 +17,10 @@ namespace lockstep {
 // its crashes on the attributes it trusts get through: each is an InvalidArgument.
 Status CheckAndInferOnnxShapes(onnx::ModelProto& proto, const std::filesystem::path& dir);
 
+// 4-bit weights are read as 8-bit ones (onnx_tensor.h); a 4-bit value computed in the graph (a
+// QuantizeLinear or Cast to INT4) would be saturated to 8 bits, so it is refused: an
+// Unimplemented naming the first value of `graph` or its bodies that is 4-bit and no weight (an
+// initializer or a Constant node's output).
+Status RefuseComputedFourBitValues(const onnx::GraphProto& graph);
+
 }  // namespace lockstep

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/graph.h"
+#include "runtime/import/constants.h"
 #include "runtime/onnx/onnx_translators.h"
 
 namespace lockstep::onnx_import {
@@ -46,6 +47,21 @@ Status If(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   if (then_graph->output_size() != else_graph->output_size()) {
     return ctx.Error("the branches give " + std::to_string(then_graph->output_size()) + " and " +
                      std::to_string(else_graph->output_size()) + " outputs");
+  }
+  if (const Tensor* cond = ctx.ConstantInput(0); cond != nullptr && cond->num_elements() == 1) {
+    // A condition known at load (most often a dimension compared with 1, on a shape that is
+    // known): the branch taken becomes part of this graph, and the values after it get its
+    // ranks, which may differ from the other branch's.
+    StatusOr<Tensor> flag = CastTensor(*cond, DType::kBool);
+    if (!flag.ok()) return flag.status().WithPrefix("node '" + ctx.node().name() + "' (If) condition");
+    const bool taken = flag->data<bool>()[0];
+    StatusOr<std::vector<std::string>> branch = ctx.sink().InlineBody(taken ? *then_graph : *else_graph);
+    if (!branch.ok()) {
+      return branch.status().WithPrefix("node '" + ctx.node().name() + "' (If) " +
+                                        (taken ? "then_branch" : "else_branch"));
+    }
+    *outputs = std::move(*branch);
+    return Status::Ok();
   }
   StatusOr<OnnxBody> then_body = ctx.sink().ImportBody(*then_graph, {});
   if (!then_body.ok()) return then_body.status().WithPrefix("node '" + ctx.node().name() + "' (If) then_branch");

@@ -153,7 +153,7 @@ Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
   const auto& x_spec = ctx.InputSpec(0);
   const auto& f_spec = ctx.InputSpec(1);
   if (!f_spec || f_spec->shape.rank() != 5 || !f_spec->shape.IsFullyDefined()) {
-    return ctx.Unsupported("a 3-D filter whose shape is unknown until run time");
+    return ctx.UnknownUntilRunTime("a 3-D filter whose shape is unknown until run time");
   }
   LS_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
   if (group != 1) return ctx.Unsupported("group " + std::to_string(group) + " (only 1)");
@@ -180,7 +180,7 @@ Status ConvTranspose3D(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
   std::vector<int64_t> conv_pads(6);
   for (size_t d = 0; d < 3; ++d) {
     const int64_t in = dims[2 + d], k = fs.dim(static_cast<int>(2 + d));
-    if (in < 0) return ctx.Unsupported("a 3-D transposed convolution of an image whose size is unknown until run time");
+    if (in < 0) return ctx.UnknownUntilRunTime("a 3-D transposed convolution of an image whose size is unknown until run time");
     if (strides[d] < 1 || dilations[d] < 1 || extra[d] < 0 || extra[d] >= std::max(strides[d], dilations[d])) {
       return ctx.Error("strides and dilations must be positive, and output_padding below the stride or the dilation");
     }

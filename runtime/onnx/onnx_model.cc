@@ -9,6 +9,7 @@
 #include "runtime/import/constants.h"
 #include "runtime/onnx/onnx_checks.h"
 #include "runtime/onnx/onnx_ops.h"
+#include "runtime/onnx/onnx_per_input.h"
 #include "runtime/onnx/onnx_tensor.h"
 #include "runtime/op_registry.h"
 #include "runtime/passes/passes.h"
@@ -37,6 +38,18 @@ std::optional<TensorSpec> SpecOfType(const onnx::TypeProto& type) {
   return spec;
 }
 
+// What ONNX's inference says of a value, completed by what the runtime's says: ONNX's rules
+// lose dimensions the runtime's keep (a Conv after a Slice of computed bounds), and a shape
+// known in full lets Shape fold, and an If on a dimension take its branch, while loading.
+std::optional<TensorSpec> KnownerSpec(std::optional<TensorSpec> onnx, const std::optional<TensorSpec>& runtime) {
+  if (!onnx) return runtime;
+  if (!runtime || runtime->shape.rank() != onnx->shape.rank()) return onnx;
+  for (int d = 0; d < onnx->shape.rank(); ++d) {
+    if (onnx->shape.dim(d) < 0) onnx->shape.set_dim(d, runtime->shape.dim(d));
+  }
+  return onnx;
+}
+
 // Node names may not hold ':' (it separates a node from its output index).
 std::string SafeName(std::string_view name) {
   std::string s(name.empty() ? "node" : name);
@@ -49,8 +62,11 @@ std::string SafeName(std::string_view name) {
 class Importer final : public OnnxGraphSink {
  public:
   // The model's main graph.
-  Importer(onnx::ModelProto& proto, const std::filesystem::path& dir)
-      : proto_(proto), graph_(&proto.graph()), dir_(dir), external_(dir) {}
+  // `pinned`: inputs whose values the graph is made for (a model made per input), which the
+  // translators then see as constants.
+  Importer(onnx::ModelProto& proto, const std::filesystem::path& dir,
+           const std::map<std::string, const Tensor*>& pinned = {})
+      : proto_(proto), graph_(&proto.graph()), dir_(dir), external_(dir), pinned_(pinned) {}
   // A subgraph of `parent`'s graph, which resolves the names the subgraph does not define.
   Importer(Importer& parent, const onnx::GraphProto& graph)
       : proto_(parent.proto_), graph_(&graph), parent_(&parent), opset_(parent.opset_), dir_(parent.dir_),
@@ -68,12 +84,27 @@ class Importer final : public OnnxGraphSink {
     auto it = values_.find(onnx_name);
     return it == values_.end() ? std::string() : it->second;
   }
+  std::optional<TensorSpec> TranslatedSpec(const std::string& onnx_name) const override {
+    auto it = values_.find(onnx_name);
+    return it == values_.end() ? std::nullopt : SpecOfValue(onnx_name, it->second);
+  }
   const Tensor* ConstantValue(const std::string& value) const override {
     auto it = constants_.find(value);
     return it == constants_.end() ? nullptr : it->second;
   }
   StatusOr<OnnxBody> ImportBody(const onnx::GraphProto& graph,
                                 std::vector<std::optional<TensorSpec>> input_specs) override;
+  StatusOr<std::vector<std::string>> InlineBody(const onnx::GraphProto& graph) override;
+  void NoteUnknownUntilRunTime() override {
+    if (parent_ != nullptr) {
+      parent_->NoteUnknownUntilRunTime();
+    } else {
+      unknown_until_run_time_ = true;
+    }
+  }
+  bool unknown_until_run_time() const { return unknown_until_run_time_; }
+  // The first node whose outputs the runtime could not size from known inputs, and why.
+  const std::string& first_unsized() const { return first_unsized_; }
   std::string MakeSequence(std::vector<std::string> elements) override;
   const std::vector<std::string>* SequenceOf(const std::string& value) const override {
     auto it = sequences_.find(value);
@@ -105,6 +136,7 @@ class Importer final : public OnnxGraphSink {
   int opset_ = 0;
   const std::filesystem::path dir_;
   OnnxExternalData external_;
+  std::map<std::string, const Tensor*> pinned_;
   Model model_;
   std::set<std::string> used_names_;
   // ONNX value name -> Lockstep value.
@@ -126,6 +158,9 @@ class Importer final : public OnnxGraphSink {
   std::vector<std::pair<std::string, std::string>> captures_;
   // The values MakeSequence made -> their elements.
   std::map<std::string, std::vector<std::string>> sequences_;
+  // NoteUnknownUntilRunTime was called (on the main graph's importer).
+  bool unknown_until_run_time_ = false;
+  std::string first_unsized_;
 };
 
 std::optional<TensorSpec> Importer::InferredSpec(const std::string& value) const {
@@ -189,7 +224,11 @@ std::string Importer::AddNode(const std::string& base, const std::string& op, st
     }
     if (specs.size() == inputs.size()) {
       StatusOr<std::vector<TensorSpec>> out = def->infer(ShapeInferenceContext{specs, attrs, constant_values});
-      if (out.ok()) inferred_[name] = std::move(*out);
+      if (out.ok()) {
+        inferred_[name] = std::move(*out);
+      } else if (first_unsized_.empty()) {
+        first_unsized_ = "node '" + name + "' (" + op + "): " + out.status().message();
+      }
     }
   }
   model_.graph.nodes.push_back(NodeDef{name, op, std::move(inputs), std::move(attrs)});
@@ -209,34 +248,8 @@ StatusOr<int> Importer::DefaultOpset() const {
   return opset;
 }
 
-// Every value of `graph` and of its bodies that is 4-bit and not a weight (an initializer or
-// a Constant node's output): a QuantizeLinear or Cast to INT4 computes one.
-Status RefuseComputedFourBitValues(const onnx::GraphProto& graph) {
-  std::set<std::string> weights;
-  for (const onnx::TensorProto& init : graph.initializer()) weights.insert(init.name());
-  for (const onnx::NodeProto& node : graph.node()) {
-    if (node.op_type() == "Constant") weights.insert(node.output().begin(), node.output().end());
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.has_g()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(a.g()));
-      for (const onnx::GraphProto& g : a.graphs()) LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(g));
-    }
-  }
-  for (const auto& list : {&graph.input(), &graph.value_info(), &graph.output()}) {
-    for (const onnx::ValueInfoProto& vi : *list) {
-      const int32_t elem = vi.type().tensor_type().elem_type();
-      if ((elem == kOnnxInt4 || elem == kOnnxUInt4) && weights.count(vi.name()) == 0) {
-        return Unimplemented("value '" + vi.name() + "' is of type " + OnnxElemTypeName(elem) +
-                             ": 4-bit weights are read, 4-bit values are not computed");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 Status Importer::CheckAndInfer() {
   LS_RETURN_IF_ERROR(CheckAndInferOnnxShapes(proto_, dir_));
-  // 4-bit weights are read as 8-bit ones (onnx_tensor.h); a 4-bit value computed in the graph
-  // (a QuantizeLinear to INT4) would be saturated to 8 bits, so it is refused.
   LS_RETURN_IF_ERROR(RefuseComputedFourBitValues(*graph_));
   CollectSpecs();
   return Status::Ok();
@@ -267,13 +280,18 @@ Status Importer::AddInputs(Signature& sig) {
     StatusOr<DType> dtype = OnnxElemTypeToDType(vi.type().tensor_type().elem_type());
     if (!dtype.ok()) return dtype.status().WithPrefix(what);
     const std::optional<TensorSpec>& spec = specs_[vi.name()];
-    if (!spec) return Unimplemented(what + " has no shape (its rank must be known)");
+    if (!spec) {
+      NoteUnknownUntilRunTime();
+      return Unimplemented(what + " has no shape (its rank must be known)");
+    }
     const std::string name = UniqueName(vi.name());
     model_.graph.nodes.push_back(
         NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", *dtype}, {"shape", spec->shape}}});
     values_[vi.name()] = name;
     inferred_[name] = {TensorSpec{*dtype, spec->shape}};
-    if (ComputeDType(*dtype) != *dtype) {
+    if (auto pinned = pinned_.find(vi.name()); pinned != pinned_.end()) {
+      values_[vi.name()] = AddConstant(vi.name() + "/pinned", *pinned->second);
+    } else if (ComputeDType(*dtype) != *dtype) {
       // A half-precision input, widened on the way in.
       values_[vi.name()] = AddNode(name + "/wide", "Cast", {name}, AttrMap{{"dtype", ComputeDType(*dtype)}});
     }
@@ -309,11 +327,8 @@ bool TakesSequence(const std::string& op_type) {
 
 Status Importer::TranslateNode(const onnx::NodeProto& node) {
   const std::string label = "node '" + node.name() + "' (" + node.op_type() + ")";
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    return Unimplemented(label + ": operators of domain '" + node.domain() + "' are not supported");
-  }
+  LS_RETURN_IF_ERROR(CheckOnnxOpTranslated(node));
   OnnxTranslator translator = FindOnnxTranslator(node.op_type());
-  if (translator == nullptr) return Unimplemented(label + ": op " + node.op_type() + " is not supported");
   std::vector<std::string> inputs;
   std::vector<std::optional<TensorSpec>> specs;
   for (const std::string& in : node.input()) {
@@ -336,7 +351,7 @@ Status Importer::TranslateNode(const onnx::NodeProto& node) {
     specs.push_back(spec == specs_.end() ? std::nullopt : spec->second);
     // An initializer's shape is its own, whatever value_info says.
     if (const Tensor* c = ConstantValue(inputs.back())) specs.back() = TensorSpec{c->dtype(), c->shape()};
-    if (!specs.back()) specs.back() = InferredSpec(inputs.back());
+    specs.back() = KnownerSpec(specs.back(), InferredSpec(inputs.back()));
   }
   const std::string base = !node.name().empty() ? node.name() : node.output_size() > 0 ? node.output(0) : node.op_type();
   OnnxNodeContext ctx(*this, node, opset_, std::move(inputs), std::move(specs), base);
@@ -408,7 +423,10 @@ StatusOr<std::string> Importer::Capture(const std::string& onnx_name, const onnx
     local = AddConstant(onnx_name, *c);
   } else {
     std::optional<TensorSpec> spec = parent_->SpecOfValue(onnx_name, outer);
-    if (!spec) return Unimplemented("a subgraph reads '" + onnx_name + "' of the enclosing graph, whose rank is not known");
+    if (!spec) {
+      NoteUnknownUntilRunTime();
+      return Unimplemented("a subgraph reads '" + onnx_name + "' of the enclosing graph, whose rank is not known");
+    }
     local = UniqueName(onnx_name);
     model_.graph.nodes.push_back(
         NodeDef{local, std::string(kInputOp), {}, AttrMap{{"dtype", spec->dtype}, {"shape", spec->shape}}});
@@ -422,8 +440,7 @@ StatusOr<std::string> Importer::Capture(const std::string& onnx_name, const onnx
 std::optional<TensorSpec> Importer::SpecOfValue(const std::string& onnx_name, const std::string& value) const {
   if (const Tensor* c = ConstantValue(value)) return TensorSpec{c->dtype(), c->shape()};
   auto it = specs_.find(onnx_name);
-  if (it != specs_.end() && it->second) return it->second;
-  return InferredSpec(value);
+  return KnownerSpec(it != specs_.end() ? it->second : std::nullopt, InferredSpec(value));
 }
 
 std::string Importer::MakeSequence(std::vector<std::string> elements) {
@@ -447,6 +464,24 @@ StatusOr<OnnxBody> Importer::ImportBody(const onnx::GraphProto& graph,
   return std::move(body).FinishBody(std::move(sig));
 }
 
+StatusOr<std::vector<std::string>> Importer::InlineBody(const onnx::GraphProto& graph) {
+  if (graph.input_size() > 0) return InvalidArgument("a subgraph with inputs cannot be inlined");
+  const onnx::GraphProto* enclosing = graph_;
+  graph_ = &graph;
+  // ONNX names are unique across a model's graphs, so the branch's values join this graph's.
+  CollectSpecs();
+  Status translated = AddInitializers();
+  if (translated.ok()) translated = TranslateNodes();
+  graph_ = enclosing;
+  LS_RETURN_IF_ERROR(translated);
+  std::vector<std::string> outputs;
+  for (const onnx::ValueInfoProto& vi : graph.output()) {
+    LS_ASSIGN_OR_RETURN(std::string value, Value(vi.name(), nullptr));
+    outputs.push_back(std::move(value));
+  }
+  return outputs;
+}
+
 Status Importer::AddBodyInputs(Signature& sig, const std::vector<std::optional<TensorSpec>>& input_specs) {
   for (int i = 0; i < graph_->input_size(); ++i) {
     const onnx::ValueInfoProto& vi = graph_->input(i);
@@ -460,7 +495,10 @@ Status Importer::AddBodyInputs(Signature& sig, const std::vector<std::optional<T
         if (spec->shape.dim(d) != given->shape.dim(d)) spec->shape.set_dim(d, Shape::kUnknownDim);
       }
     }
-    if (!spec) return Unimplemented("subgraph input '" + vi.name() + "' has no shape (its rank must be known)");
+    if (!spec) {
+      NoteUnknownUntilRunTime();
+      return Unimplemented("subgraph input '" + vi.name() + "' has no shape (its rank must be known)");
+    }
     const std::string name = UniqueName(vi.name());
     model_.graph.nodes.push_back(
         NodeDef{name, std::string(kInputOp), {}, AttrMap{{"dtype", spec->dtype}, {"shape", spec->shape}}});
@@ -522,8 +560,19 @@ bool IsOnnxModelDir(const std::filesystem::path& dir) {
 }
 
 StatusOr<Model> ImportOnnxModel(onnx::ModelProto& model, const std::filesystem::path& dir) {
+  return ImportOnnxModelFor(model, dir, {}, nullptr);
+}
+
+StatusOr<Model> ImportOnnxModelFor(onnx::ModelProto& model, const std::filesystem::path& dir,
+                                   const std::map<std::string, const Tensor*>& pinned, bool* unknown_until_run_time) {
   try {
-    return Importer(model, dir).Run();
+    Importer importer(model, dir, pinned);
+    StatusOr<Model> imported = std::move(importer).Run();
+    if (imported.ok() || !importer.unknown_until_run_time()) return imported;
+    if (unknown_until_run_time != nullptr) *unknown_until_run_time = true;
+    // A shape is unknown because a node before could not be sized: that node is the cause.
+    if (importer.first_unsized().empty()) return imported;
+    return Status(imported.status().code(), importer.first_unsized() + "; then " + imported.status().message());
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("out of memory while importing the model");
   } catch (const std::exception& e) {
@@ -540,7 +589,14 @@ StatusOr<Model> ReadOnnxModelFile(const std::filesystem::path& file) {
   if (!proto.ParseFromArray((*image)->data(), static_cast<int>((*image)->size()))) {
     return InvalidArgument(file.string() + ": not an ONNX ModelProto (corrupted or truncated)");
   }
-  StatusOr<Model> model = ImportOnnxModel(proto, file.parent_path());
+  bool unknown_until_run_time = false;
+  StatusOr<Model> model = ImportOnnxModelFor(proto, file.parent_path(), {}, &unknown_until_run_time);
+  if (!model.ok() && unknown_until_run_time) {
+    // Ranks or dimensions known only at run time: the graph is made per input instead.
+    StatusOr<Model> per_input = OnnxModelPerInput(*image, file.parent_path());
+    if (!per_input.ok()) return per_input.status().WithPrefix(file.string());
+    return per_input;
+  }
   if (!model.ok()) return model.status().WithPrefix(file.string());
   return model;
 }

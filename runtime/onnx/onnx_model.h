@@ -12,17 +12,24 @@
 // translated the same way, into bodies that take what they read of the enclosing graphs as
 // inputs (onnx_ops.h's OnnxBody); sequences become lists of values while loading.
 //
+// A model whose translation needs ranks or dimensions known only at run time (an If whose
+// branches differ in rank, a Conv after one; onnx_per_input.h) is translated per input shape
+// when its runs come, each graph cached: the load checks its ops and declares its signature.
+//
 // The one signature, serving_default, is the graph's inputs and outputs under their ONNX names,
 // with their element types and shapes; a dimension with a dim_param (or none) is -1, chosen by
 // the caller. Initializers are constants, also those listed as graph inputs (IR < 4 models).
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
 #include <string_view>
 
 #include "onnx/onnx_pb.h"
 #include "runtime/graph.h"
 #include "runtime/status.h"
+#include "runtime/tensor.h"
 
 namespace lockstep {
 
@@ -47,5 +54,10 @@ StatusOr<Model> ReadOnnxModelFile(const std::filesystem::path& file);
 // The translation alone. `model` is checked and shape-inferred in place; `dir` is where its
 // external data lives (empty: the model may have none).
 StatusOr<Model> ImportOnnxModel(onnx::ModelProto& model, const std::filesystem::path& dir);
+// ImportOnnxModel with `pinned` inputs: the graph is made for those values (constants to the
+// translators; the signature still takes them). `unknown_until_run_time`, where given, is set
+// when the translation failed for want of a rank or dimension known only at run time.
+StatusOr<Model> ImportOnnxModelFor(onnx::ModelProto& model, const std::filesystem::path& dir,
+                                   const std::map<std::string, const Tensor*>& pinned, bool* unknown_until_run_time);
 
 }  // namespace lockstep

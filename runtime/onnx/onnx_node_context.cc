@@ -19,7 +19,7 @@ const Tensor* OnnxNodeContext::ConstantInput(size_t i) const {
 
 StatusOr<int> OnnxNodeContext::InputRank(size_t i) const {
   if (i < specs_.size() && specs_[i]) return specs_[i]->shape.rank();
-  return Unsupported("the rank of input " + std::to_string(i) + " is not known before run time");
+  return UnknownUntilRunTime("the rank of input " + std::to_string(i) + " is not known before run time");
 }
 
 std::string OnnxNodeContext::Emit(const std::string& op, std::vector<std::string> inputs, AttrMap attrs,
@@ -133,6 +133,20 @@ Status OnnxNodeContext::Error(const std::string& what) const {
 Status OnnxNodeContext::Unsupported(const std::string& what) const {
   const std::string name = node_.name().empty() ? "(unnamed)" : node_.name();
   return Unimplemented("node '" + name + "' (" + node_.op_type() + "): " + what);
+}
+
+Status CheckOnnxOpTranslated(const onnx::NodeProto& node) {
+  const std::string label = "node '" + node.name() + "' (" + node.op_type() + ")";
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return Unimplemented(label + ": operators of domain '" + node.domain() + "' are not supported");
+  }
+  if (FindOnnxTranslator(node.op_type()) == nullptr) return Unimplemented(label + ": op " + node.op_type() + " is not supported");
+  return Status::Ok();
+}
+
+Status OnnxNodeContext::UnknownUntilRunTime(const std::string& what) const {
+  sink_.NoteUnknownUntilRunTime();
+  return Unsupported(what);
 }
 
 }  // namespace lockstep

@@ -43,12 +43,21 @@ class OnnxGraphSink {
   // an initializer), and the Lockstep value it was translated into (empty if none yet).
   virtual const onnx::NodeProto* Producer(const std::string& onnx_name) const = 0;
   virtual std::string Translated(const std::string& onnx_name) const = 0;
+  // What is known of ONNX value `onnx_name`'s type (ONNX's inference completed by the
+  // runtime's), once it is translated; nullopt if nothing.
+  virtual std::optional<TensorSpec> TranslatedSpec(const std::string& onnx_name) const = 0;
 
   // Translates a subgraph (If's branches, Loop's and Scan's bodies). `input_specs`: what the
   // node knows of each of the subgraph's inputs (nullopt: nothing); where the subgraph declares
   // an input's type too, the dimensions the two disagree on are known only at run time.
   virtual StatusOr<OnnxBody> ImportBody(const onnx::GraphProto& graph,
                                         std::vector<std::optional<TensorSpec>> input_specs) = 0;
+  // Translates a subgraph that takes no inputs (the branch an If with a constant condition
+  // takes) into the enclosing graph itself, and returns its outputs as values of that graph.
+  virtual StatusOr<std::vector<std::string>> InlineBody(const onnx::GraphProto& graph) = 0;
+  // Records that the translation stopped for want of a rank or dimension known only at run
+  // time: the model is then translated again per input shape (ReadOnnxModelFile).
+  virtual void NoteUnknownUntilRunTime() = 0;
 
   // Sequences are resolved while importing: a sequence value stands for a list of tensor
   // values, known when the model loads (positions must be constants). MakeSequence returns a
@@ -117,6 +126,8 @@ class OnnxNodeContext {
   Status Error(const std::string& what) const;
   // An error naming the node and its op: valid ONNX that Lockstep does not run.
   Status Unsupported(const std::string& what) const;
+  // Unsupported, for want of a shape known only at run time (OnnxGraphSink::NoteUnknownUntilRunTime).
+  Status UnknownUntilRunTime(const std::string& what) const;
 
  private:
   const onnx::AttributeProto* FindAttr(const std::string& name) const;
@@ -133,6 +144,10 @@ class OnnxNodeContext {
 // translator may leave trailing optional outputs out: the importer fails only when one of
 // those is used).
 using OnnxTranslator = Status (*)(OnnxNodeContext& ctx, std::vector<std::string>* outputs);
+
+// Whether `node`'s op is one of the default domain that has a translator: if not, an error
+// naming the node and the op.
+Status CheckOnnxOpTranslated(const onnx::NodeProto& node);
 
 // The translator for op `op_type` of the default domain, or null.
 OnnxTranslator FindOnnxTranslator(std::string_view op_type);

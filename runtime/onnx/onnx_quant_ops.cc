@@ -190,7 +190,7 @@ Status DynamicQuantizeLinear(OnnxNodeContext& ctx, std::vector<std::string>* out
 Status MatMulInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   const std::string a = Centered(ctx, 0, 2, kPerRow, "a");
   const std::string b = Centered(ctx, 1, 3, {}, "b");
-  if (!ctx.InputSpec(0) || !ctx.InputSpec(1)) return ctx.Unsupported("operands of unknown rank");
+  if (!ctx.InputSpec(0) || !ctx.InputSpec(1)) return ctx.UnknownUntilRunTime("operands of unknown rank");
   LS_ASSIGN_OR_RETURN(std::string product,
                       RunAsFloat(ctx, MatMul, {a, b}, {AsFloat64(*ctx.InputSpec(0)), AsFloat64(*ctx.InputSpec(1))}));
   outputs->push_back(CastTo(ctx, product, DType::kInt32, ""));
@@ -214,7 +214,7 @@ Status QLinearMatMul(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 
 Status ConvInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(1));
-  if (!ctx.InputSpec(0)) return ctx.Unsupported("an input of unknown rank");
+  if (!ctx.InputSpec(0)) return ctx.UnknownUntilRunTime("an input of unknown rank");
   std::vector<int64_t> per_filter(static_cast<size_t>(rank), 1);
   per_filter[0] = -1;
   const std::string x = Centered(ctx, 0, 2, {}, "x");
@@ -228,7 +228,7 @@ Status ConvInteger(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
 // (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B)
 Status QLinearConv(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
   LS_ASSIGN_OR_RETURN(int rank, ctx.InputRank(3));
-  if (!ctx.InputSpec(0)) return ctx.Unsupported("an input of unknown rank");
+  if (!ctx.InputSpec(0)) return ctx.UnknownUntilRunTime("an input of unknown rank");
   std::vector<int64_t> per_filter(static_cast<size_t>(rank), 1);
   per_filter[0] = -1;
   const std::string x = Centered(ctx, 0, 2, {}, "x");

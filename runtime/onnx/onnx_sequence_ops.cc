@@ -100,7 +100,7 @@ Status SplitToSequence(OnnxNodeContext& ctx, std::vector<std::string>* outputs) 
     }
     elements = SplitByRunTimeSizes(ctx, ctx.input(0), ctx.input(1), axis, split->shape.dim(0));
   } else {
-    if (dim < 0) return ctx.Unsupported("splitting a dimension unknown until run time into a sequence");
+    if (dim < 0) return ctx.UnknownUntilRunTime("splitting a dimension unknown until run time into a sequence");
     // Every part is a few nodes: a model may not ask for millions of them.
     constexpr int64_t kMaxParts = int64_t{1} << 16;
     std::vector<int64_t> sizes;

@@ -157,7 +157,7 @@ std::string FromNhwc(OnnxNodeContext& ctx, const Window& w, const std::string& y
 // shape must be known), which kernel_shape may repeat but not contradict.
 StatusOr<Window> ReadFilterWindow(const OnnxNodeContext& ctx, int max_spatial) {
   const auto& w_spec = ctx.InputSpec(1);
-  if (!w_spec || !w_spec->shape.IsFullyDefined()) return ctx.Unsupported("a filter whose shape is unknown until run time");
+  if (!w_spec || !w_spec->shape.IsFullyDefined()) return ctx.UnknownUntilRunTime("a filter whose shape is unknown until run time");
   const Shape& fs = w_spec->shape;
   if (fs.rank() < 3) return ctx.Error("the filter must have rank 3 or 4, got " + fs.ToString());
   const std::vector<int64_t> kernel(fs.dims().begin() + 2, fs.dims().end());

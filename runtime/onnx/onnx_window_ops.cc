@@ -153,7 +153,7 @@ Status MaxPoolWithIndices(OnnxNodeContext& ctx, std::vector<std::string>* output
   LS_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, {}, 3));
   LS_ASSIGN_OR_RETURN(Padding padding, ReadPadding(ctx, w, false, false));
   if (padding.at_run_time()) {
-    return ctx.Unsupported("SAME padding of a MaxPool with Indices over an image whose size is unknown until run time");
+    return ctx.UnknownUntilRunTime("SAME padding of a MaxPool with Indices over an image whose size is unknown until run time");
   }
   LS_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
   LS_ASSIGN_OR_RETURN(int64_t storage_order, ctx.IntAttr("storage_order", 0));
@@ -307,7 +307,7 @@ Status ConvTranspose(OnnxNodeContext& ctx, std::vector<std::string>* outputs) {
     for (size_t d = 0; d < 2; ++d) {
       const int64_t in = w.image[d];
       if (output_shape && in < 0) {
-        return ctx.Unsupported("output_shape of an image whose size is unknown until run time");
+        return ctx.UnknownUntilRunTime("output_shape of an image whose size is unknown until run time");
       }
       // Negative when the asked-for size is larger than the full one: then the halves are
       // rounded down, as ONNX's reference does (Python's //), and zeros fill the difference.

@@ -1,5 +1,7 @@
 // A stateful ONNX model served by the real binary as speech pipelines call it: Silero VAD v5
-// (opset 18, IR 10; tests/real_models/silero_vad/prepare), whose state [2, 1, 128] is an input
+// (tests/real_models/silero_vad/prepare) as PyTorch 2.9 exports it (opset 18, IR 10) and as
+// Silero ships it for 8 and 16 kHz (Ifs on dimensions and on the sample rate, so that its graph
+// is made per input: runtime/onnx/onnx_per_input.h), whose state [2, 1, 128] is an input
 // and an output that the client feeds back, and whose sample rate `sr` is a scalar. Over TF
 // Serving's REST predict, TF Serving's gRPC Predict and the Open Inference Protocol's binary
 // extension, the first chunks of the minute of audio each answer onnxruntime-node's
@@ -27,19 +29,20 @@ struct SileroCase {
   std::vector<double> probabilities;
 };
 
-SileroCase ReadCase() {
+// `name`: the prepared model's directory ("model" is the opset-18 export).
+SileroCase ReadCase(const std::string& name) {
   SileroCase c;
   const test::CommandResult made =
       test::RunCommand(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/real_models/silero_vad/prepare");
   EXPECT_EQ(made.exit_code, 0) << made.output;
   if (made.exit_code != 0) return c;
   const fs::path dir = test::LastLine(made.output);
-  c.model = dir / "model" / "model.onnx";
+  c.model = dir / name / "model.onnx";
   std::ifstream in(dir / "audio.f32", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   c.audio.resize(bytes.size() / sizeof(float));
   std::memcpy(c.audio.data(), bytes.data(), c.audio.size() * sizeof(float));
-  const json reference = json::parse(std::ifstream(dir / "reference.json"));
+  const json reference = json::parse(std::ifstream(name == "model" ? dir / "reference.json" : dir / name / "reference.json"));
   c.window = reference.at("window");
   c.context = reference.at("context");
   c.probabilities = reference.at("probabilities").get<std::vector<double>>();
@@ -70,10 +73,10 @@ void ExpectChunksAgree(const SileroCase& c, const std::string& protocol, const R
   }
 }
 
-class StatefulModelTest : public ::testing::Test {
+class StatefulModelTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    case_ = ReadCase();
+    case_ = ReadCase(GetParam());
     ASSERT_FALSE(case_.model.empty());
     ASSERT_GE(case_.probabilities.size(), kChunks);
     const fs::path base = dir_.path() / "models" / "vad";
@@ -88,7 +91,7 @@ class StatefulModelTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> server_;
 };
 
-TEST_F(StatefulModelTest, TfServingRestPredictWithAScalarSampleRate) {
+TEST_P(StatefulModelTest, TfServingRestPredictWithAScalarSampleRate) {
   ExpectChunksAgree(case_, "REST predict", [&](const std::vector<float>& input, const std::vector<float>& state,
                                                double* probability, std::vector<float>* next) {
     json planes = json::array();
@@ -104,7 +107,7 @@ TEST_F(StatefulModelTest, TfServingRestPredictWithAScalarSampleRate) {
   });
 }
 
-TEST_F(StatefulModelTest, TfServingGrpcPredictWithAScalarSampleRate) {
+TEST_P(StatefulModelTest, TfServingGrpcPredictWithAScalarSampleRate) {
   auto stub = tfs::PredictionService::NewStub(MakeChannel(server_->grpc_target()));
   ExpectChunksAgree(case_, "gRPC Predict", [&](const std::vector<float>& input, const std::vector<float>& state,
                                                double* probability, std::vector<float>* next) {
@@ -133,7 +136,7 @@ TEST_F(StatefulModelTest, TfServingGrpcPredictWithAScalarSampleRate) {
   });
 }
 
-TEST_F(StatefulModelTest, OpenInferenceProtocolBinaryWithAScalarSampleRate) {
+TEST_P(StatefulModelTest, OpenInferenceProtocolBinaryWithAScalarSampleRate) {
   ExpectChunksAgree(case_, "v2 infer (binary)", [&](const std::vector<float>& input, const std::vector<float>& state,
                                                     double* probability, std::vector<float>* next) {
     const int64_t sr = 16000;
@@ -173,6 +176,9 @@ TEST_F(StatefulModelTest, OpenInferenceProtocolBinaryWithAScalarSampleRate) {
     }
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Silero, StatefulModelTest, ::testing::Values("model", "v5_8k_16k"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace lockstep::e2e

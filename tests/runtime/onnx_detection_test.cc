@@ -1,6 +1,9 @@
-// A detector as torchvision exports it: SSDlite320 with MobileNetV3-Large (opset 11: the
-// anchors' decoding, per-class NonMaxSuppression, TopK and the gathers of computed indices
-// after it), random weights made to score boxes differently (tests/real_models/detection/).
+// Detectors as torchvision exports them (opset 11), random weights made to score boxes
+// differently (tests/real_models/detection/): SSDlite320 with MobileNetV3-Large (the anchors'
+// decoding, per-class NonMaxSuppression, TopK and the gathers of computed indices after it), and
+// Faster R-CNN with MobileNetV3-Large FPN at 320 (the region proposals, MultiScaleRoIAlign,
+// whose levels' `squeeze`s are Ifs on data-dependent dimensions, so that its graph is made per
+// input shape: runtime/onnx/onnx_per_input.h).
 // Its boxes, scores and labels are onnxruntime-node's on the same image, matched as sets of
 // rows: a row of ours is matched by an unused row of onnxruntime's with the same label, box and
 // score (to rounding); a row left unmatched must score what an unmatched row of onnxruntime's
@@ -28,10 +31,14 @@ struct Detections {
   std::vector<int64_t> labels;
 };
 
-TEST(OnnxDetectionTest, SsdLiteDetectionsAreOnnxRuntimesAsSetsOfRows) {
-  testing_onnx::PreparedOnnxCase prepared = testing_onnx::PrepareOnnxCase("tests/real_models/detection/prepare", "model.onnx");
+class OnnxDetectionTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxDetectionTest, DetectionsAreOnnxRuntimesAsSetsOfRows) {
+  const std::string& name = GetParam();
+  testing_onnx::PreparedOnnxCase prepared =
+      testing_onnx::PrepareOnnxCase("tests/real_models/detection/prepare", name + "/model.onnx");
   ASSERT_TRUE(prepared.error.empty()) << prepared.error;
-  const fs::path& dir = prepared.dir;
+  const fs::path dir = prepared.dir / name;
   Tensor image(DType::kFloat32, Shape{3, 320, 320});
   std::ifstream(dir / "image.f32", std::ios::binary)
       .read(static_cast<char*>(image.mutable_raw_data()), static_cast<std::streamsize>(image.byte_size()));
@@ -96,8 +103,12 @@ TEST(OnnxDetectionTest, SsdLiteDetectionsAreOnnxRuntimesAsSetsOfRows) {
   }
   const double matched = static_cast<double>(n - unmatched.size()) / static_cast<double>(n);
   RecordProperty("rows_matched", std::to_string(matched));
-  std::printf("SSDlite320: %zu of %zu rows matched, the rest tied\n", n - unmatched.size(), n);
+  std::printf("%s: %zu of %zu rows matched, the rest tied\n", name.c_str(), n - unmatched.size(), n);
 }
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, OnnxDetectionTest,
+                         ::testing::Values("ssdlite320", "fasterrcnn_mobilenet_v3_320_fpn"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace lockstep
