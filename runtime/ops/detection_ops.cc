@@ -50,13 +50,58 @@ Corners BoxAt(const T* b, bool center) {
           std::max<double>(b[1], b[3])};
 }
 
-double Iou(const Corners& a, const Corners& b) {
-  const double ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1), iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-  if (ih <= 0 || iw <= 0) return 0;
-  const double inter = ih * iw;
-  const double uni = (a.y2 - a.y1) * (a.x2 - a.x1) + (b.y2 - b.y1) * (b.x2 - b.x1) - inter;
-  return uni <= 0 ? 0 : inter / uni;
-}
+// The boxes NonMaxSuppression kept so far, by coordinate (one array each), so that a candidate
+// is tested against a block of them at once in a loop the compiler vectorises: a detector's
+// proposals run to thousands kept out of tens of thousands. Intersection over union in float32,
+// as onnxruntime computes it, 0 where the boxes do not meet (so a negative threshold keeps the
+// first box alone).
+class KeptBoxes {
+ public:
+  void clear() {
+    for (std::vector<float>* v : {&y1_, &x1_, &y2_, &x2_, &area_}) v->clear();
+  }
+  int64_t size() const { return static_cast<int64_t>(y1_.size()); }
+  void Add(const Corners& c) {
+    const Box f = Narrow(c);
+    y1_.push_back(f.y1);
+    x1_.push_back(f.x1);
+    y2_.push_back(f.y2);
+    x2_.push_back(f.x2);
+    area_.push_back(f.area);
+  }
+  // Whether `c` overlaps a kept box by more than `threshold`.
+  bool Overlaps(const Corners& c, double threshold) const {
+    constexpr size_t kBlock = 64;
+    const Box f = Narrow(c);
+    const float limit = static_cast<float>(threshold);
+    for (size_t begin = 0; begin < y1_.size(); begin += kBlock) {
+      const size_t end = std::min(y1_.size(), begin + kBlock);
+      // Branch-free, so that it vectorises: inter / union > limit as inter > limit * union (the
+      // union is positive wherever the boxes meet; where they do not, inter is 0).
+      int hits = 0;
+      for (size_t k = begin; k < end; ++k) {
+        const float ih = std::max(0.0f, std::min(y2_[k], f.y2) - std::max(y1_[k], f.y1));
+        const float iw = std::max(0.0f, std::min(x2_[k], f.x2) - std::max(x1_[k], f.x1));
+        const float inter = ih * iw;
+        const float uni = area_[k] + f.area - inter;
+        hits += inter > limit * uni;
+      }
+      if (hits > 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Box {
+    float y1, x1, y2, x2, area;
+  };
+  static Box Narrow(const Corners& c) {
+    const float y1 = static_cast<float>(c.y1), x1 = static_cast<float>(c.x1);
+    const float y2 = static_cast<float>(c.y2), x2 = static_cast<float>(c.x2);
+    return {y1, x1, y2, x2, (y2 - y1) * (x2 - x1)};
+  }
+  std::vector<float> y1_, x1_, y2_, x2_, area_;
+};
 
 // Optional scalar input i as a double, `fallback` when absent.
 StatusOr<double> OptionalScalar(const KernelContext& ctx, int i, double fallback) {
@@ -90,7 +135,7 @@ Status NmsKernel(KernelContext& ctx) {
   const int64_t limit = static_cast<int64_t>(std::clamp(max_boxes, 0.0, static_cast<double>(n)));
   std::vector<int64_t> selected;  // (batch, class, box) triples
   std::vector<int64_t> order;
-  std::vector<Corners> kept;
+  KeptBoxes kept;
   auto run = [&](auto zero) {
     using T = decltype(zero);
     const T* b = boxes.data<T>().data();
@@ -105,10 +150,10 @@ Status NmsKernel(KernelContext& ctx) {
         std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return cs[x] > cs[y]; });
         kept.clear();
         for (int64_t i : order) {
-          if (static_cast<int64_t>(kept.size()) >= limit) break;
+          if (kept.size() >= limit) break;
           const Corners box = BoxAt(b + (batch * n + i) * 4, center != 0);
-          if (std::any_of(kept.begin(), kept.end(), [&](const Corners& k) { return Iou(k, box) > iou_threshold; })) continue;
-          kept.push_back(box);
+          if (kept.Overlaps(box, iou_threshold)) continue;
+          kept.Add(box);
           selected.insert(selected.end(), {batch, c, i});
         }
       }
@@ -150,6 +195,46 @@ StatusOr<RoiParams> ReadRoi(const AttrMap& attrs) {
   return p;
 }
 
+// One sample of a bin: the four pixels it reads and their bilinear weights; a sample outside
+// the image reads nothing and counts as 0.
+struct RoiTap {
+  int64_t at[4] = {0, 0, 0, 0};
+  double w[4] = {0, 0, 0, 0};
+  bool inside = false;
+};
+
+RoiTap BilinearTap(double y, double xx, int64_t h, int64_t w) {
+  RoiTap tap;
+  if (y < -1.0 || y > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w)) return tap;
+  y = std::max(y, 0.0);
+  xx = std::max(xx, 0.0);
+  int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
+  if (y_low >= h - 1) {
+    y_high = y_low = h - 1;
+    y = static_cast<double>(y_low);
+  } else {
+    y_high = y_low + 1;
+  }
+  if (x_low >= w - 1) {
+    x_high = x_low = w - 1;
+    xx = static_cast<double>(x_low);
+  } else {
+    x_high = x_low + 1;
+  }
+  const double ly = y - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
+  const double hy = 1 - ly, hx = 1 - lx;
+  tap.at[0] = y_low * w + x_low;
+  tap.at[1] = y_low * w + x_high;
+  tap.at[2] = y_high * w + x_low;
+  tap.at[3] = y_high * w + x_high;
+  tap.w[0] = hy * hx;
+  tap.w[1] = hy * lx;
+  tap.w[2] = ly * hx;
+  tap.w[3] = ly * lx;
+  tap.inside = true;
+  return tap;
+}
+
 StatusOr<std::vector<TensorSpec>> InferRoiAlign(const ShapeInferenceContext& ctx) {
   LS_RETURN_IF_ERROR(CheckInputCount("RoiAlign", ctx.inputs.size(), 3, 3));
   LS_RETURN_IF_ERROR(CheckReal("RoiAlign", "x", ctx.inputs[0].dtype));
@@ -175,6 +260,16 @@ Status RoiAlignKernel(KernelContext& ctx) {
     return InvalidArgument("RoiAlign: rois " + rois.shape().ToString() + " and batch_indices " +
                            batch_indices.shape().ToString() + " do not fit [R, 4] and [R]");
   }
+  auto image_of = [&](int64_t r) {
+    return batch_indices.dtype() == DType::kInt32 ? int64_t{batch_indices.data<int32_t>()[static_cast<size_t>(r)]}
+                                                  : batch_indices.data<int64_t>()[static_cast<size_t>(r)];
+  };
+  for (int64_t r = 0; r < r_count; ++r) {
+    if (image_of(r) < 0 || image_of(r) >= x.shape().dim(0)) {
+      return InvalidArgument("RoiAlign: batch index " + std::to_string(image_of(r)) + " is not an image of " +
+                             x.shape().ToString());
+    }
+  }
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x.dtype(), spec[0].shape));
   return DispatchReal(x.dtype(), [&](auto zero) -> Status {
     using T = decltype(zero);
@@ -182,69 +277,60 @@ Status RoiAlignKernel(KernelContext& ctx) {
     const T* box = rois.data<T>().data();
     T* dst = out->mutable_data<T>().data();
     const double offset = p.half_pixel ? 0.5 : 0.0;
-    for (int64_t r = 0; r < r_count; ++r) {
-      const int64_t image = batch_indices.dtype() == DType::kInt32 ? int64_t{batch_indices.data<int32_t>()[static_cast<size_t>(r)]}
-                                                                   : batch_indices.data<int64_t>()[static_cast<size_t>(r)];
-      if (image < 0 || image >= x.shape().dim(0)) {
-        return InvalidArgument("RoiAlign: batch index " + std::to_string(image) + " is not an image of " + x.shape().ToString());
-      }
-      const double x1 = box[r * 4] * p.scale - offset, y1 = box[r * 4 + 1] * p.scale - offset;
-      double rw = box[r * 4 + 2] * p.scale - offset - x1, rh = box[r * 4 + 3] * p.scale - offset - y1;
-      if (!p.half_pixel) {
-        rw = std::max(rw, 1.0);
-        rh = std::max(rh, 1.0);
-      }
-      const double bin_h = rh / static_cast<double>(p.oh), bin_w = rw / static_cast<double>(p.ow);
-      const int64_t grid_h = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rh / static_cast<double>(p.oh)));
-      const int64_t grid_w = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rw / static_cast<double>(p.ow)));
-      const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* plane = src + (image * channels + c) * h * w;
+    // Per region, where each bin's samples fall and their bilinear weights, worked out once and
+    // used for every channel (the channels dominate: 256 of them in a detector's box head).
+    ctx.pool().ParallelFor(r_count, 1, [&](int64_t r_begin, int64_t r_end) {
+      thread_local std::vector<RoiTap> taps;
+      for (int64_t r = r_begin; r < r_end; ++r) {
+        const double x1 = box[r * 4] * p.scale - offset, y1 = box[r * 4 + 1] * p.scale - offset;
+        double rw = box[r * 4 + 2] * p.scale - offset - x1, rh = box[r * 4 + 3] * p.scale - offset - y1;
+        if (!p.half_pixel) {
+          rw = std::max(rw, 1.0);
+          rh = std::max(rh, 1.0);
+        }
+        const double bin_h = rh / static_cast<double>(p.oh), bin_w = rw / static_cast<double>(p.ow);
+        const int64_t grid_h = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rh / static_cast<double>(p.oh)));
+        const int64_t grid_w = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rw / static_cast<double>(p.ow)));
+        const int64_t per_bin = grid_h * grid_w;
+        const double count = static_cast<double>(std::max<int64_t>(per_bin, 1));
+        taps.clear();
         for (int64_t ph = 0; ph < p.oh; ++ph) {
           for (int64_t pw = 0; pw < p.ow; ++pw) {
-            double sum = 0, best = 0;
-            bool any = false;
             for (int64_t iy = 0; iy < grid_h; ++iy) {
               for (int64_t ix = 0; ix < grid_w; ++ix) {
-                double y = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-                double xx = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-                double v = 0;
-                if (!(y < -1.0 || y > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w))) {
-                  y = std::max(y, 0.0);
-                  xx = std::max(xx, 0.0);
-                  int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
-                  if (y_low >= h - 1) {
-                    y_high = y_low = h - 1;
-                    y = static_cast<double>(y_low);
-                  } else {
-                    y_high = y_low + 1;
-                  }
-                  if (x_low >= w - 1) {
-                    x_high = x_low = w - 1;
-                    xx = static_cast<double>(x_low);
-                  } else {
-                    x_high = x_low + 1;
-                  }
-                  const double ly = y - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
-                  const double hy = 1 - ly, hx = 1 - lx;
-                  const double v1 = hy * hx * plane[y_low * w + x_low], v2 = hy * lx * plane[y_low * w + x_high];
-                  const double v3 = ly * hx * plane[y_high * w + x_low], v4 = ly * lx * plane[y_high * w + x_high];
-                  if (p.max) {
-                    v = std::max({v1, v2, v3, v4});
-                  } else {
-                    v = v1 + v2 + v3 + v4;
-                  }
-                }
-                sum += v;
-                best = any ? std::max(best, v) : v;
-                any = true;
+                const double y = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+                const double xx = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+                taps.push_back(BilinearTap(y, xx, h, w));
               }
             }
-            dst[((r * channels + c) * p.oh + ph) * p.ow + pw] = static_cast<T>(p.max ? best : sum / count);
+          }
+        }
+        const T* planes = src + image_of(r) * channels * h * w;
+        for (int64_t c = 0; c < channels; ++c) {
+          const T* plane = planes + c * h * w;
+          T* bins = dst + (r * channels + c) * p.oh * p.ow;
+          const RoiTap* tap = taps.data();
+          for (int64_t bin = 0; bin < p.oh * p.ow; ++bin) {
+            double sum = 0, best = 0;
+            for (int64_t k = 0; k < per_bin; ++k, ++tap) {
+              if (!tap->inside) {
+                best = k == 0 ? 0 : std::max(best, 0.0);
+                continue;
+              }
+              const double v1 = tap->w[0] * plane[tap->at[0]], v2 = tap->w[1] * plane[tap->at[1]];
+              const double v3 = tap->w[2] * plane[tap->at[2]], v4 = tap->w[3] * plane[tap->at[3]];
+              if (p.max) {
+                const double v = std::max({v1, v2, v3, v4});
+                best = k == 0 ? v : std::max(best, v);
+              } else {
+                sum += v1 + v2 + v3 + v4;
+              }
+            }
+            bins[bin] = static_cast<T>(p.max ? best : sum / count);
           }
         }
       }
-    }
+    });
     return Status::Ok();
   });
 }

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -81,6 +82,27 @@ Status DispatchScatter(std::string_view op, DType dtype, Reduction r, Fn&& fn) {
   return DispatchDTypeIn<DTypeSet::kNumeric>(dtype, fn);
 }
 
+// Calls visit(i, base) for each element i of an `indices` shape in order, `base` being the
+// offset in the data (of `data_strides`) of i's coordinates but the one on `axis`: the
+// coordinates are walked, not divided out of i, as a detector's millions of elements need.
+template <typename Visit>
+Status ForEachElement(const Shape& indices, std::span<const int64_t> data_strides, int axis, Visit&& visit) {
+  int64_t coord[Shape::kMaxRank] = {};
+  int64_t base = 0;
+  const int64_t count = indices.num_elements();
+  for (int64_t i = 0; i < count; ++i) {
+    LS_RETURN_IF_ERROR(visit(i, base));
+    for (int d = indices.rank() - 1; d >= 0; --d) {
+      const int64_t stride = d == axis ? 0 : data_strides[static_cast<size_t>(d)];
+      base += stride;
+      if (++coord[d] < indices.dim(d)) break;
+      base -= coord[d] * stride;
+      coord[d] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 // ---- GatherElements(data, indices; axis) -> indices' shape ----
 
 StatusOr<std::vector<TensorSpec>> InferGatherElements(const ShapeInferenceContext& ctx) {
@@ -116,7 +138,6 @@ Status GatherElementsKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, data.dtype(), indices.shape()));
   if (out->num_elements() == 0) return Status::Ok();
   const auto data_strides = RowMajorStrides(data.shape());
-  const auto index_strides = RowMajorStrides(indices.shape());
   return DispatchCopyType("GatherElements", data.dtype(), [&](auto zero) -> Status {
     using U = decltype(zero);
     if constexpr (std::is_same_v<U, std::string>) {
@@ -124,20 +145,12 @@ Status GatherElementsKernel(KernelContext& ctx) {
     } else {
       const U* src = CopyData<U>(data);
       U* dst = MutableCopyData<U>(*out);
-      for (int64_t i = 0; i < indices.num_elements(); ++i) {
-        int64_t offset = 0, rest = i;
-        for (int d = 0; d < rank; ++d) {
-          const int64_t coordinate = rest / index_strides[static_cast<size_t>(d)];
-          rest %= index_strides[static_cast<size_t>(d)];
-          int64_t c = coordinate;
-          if (d == axis) {
-            LS_ASSIGN_OR_RETURN(c, CheckedIndex("GatherElements", IndexAt(indices, i), data.shape().dim(d)));
-          }
-          offset += c * data_strides[static_cast<size_t>(d)];
-        }
-        dst[i] = src[offset];
-      }
-      return Status::Ok();
+      const int64_t axis_stride = data_strides[static_cast<size_t>(axis)];
+      return ForEachElement(indices.shape(), data_strides, axis, [&](int64_t i, int64_t base) -> Status {
+        LS_ASSIGN_OR_RETURN(int64_t at, CheckedIndex("GatherElements", IndexAt(indices, i), data.shape().dim(axis)));
+        dst[i] = src[base + at * axis_stride];
+        return Status::Ok();
+      });
     }
   });
 }
@@ -187,24 +200,16 @@ Status ScatterElementsKernel(KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, data.dtype(), data.shape()));
   if (data.num_elements() > 0) std::memcpy(out->mutable_raw_data(), data.raw_data(), data.byte_size());
   const auto data_strides = RowMajorStrides(data.shape());
-  const auto index_strides = RowMajorStrides(indices.shape());
   return DispatchScatter("ScatterElements", data.dtype(), r, [&](auto zero) -> Status {
     using T = decltype(zero);
     const T* from = static_cast<const T*>(updates.raw_data());
     T* dst = static_cast<T*>(out->mutable_raw_data());
-    for (int64_t i = 0; i < indices.num_elements(); ++i) {
-      int64_t offset = 0, rest = i;
-      for (int d = 0; d < rank; ++d) {
-        int64_t c = rest / index_strides[static_cast<size_t>(d)];
-        rest %= index_strides[static_cast<size_t>(d)];
-        if (d == axis) {
-          LS_ASSIGN_OR_RETURN(c, CheckedIndex("ScatterElements", IndexAt(indices, i), data.shape().dim(d)));
-        }
-        offset += c * data_strides[static_cast<size_t>(d)];
-      }
-      Combine(r, dst[offset], from[i]);
-    }
-    return Status::Ok();
+    const int64_t axis_stride = data_strides[static_cast<size_t>(axis)];
+    return ForEachElement(indices.shape(), data_strides, axis, [&](int64_t i, int64_t base) -> Status {
+      LS_ASSIGN_OR_RETURN(int64_t at, CheckedIndex("ScatterElements", IndexAt(indices, i), data.shape().dim(axis)));
+      Combine(r, dst[base + at * axis_stride], from[i]);
+      return Status::Ok();
+    });
   });
 }
 
