@@ -306,14 +306,14 @@ Status BindInputs(const Plan& plan, std::span<const NamedTensor> inputs, std::ve
   });
 }
 
-// The inputs of a run of a model made per input, in its signature's order, checked.
-StatusOr<std::vector<const Tensor*>> OrderedInputs(const Model& model, std::string_view signature,
-                                                   std::span<const NamedTensor> inputs) {
+// The inputs of a run of a model made per input, in its signature's order, checked, into
+// `ordered` (its capacity kept from run to run).
+Status OrderedInputs(const Model& model, std::string_view signature, std::span<const NamedTensor> inputs,
+                     std::vector<const Tensor*>* ordered) {
   const Signature* sig = model.graph.FindSignature(signature);
   if (sig == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
-  std::vector<const Tensor*> ordered(sig->inputs.size());
-  LS_RETURN_IF_ERROR(MatchInputs(*sig, {}, inputs, [&](size_t k, const Tensor& t) { ordered[k] = &t; }));
-  return ordered;
+  ordered->assign(sig->inputs.size(), nullptr);
+  return MatchInputs(*sig, {}, inputs, [&](size_t k, const Tensor& t) { (*ordered)[k] = &t; });
 }
 
 }  // namespace
@@ -485,7 +485,8 @@ Status Session::RunPlan(std::string_view signature, std::span<const NamedTensor>
                         std::vector<NamedTensor>* outputs, std::span<const PackedB* const> site_packs,
                         std::vector<StepProfile>* profile) const {
   if (compiled_->per_input != nullptr) {
-    LS_ASSIGN_OR_RETURN(std::vector<const Tensor*> ordered, OrderedInputs(compiled_->model, signature, inputs));
+    thread_local std::vector<const Tensor*> ordered;
+    LS_RETURN_IF_ERROR(OrderedInputs(compiled_->model, signature, inputs, &ordered));
     LS_ASSIGN_OR_RETURN(std::shared_ptr<const Session> session, compiled_->per_input->For(ordered));
     return session->RunPlan(signature, inputs, outputs, site_packs, profile);
   }
@@ -573,7 +574,10 @@ const Signature* Session::FindSignature(std::string_view name) const {
 }
 
 Status Session::CheckInputs(std::string_view signature, std::span<const NamedTensor> inputs) const {
-  if (compiled_->per_input != nullptr) return OrderedInputs(compiled_->model, signature, inputs).status();
+  if (compiled_->per_input != nullptr) {
+    std::vector<const Tensor*> ordered;
+    return OrderedInputs(compiled_->model, signature, inputs, &ordered);
+  }
   const Plan* plan = compiled_->Find(signature);
   if (plan == nullptr) return NotFound("no signature named '" + std::string(signature) + "'");
   return BindInputs(*plan, inputs, nullptr);

@@ -27,24 +27,23 @@ class SessionsPerInput {
   SessionsPerInput(std::shared_ptr<const GraphPerInput> per_input, const SessionOptions& options);
 
   // The session for a run on `inputs` (in the signature's input order, checked against it).
-  // Two runs of one new key at once may both compile it; one session is kept. A key whose
-  // graph cannot be made fails with the same error on each run, without trying again.
+  // Two runs of one new key at once may both compile it; one session is kept. A graph that
+  // cannot be made is not remembered (its error is the run's): each run of that key tries
+  // again, and no failure takes the place of a session kept.
   StatusOr<std::shared_ptr<const Session>> For(std::span<const Tensor* const> inputs);
 
-  // The keys kept, and the bytes of weights packed for all their sessions.
+  // The sessions kept, and the bytes of weights packed for them all.
   size_t size() const;
   size_t packed_weight_bytes() const;
 
  private:
-  using Made = StatusOr<std::shared_ptr<const Session>>;
-  // The entry of `key`, moved to the front; null if none.
-  const Made* FindLocked(const std::string& key);
-  void KeepLocked(std::string key, Made made);
+  // The session of `key`, moved to the front; null if none.
+  const std::shared_ptr<const Session>* FindLocked(const std::string& key);
 
   std::shared_ptr<const GraphPerInput> per_input_;
   SessionOptions options_;
   mutable std::mutex mu_;
-  std::list<std::pair<std::string, Made>> recent_;  // most recent first
+  std::list<std::pair<std::string, std::shared_ptr<const Session>>> recent_;  // most recent first
 };
 
 }  // namespace lockstep

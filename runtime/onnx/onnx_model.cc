@@ -290,7 +290,8 @@ Status Importer::AddInputs(Signature& sig) {
     values_[vi.name()] = name;
     inferred_[name] = {TensorSpec{*dtype, spec->shape}};
     if (auto pinned = pinned_.find(vi.name()); pinned != pinned_.end()) {
-      values_[vi.name()] = AddConstant(vi.name() + "/pinned", *pinned->second);
+      // A copy: the graph outlives the run whose input it was made for.
+      values_[vi.name()] = AddConstant(vi.name() + "/pinned", pinned->second->Clone());
     } else if (ComputeDType(*dtype) != *dtype) {
       // A half-precision input, widened on the way in.
       values_[vi.name()] = AddNode(name + "/wide", "Cast", {name}, AttrMap{{"dtype", ComputeDType(*dtype)}});

@@ -116,15 +116,19 @@ struct PerInputOnnx {
     for (const Tensor* t : inputs) any_pinnable = any_pinnable || Pinnable(*t);
     if (!made.ok() && unknown && !pinning && any_pinnable) {
       StatusOr<Model> pinned = MakeFor(inputs, true, nullptr);
-      if (pinned.ok()) {
-        pin_scalars.store(true);
-        return pinned;
-      }
+      if (pinned.ok()) pin_scalars.store(true);
+      // Pinned, the translation gets further: its error (or its graph) is the one to give.
+      made = std::move(pinned);
     }
     if (!made.ok()) {
       std::string shapes;
       for (const Tensor* t : inputs) shapes += (shapes.empty() ? "" : ", ") + t->shape().ToString();
-      return InvalidArgument("the graph for inputs of shapes " + shapes + ": " + made.status().message());
+      const std::string what = "the graph for inputs of shapes " + shapes;
+      // What the inputs cannot be translated for is the request's fault; running short of
+      // memory, or anything internal, is not.
+      const StatusCode code = made.status().code();
+      if (code != StatusCode::kInvalidArgument && code != StatusCode::kUnimplemented) return made.status().WithPrefix(what);
+      return InvalidArgument(what + ": " + made.status().message());
     }
     return made;
   }

@@ -196,7 +196,7 @@ StatusOr<RoiParams> ReadRoi(const AttrMap& attrs) {
 }
 
 // One sample of a bin: the four pixels it reads and their bilinear weights; a sample outside
-// the image reads nothing and counts as 0.
+// the image (or of an empty image) reads nothing and counts as 0.
 struct RoiTap {
   int64_t at[4] = {0, 0, 0, 0};
   double w[4] = {0, 0, 0, 0};
@@ -205,7 +205,7 @@ struct RoiTap {
 
 RoiTap BilinearTap(double y, double xx, int64_t h, int64_t w) {
   RoiTap tap;
-  if (y < -1.0 || y > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w)) return tap;
+  if (h <= 0 || w <= 0 || y < -1.0 || y > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w)) return tap;
   y = std::max(y, 0.0);
   xx = std::max(xx, 0.0);
   int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
@@ -277,56 +277,71 @@ Status RoiAlignKernel(KernelContext& ctx) {
     const T* box = rois.data<T>().data();
     T* dst = out->mutable_data<T>().data();
     const double offset = p.half_pixel ? 0.5 : 0.0;
-    // Per region, where each bin's samples fall and their bilinear weights, worked out once and
-    // used for every channel (the channels dominate: 256 of them in a detector's box head).
+    // Where region r's bins lie and how many samples each takes (none for an inverted region).
+    struct Region {
+      double x1, y1, bin_h, bin_w;
+      int64_t grid_h, grid_w;
+    };
+    auto region = [&](int64_t r) {
+      const double x1 = box[r * 4] * p.scale - offset, y1 = box[r * 4 + 1] * p.scale - offset;
+      double rw = box[r * 4 + 2] * p.scale - offset - x1, rh = box[r * 4 + 3] * p.scale - offset - y1;
+      if (!p.half_pixel) {
+        rw = std::max(rw, 1.0);
+        rh = std::max(rh, 1.0);
+      }
+      const auto grid = [&](double extent, int64_t bins) {
+        if (p.sampling > 0) return p.sampling;
+        const double g = std::ceil(extent / static_cast<double>(bins));
+        return g > 0 ? static_cast<int64_t>(std::min(g, 1e9)) : int64_t{0};
+      };
+      return Region{x1, y1, rh / static_cast<double>(p.oh), rw / static_cast<double>(p.ow), grid(rh, p.oh), grid(rw, p.ow)};
+    };
+    // Adaptive sampling of a huge region would take unbounded time: refused, not run.
+    constexpr int64_t kMaxSamplesPerBin = int64_t{1} << 16;
+    for (int64_t r = 0; r < r_count; ++r) {
+      const Region g = region(r);
+      if (g.grid_h > kMaxSamplesPerBin || g.grid_w > kMaxSamplesPerBin || g.grid_h * g.grid_w > kMaxSamplesPerBin) {
+        return InvalidArgument("RoiAlign: region " + std::to_string(r) + " would take " + std::to_string(g.grid_h) + " x " +
+                               std::to_string(g.grid_w) + " samples per bin; set sampling_ratio or a smaller region");
+      }
+    }
+    // Each bin's bilinear taps are worked out once and used for every channel (a detector's box
+    // head has 256); regions run in parallel.
     ctx.pool().ParallelFor(r_count, 1, [&](int64_t r_begin, int64_t r_end) {
       thread_local std::vector<RoiTap> taps;
       for (int64_t r = r_begin; r < r_end; ++r) {
-        const double x1 = box[r * 4] * p.scale - offset, y1 = box[r * 4 + 1] * p.scale - offset;
-        double rw = box[r * 4 + 2] * p.scale - offset - x1, rh = box[r * 4 + 3] * p.scale - offset - y1;
-        if (!p.half_pixel) {
-          rw = std::max(rw, 1.0);
-          rh = std::max(rh, 1.0);
-        }
-        const double bin_h = rh / static_cast<double>(p.oh), bin_w = rw / static_cast<double>(p.ow);
-        const int64_t grid_h = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rh / static_cast<double>(p.oh)));
-        const int64_t grid_w = p.sampling > 0 ? p.sampling : static_cast<int64_t>(std::ceil(rw / static_cast<double>(p.ow)));
-        const int64_t per_bin = grid_h * grid_w;
+        const Region g = region(r);
+        const int64_t per_bin = g.grid_h * g.grid_w;
         const double count = static_cast<double>(std::max<int64_t>(per_bin, 1));
-        taps.clear();
+        const T* planes = src + image_of(r) * channels * h * w;
         for (int64_t ph = 0; ph < p.oh; ++ph) {
           for (int64_t pw = 0; pw < p.ow; ++pw) {
-            for (int64_t iy = 0; iy < grid_h; ++iy) {
-              for (int64_t ix = 0; ix < grid_w; ++ix) {
-                const double y = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-                const double xx = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+            taps.clear();
+            for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+              for (int64_t ix = 0; ix < g.grid_w; ++ix) {
+                const double y = g.y1 + static_cast<double>(ph) * g.bin_h +
+                                 (static_cast<double>(iy) + 0.5) * g.bin_h / static_cast<double>(g.grid_h);
+                const double xx = g.x1 + static_cast<double>(pw) * g.bin_w +
+                                  (static_cast<double>(ix) + 0.5) * g.bin_w / static_cast<double>(g.grid_w);
                 taps.push_back(BilinearTap(y, xx, h, w));
               }
             }
-          }
-        }
-        const T* planes = src + image_of(r) * channels * h * w;
-        for (int64_t c = 0; c < channels; ++c) {
-          const T* plane = planes + c * h * w;
-          T* bins = dst + (r * channels + c) * p.oh * p.ow;
-          const RoiTap* tap = taps.data();
-          for (int64_t bin = 0; bin < p.oh * p.ow; ++bin) {
-            double sum = 0, best = 0;
-            for (int64_t k = 0; k < per_bin; ++k, ++tap) {
-              if (!tap->inside) {
-                best = k == 0 ? 0 : std::max(best, 0.0);
-                continue;
+            T* bin = dst + (r * channels * p.oh + ph) * p.ow + pw;
+            for (int64_t c = 0; c < channels; ++c) {
+              const T* plane = planes + c * h * w;
+              double sum = 0;
+              for (int64_t k = 0; k < per_bin; ++k) {
+                const RoiTap& tap = taps[static_cast<size_t>(k)];
+                double v = 0;
+                if (tap.inside) {
+                  const double v1 = tap.w[0] * plane[tap.at[0]], v2 = tap.w[1] * plane[tap.at[1]];
+                  const double v3 = tap.w[2] * plane[tap.at[2]], v4 = tap.w[3] * plane[tap.at[3]];
+                  v = p.max ? std::max({v1, v2, v3, v4}) : v1 + v2 + v3 + v4;
+                }
+                sum = !p.max ? sum + v : k == 0 ? v : std::max(sum, v);
               }
-              const double v1 = tap->w[0] * plane[tap->at[0]], v2 = tap->w[1] * plane[tap->at[1]];
-              const double v3 = tap->w[2] * plane[tap->at[2]], v4 = tap->w[3] * plane[tap->at[3]];
-              if (p.max) {
-                const double v = std::max({v1, v2, v3, v4});
-                best = k == 0 ? v : std::max(best, v);
-              } else {
-                sum += v1 + v2 + v3 + v4;
-              }
+              bin[c * p.oh * p.ow] = static_cast<T>(p.max ? sum : sum / count);
             }
-            bins[bin] = static_cast<T>(p.max ? best : sum / count);
           }
         }
       }

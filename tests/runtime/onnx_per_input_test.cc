@@ -75,6 +75,7 @@ fs::path WriteSqueezeModel(const std::string& case_name, bool by_scalar, const s
   if (!extra_op.empty()) {
     onnx::NodeProto* extra = b.Node(extra_op, {"u"}, {"v"}, "extra");
     if (extra_op == "DepthToSpace") OnnxModelBuilder::IntAttr(extra, "blocksize", 1);
+    if (extra_op == "Transpose") OnnxModelBuilder::IntsAttr(extra, "perm", {1, 0});
   }
   onnx::NodeProto* flat = b.Node("Flatten", {extra_op.empty() ? "u" : "v"}, {"y"}, "flatten");
   OnnxModelBuilder::IntAttr(flat, "axis", 0);
@@ -182,6 +183,23 @@ TEST(OnnxPerInputTest, AGraphThatCannotBeMadeForAnInputFailsThatRunAlone) {
     EXPECT_NE(run.message().find("[2,3]"), std::string::npos) << run.ToString();
     EXPECT_NE(run.message().find("extra"), std::string::npos) << run.ToString();
   }
+}
+
+TEST(OnnxPerInputTest, AnInputNoGraphCanBeMadeForLeavesTheOthersOfItsShapeAlone) {
+  // Transpose by [1, 0] fits the squeezed branch's rank 2 (mode 1), not the other's rank 3
+  // (mode 0): the failing value first, then the good one of the same shape, then the failing
+  // one again, which fails again rather than run the good one's graph.
+  std::unique_ptr<Session> session = Load(WriteSqueezeModel("poison", true, "Transpose"));
+  ASSERT_NE(session, nullptr);
+  std::vector<NamedTensor> out;
+  const std::vector<NamedTensor> failing{{"x", Pattern(Shape{1, 3}, 0)}, {"mode", Tensor::Scalar<int64_t>(0)}};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Status run = session->Run("serving_default", failing, &out);
+    EXPECT_EQ(run.code(), StatusCode::kInvalidArgument) << run.ToString();
+    EXPECT_NE(run.message().find("extra"), std::string::npos) << run.ToString();
+    if (attempt == 0) ExpectAnswer(*session, Shape{1, 3}, true, 1);
+  }
+  EXPECT_EQ(session->graphs_per_input(), 1u);
 }
 
 TEST(OnnxPerInputTest, AnOpLockstepDoesNotTranslateIsRefusedAtLoad) {

@@ -86,6 +86,47 @@ TEST(OpsIndexTest, GathersAndScattersRefuseAnIndexOutOfRange) {
               {{"reduction", std::string("average")}}, "reduction");
 }
 
+TEST(OpsIndexTest, ElementsOpsWalkIndicesSmallerThanTheirDataOnEveryAxis) {
+  // data [2, 3, 4], indices [2, 2, 3] on axis 1: each index element's coordinates but the axis's
+  // address the data directly, as a walk over the indices' shape must find them.
+  const Tensor data = RandomTensor(Shape{2, 3, 4}, 5);
+  const std::vector<int64_t> at = {0, 2, 1, 2, 2, 0, 1, 0, 0, 2, 1, 1};
+  const Tensor indices = I64(at).Reshaped(Shape{2, 2, 3});
+  const Tensor updates = RandomTensor(Shape{2, 2, 3}, 6);
+  std::vector<float> gathered, scattered = Values<float>(data);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t k = 0; k < 3; ++k) {
+        const int64_t e = (i * 2 + j) * 3 + k, d = (i * 3 + at[static_cast<size_t>(e)]) * 4 + k;
+        gathered.push_back(data.data<float>()[static_cast<size_t>(d)]);
+        scattered[static_cast<size_t>(d)] = updates.data<float>()[static_cast<size_t>(e)];
+      }
+    }
+  }
+  EXPECT_EQ(Values<float>(Run1("GatherElements", {data, indices}, {{"axis", int64_t{1}}})), gathered);
+  EXPECT_EQ(Values<float>(Run1("ScatterElements", {data, indices, updates}, {{"axis", int64_t{1}}})), scattered);
+}
+
+TEST(OpsIndexTest, RoiAlignAveragesBilinearSamplesAndRefusesUnboundedSampling) {
+  const Tensor image = F32(Shape{1, 1, 2, 2}, {0, 1, 2, 3});
+  const Tensor first = I64({0});
+  const AttrMap one_sample{{"output_height", int64_t{1}}, {"output_width", int64_t{1}}, {"sampling_ratio", int64_t{1}}};
+  // half_pixel: the region [0, 2) is [-0.5, 1.5) in pixel centres, sampled at (0.5, 0.5).
+  EXPECT_EQ(Values<float>(Run1("RoiAlign", {image, F32(Shape{1, 4}, {0, 0, 2, 2}), first}, one_sample)),
+            (std::vector<float>{1.5f}));
+  // An inverted region takes no samples (adaptive sampling): 0, as onnxruntime gives.
+  EXPECT_EQ(Values<float>(Run1("RoiAlign", {image, F32(Shape{1, 4}, {6, 6, 0, 0}), first},
+                               {{"output_height", int64_t{2}}, {"output_width", int64_t{2}}})),
+            (std::vector<float>(4, 0.0f)));
+  // An empty image reads nothing.
+  EXPECT_EQ(Values<float>(Run1("RoiAlign", {Tensor(DType::kFloat32, Shape{1, 1, 0, 2}), F32(Shape{1, 4}, {0, 0, 1, 1}), first},
+                               one_sample)),
+            (std::vector<float>{0.0f}));
+  // Adaptive sampling of an enormous region would run for ever.
+  ExpectIndexOpError("RoiAlign", {image, F32(Shape{1, 4}, {0, 0, 1e7f, 1e7f}), first},
+                     {{"output_height", int64_t{1}}, {"output_width", int64_t{1}}}, "samples per bin");
+}
+
 AttrMap ResizeAttrs(const char* mode, const char* coordinates) {
   return AttrMap{{"mode", std::string(mode)}, {"coordinate_transformation_mode", std::string(coordinates)}};
 }
