@@ -41,7 +41,7 @@ std::optional<TensorSpec> SpecOfType(const onnx::TypeProto& type) {
 // What ONNX's inference says of a value, completed by what the runtime's says: ONNX's rules
 // lose dimensions the runtime's keep (a Conv after a Slice of computed bounds), and a shape
 // known in full lets Shape fold, and an If on a dimension take its branch, while loading.
-std::optional<TensorSpec> KnownerSpec(std::optional<TensorSpec> onnx, const std::optional<TensorSpec>& runtime) {
+std::optional<TensorSpec> CompletedSpec(std::optional<TensorSpec> onnx, const std::optional<TensorSpec>& runtime) {
   if (!onnx) return runtime;
   if (!runtime || runtime->shape.rank() != onnx->shape.rank()) return onnx;
   for (int d = 0; d < onnx->shape.rank(); ++d) {
@@ -352,7 +352,7 @@ Status Importer::TranslateNode(const onnx::NodeProto& node) {
     specs.push_back(spec == specs_.end() ? std::nullopt : spec->second);
     // An initializer's shape is its own, whatever value_info says.
     if (const Tensor* c = ConstantValue(inputs.back())) specs.back() = TensorSpec{c->dtype(), c->shape()};
-    specs.back() = KnownerSpec(specs.back(), InferredSpec(inputs.back()));
+    specs.back() = CompletedSpec(specs.back(), InferredSpec(inputs.back()));
   }
   const std::string base = !node.name().empty() ? node.name() : node.output_size() > 0 ? node.output(0) : node.op_type();
   OnnxNodeContext ctx(*this, node, opset_, std::move(inputs), std::move(specs), base);
@@ -441,7 +441,7 @@ StatusOr<std::string> Importer::Capture(const std::string& onnx_name, const onnx
 std::optional<TensorSpec> Importer::SpecOfValue(const std::string& onnx_name, const std::string& value) const {
   if (const Tensor* c = ConstantValue(value)) return TensorSpec{c->dtype(), c->shape()};
   auto it = specs_.find(onnx_name);
-  return KnownerSpec(it != specs_.end() ? it->second : std::nullopt, InferredSpec(value));
+  return CompletedSpec(it != specs_.end() ? it->second : std::nullopt, InferredSpec(value));
 }
 
 std::string Importer::MakeSequence(std::vector<std::string> elements) {
